@@ -1,0 +1,38 @@
+/** One measured figure, as written to the bench JSON. */
+export interface Figure {
+  readonly suite: string;
+  /** Dotted name, e.g. `cancel.check_ns`; stable once published. */
+  readonly name: string;
+  readonly value: number;
+  readonly unit: string;
+  /** The same-run baseline this figure is compared with. */
+  readonly baseline?: { readonly name: string; readonly value: number };
+  /** value / baseline.value, or another ratio the name says. */
+  readonly ratio?: number;
+  /** Where the threads ran: one CPU (`taskset -c 0`) or wherever the OS put them. */
+  readonly placement?: 'pinned' | 'unpinned';
+  /** Extra numbers (p95, samples, ...) for the table. */
+  readonly detail?: Readonly<Record<string, number | string>>;
+}
+
+/** What a suite gets from the harness. */
+export interface SuiteContext {
+  /** The reduced run (`--quick`): fewer samples, same figures. */
+  readonly quick: boolean;
+  readonly placement: 'pinned' | 'unpinned';
+  /** Report progress (a line when not a TTY). */
+  progress(message: string): void;
+  /** Extra arguments after the suite name (e.g. `--file my-scope.json`). */
+  readonly args: readonly string[];
+}
+
+/** A benchmark suite: a program that measures and returns figures. */
+export interface Suite {
+  readonly name: string;
+  readonly description: string;
+  /** Latency suites are run under both placements (or pinned only with `--pin`). */
+  readonly placementSensitive: boolean;
+  /** Whether `pnpm bench` with no suite named runs it. */
+  readonly inDefaultRun: boolean;
+  run(context: SuiteContext): Promise<Figure[]>;
+}

@@ -1,0 +1,194 @@
+// `pnpm bench [suite ...] [--quick] [--pin] [--json <file>]` — the one entry for every benchmark.
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { cpus, totalmem } from 'node:os';
+import { dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Figure, Suite } from './Suite.js';
+import { round } from './stats.js';
+import { findSuite, suites } from './suites/index.js';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const repoRoot = resolve(here, '..', '..');
+
+interface Options {
+  readonly quick: boolean;
+  readonly pin: boolean;
+  readonly json: string | undefined;
+  readonly selected: readonly Suite[];
+  readonly suiteArgs: readonly string[];
+}
+
+function usage(): string {
+  return [
+    'usage: pnpm bench [suite ...] [--quick] [--pin] [--json <file>]',
+    '  --quick   reduced run (under a minute)',
+    '  --pin     run latency suites pinned to one CPU only (default: pinned and unpinned)',
+    '  --json    write machine-readable figures to <file>',
+    `suites: ${suites.map((s) => s.name).join(', ')}`,
+  ].join('\n');
+}
+
+function parse(argv: readonly string[]): Options {
+  let quick = false;
+  let pin = false;
+  let json: string | undefined;
+  const names: string[] = [];
+  const suiteArgs: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i] as string;
+    if (a === '--') continue;
+    if (a === '--quick') quick = true;
+    else if (a === '--pin') pin = true;
+    else if (a === '--json') {
+      json = argv[++i];
+      if (json === undefined) throw new Error('--json needs a file name');
+    } else if (a === '--help' || a === '-h') {
+      console.log(usage());
+      process.exit(0);
+    } else if (a.startsWith('--')) {
+      // Suite-specific flag with its value (e.g. `scope --file x.json`).
+      suiteArgs.push(a);
+      const next = argv[i + 1];
+      if (next !== undefined && !next.startsWith('--')) suiteArgs.push(argv[++i] as string);
+    } else names.push(a);
+  }
+  const selected: Suite[] = [];
+  for (const name of names) {
+    const suite = findSuite(name);
+    if (suite === undefined) {
+      throw new Error(`unknown suite "${name}"; the suites are: ${suites.map((s) => s.name).join(', ')}`);
+    }
+    selected.push(suite);
+  }
+  return {
+    quick,
+    pin,
+    json,
+    selected: selected.length > 0 ? selected : suites.filter((s) => s.inDefaultRun),
+    suiteArgs,
+  };
+}
+
+const hasTaskset = spawnSync('taskset', ['-c', '0', 'true']).status === 0;
+const tty = process.stderr.isTTY === true;
+let progressLine = '';
+
+function progress(message: string): void {
+  if (tty) {
+    const line = message.slice(0, (process.stderr.columns ?? 100) - 1);
+    process.stderr.write(`\r${line}${' '.repeat(Math.max(0, progressLine.length - line.length))}`);
+    progressLine = line;
+  } else {
+    process.stderr.write(`${message}\n`);
+  }
+}
+
+function clearProgress(): void {
+  if (tty && progressLine !== '') {
+    process.stderr.write(`\r${' '.repeat(progressLine.length)}\r`);
+    progressLine = '';
+  }
+}
+
+function runChild(suite: Suite, placement: 'pinned' | 'unpinned', options: Options): Promise<Figure[]> {
+  const entry = resolve(here, 'runSuite.js');
+  const nodeArgs = ['--enable-source-maps', '--expose-gc', entry, suite.name, placement];
+  if (options.quick) nodeArgs.push('--quick');
+  nodeArgs.push(...options.suiteArgs);
+  const [cmd, args] =
+    placement === 'pinned' && hasTaskset ? ['taskset', ['-c', '0', process.execPath, ...nodeArgs]] : [process.execPath, nodeArgs];
+  return new Promise((resolvePromise, reject) => {
+    const child = spawn(cmd as string, args as string[], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], cwd: repoRoot });
+    let figures: Figure[] | undefined;
+    let failure: string | undefined;
+    child.on('message', (m: { type: string; message?: string; figures?: Figure[] }) => {
+      if (m.type === 'progress') progress(`[${suite.name}/${placement}] ${m.message ?? ''}`);
+      else if (m.type === 'figures') figures = m.figures;
+      else if (m.type === 'error') failure = m.message;
+    });
+    child.on('error', reject);
+    child.on('exit', (code) => {
+      if (figures !== undefined) resolvePromise(figures.map((f) => ({ placement, ...f })));
+      else reject(new Error(`suite ${suite.name} (${placement}) failed${code === null ? '' : ` with exit code ${code}`}: ${failure ?? 'no figures'}`));
+    });
+  });
+}
+
+function printTable(figures: readonly Figure[]): void {
+  const rows = figures.map((f) => [
+    f.name,
+    f.placement ?? '',
+    `${round(f.value)} ${f.unit}`,
+    f.baseline === undefined ? '' : `${f.baseline.name} = ${round(f.baseline.value)}`,
+    f.ratio === undefined ? '' : `${round(f.ratio)}×`,
+    f.detail === undefined
+      ? ''
+      : Object.entries(f.detail)
+          .map(([k, v]) => `${k}=${typeof v === 'number' ? round(v) : v}`)
+          .join(' '),
+  ]);
+  const header = ['figure', 'placement', 'value', 'baseline (same run)', 'ratio', 'detail'];
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] as string).length)));
+  const line = (cells: readonly string[]) => cells.map((c, i) => c.padEnd(widths[i] as number)).join('  ').trimEnd();
+  console.log(line(header));
+  console.log(widths.map((w) => '-'.repeat(w)).join('  '));
+  for (const r of rows) console.log(line(r));
+}
+
+async function main(): Promise<void> {
+  let options: Options;
+  try {
+    options = parse(process.argv.slice(2));
+  } catch (error) {
+    console.error(`${(error as Error).message}\n\n${usage()}`);
+    process.exitCode = 2;
+    return;
+  }
+  if (options.pin && !hasTaskset) console.error('taskset is not available: --pin runs unpinned');
+  const started = Date.now();
+  const figures: Figure[] = [];
+  let failed = false;
+  for (const suite of options.selected) {
+    const placements: ('pinned' | 'unpinned')[] = !suite.placementSensitive
+      ? ['unpinned']
+      : options.pin
+        ? ['pinned']
+        : ['pinned', 'unpinned'];
+    for (const placement of placements) {
+      try {
+        figures.push(...(await runChild(suite, placement, options)));
+      } catch (error) {
+        failed = true;
+        clearProgress();
+        console.error((error as Error).message);
+      }
+    }
+  }
+  clearProgress();
+  printTable(figures);
+  console.log(`\n${figures.length} figures in ${((Date.now() - started) / 1000).toFixed(1)} s${options.quick ? ' (quick)' : ''}`);
+  const cpu = cpus();
+  const report = {
+    machine: {
+      cpus: cpu.length,
+      cpuModel: cpu[0]?.model ?? 'unknown',
+      totalMemGiB: round(totalmem() / 2 ** 30),
+      node: process.version,
+      platform: `${process.platform}-${process.arch}`,
+      date: new Date().toISOString(),
+      quick: options.quick,
+      tasksetAvailable: hasTaskset,
+    },
+    figures,
+  };
+  if (options.json !== undefined) {
+    const file = resolve(process.env.INIT_CWD ?? process.cwd(), options.json);
+    mkdirSync(dirname(file), { recursive: true });
+    writeFileSync(file, `${JSON.stringify(report, null, 2)}\n`);
+    console.log(`figures written to ${file}`);
+  }
+  if (failed) process.exitCode = 1;
+}
+
+await main();

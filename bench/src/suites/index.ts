@@ -1,0 +1,10 @@
+import type { Suite } from '../Suite.js';
+import { coreSuite } from './core.js';
+
+/** Every suite `pnpm bench` knows, in the order a full run takes them. */
+export const suites: readonly Suite[] = [coreSuite];
+
+/** Find a suite by name. */
+export function findSuite(name: string): Suite | undefined {
+  return suites.find((s) => s.name === name);
+}

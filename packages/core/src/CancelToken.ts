@@ -1,0 +1,50 @@
+import { CancelledError, type CancelReason } from './TroupeError.js';
+
+/**
+ * What code that can be cancelled reads. Backed either by the shared
+ * cancellation table (one `Atomics.load`) or by an in-process source.
+ *
+ * - `isCancelled()` is cheap enough for a tight loop.
+ * - `throwIfCancelled()` throws a {@link CancelledError} carrying the reason.
+ * - `signal` aborts with that same `CancelledError`; hand it to `fetch` or a
+ *   model call. It is created on first access, so code that never reads it
+ *   pays nothing.
+ */
+export interface CancelToken {
+  isCancelled(): boolean;
+  /** The reason once cancelled, else `undefined`. */
+  readonly reason: CancelReason | undefined;
+  throwIfCancelled(): void;
+  readonly signal: AbortSignal;
+}
+
+/** A token for one tool call, opened from a {@link RunCancellation}. */
+export interface CallCancellation {
+  readonly token: CancelToken;
+  /** Cancel this call only (the executor's timeout uses reason `deadline`). */
+  cancel(reason: CancelReason): void;
+  /** The call ended: release what the token holds. Idempotent. */
+  close(): void;
+}
+
+/**
+ * The cancellation of one run: its own token, its absolute deadline (in the
+ * `Clock` base) if any, and a way to open per-call tokens that are cancelled
+ * with the run, or alone when the call times out.
+ */
+export interface RunCancellation {
+  readonly token: CancelToken;
+  readonly deadline: number | undefined;
+  /** Open a call token; `deadline` (absolute) is what a watchdog enforces. */
+  openCall(deadline: number | undefined): CallCancellation;
+}
+
+/** A token that is never cancelled, for code called outside a run. */
+export const neverCancelled: CancelToken = Object.freeze({
+  isCancelled: () => false,
+  reason: undefined,
+  throwIfCancelled: () => {},
+  get signal(): AbortSignal {
+    return new AbortController().signal;
+  },
+});

@@ -1,0 +1,357 @@
+import { assertCloneable } from './assertCloneable.js';
+import type { AgentId } from './Id.js';
+import { deepFreeze } from './Scope.js';
+import { TroupeError } from './TroupeError.js';
+
+/** An agent's mutable, persisted metadata: a frozen string-keyed record. */
+export type Metadata = Readonly<Record<string, unknown>>;
+
+/** One operation of a {@link ContextUpdate}, in the order it was added. */
+export type Operation =
+  | { readonly op: 'set'; readonly key: string; readonly value: unknown }
+  | { readonly op: 'merge'; readonly key: string; readonly value: Readonly<Record<string, unknown>> }
+  | { readonly op: 'append'; readonly key: string; readonly value: unknown }
+  | { readonly op: 'delete'; readonly key: string }
+  | { readonly op: 'logEvent'; readonly type: string; readonly data: Readonly<Record<string, unknown>> };
+
+/** A bookkeeping event in an agent's session log. It never enters the model's transcript. */
+export interface SessionEvent {
+  readonly type: string;
+  readonly data: Readonly<Record<string, unknown>>;
+  /** The agent whose update recorded it (a subagent's events keep its own id). */
+  readonly agentId: AgentId;
+  /** When it was applied, in the `Clock` base. */
+  readonly at: number;
+}
+
+/** Event types that belong to the transcript; `logEvent` refuses them so it cannot smuggle content. */
+export const TRANSCRIPT_EVENT_TYPES: ReadonlySet<string> = new Set([
+  'user_message',
+  'assistant_message',
+  'system_message',
+  'tool_message',
+  'tool_result',
+]);
+
+/** Prefix of the library-owned metadata keys a tool may not set, merge or delete. */
+export const PROTECTED_KEY_PREFIX = 'troupe.';
+
+/** True for a library-owned metadata key. */
+export function isProtectedKey(key: string): boolean {
+  return key.startsWith(PROTECTED_KEY_PREFIX);
+}
+
+function updateError(
+  message: string,
+  code: 'ERR_CONTEXT_UPDATE' | 'ERR_PROTECTED_KEY' = 'ERR_CONTEXT_UPDATE',
+): TroupeError {
+  return new TroupeError(message, { code });
+}
+
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) return false;
+  const proto = Object.getPrototypeOf(v);
+  return proto === Object.prototype || proto === null;
+}
+
+function checkKey(key: unknown, op: string, allowProtected: boolean): asserts key is string {
+  if (typeof key !== 'string' || key.length === 0) {
+    throw updateError(`${op}: the key must be a non-empty string, got ${JSON.stringify(key)}`);
+  }
+  if (!allowProtected && isProtectedKey(key)) {
+    throw updateError(
+      `${op} "${key}": keys starting with "${PROTECTED_KEY_PREFIX}" are owned by Troupe and cannot be changed by a tool; use another key`,
+      'ERR_PROTECTED_KEY',
+    );
+  }
+}
+
+function checkEventType(type: unknown): asserts type is string {
+  if (typeof type !== 'string' || type.length === 0) {
+    throw updateError(`logEvent: the type must be a non-empty string, got ${JSON.stringify(type)}`);
+  }
+  if (TRANSCRIPT_EVENT_TYPES.has(type)) {
+    throw updateError(
+      `logEvent "${type}": transcript types cannot be logged as bookkeeping events (they would enter the model's history); use another type`,
+    );
+  }
+}
+
+/**
+ * Structured changes a tool makes to its agent's `state.metadata`, plus
+ * bookkeeping events for the session log (nous `ContextUpdate`).
+ *
+ * Immutable: every method returns a new update. Values are checked
+ * structured-cloneable and deep-frozen when added, so an update can cross a
+ * thread and nothing can change it afterwards. Protected keys
+ * (`troupe.*`) and transcript event types are refused here and again when
+ * the update is applied.
+ *
+ * @example
+ * ```ts
+ * return ToolResult.ok({ added: note }, ContextUpdate.empty().append('notes', note).logEvent('note_added', { note }))
+ * ```
+ */
+export class ContextUpdate {
+  readonly #ops: readonly Operation[];
+
+  private constructor(ops: readonly Operation[]) {
+    this.#ops = ops;
+  }
+
+  /** The update with no operations. */
+  static empty(): ContextUpdate {
+    if (EMPTY === undefined) EMPTY = new ContextUpdate([]);
+    return EMPTY;
+  }
+
+  /**
+   * Rebuild an update from operations received from elsewhere (another
+   * thread, a persisted log). Every operation is checked as if it had been
+   * added through the builder; an unknown operation is an error.
+   */
+  static from(operations: readonly unknown[]): ContextUpdate {
+    let update = ContextUpdate.empty();
+    for (const raw of operations) {
+      const op = raw as Operation;
+      switch (op?.op) {
+        case 'set':
+          update = update.set(op.key, op.value);
+          break;
+        case 'merge':
+          update = update.merge(op.key, op.value);
+          break;
+        case 'append':
+          update = update.append(op.key, op.value);
+          break;
+        case 'delete':
+          update = update.delete(op.key);
+          break;
+        case 'logEvent':
+          update = update.logEvent(op.type, op.data);
+          break;
+        default:
+          throw updateError(
+            `unknown operation ${JSON.stringify((raw as { op?: unknown })?.op)}: an update is never applied partially`,
+          );
+      }
+    }
+    return update;
+  }
+
+  #with(op: Operation): ContextUpdate {
+    return new ContextUpdate([...this.#ops, op]);
+  }
+
+  /** Replace `key` with `value` (`null` keeps the key with a null value). */
+  set(key: string, value: unknown): ContextUpdate {
+    checkKey(key, 'set', false);
+    assertCloneable(value, `set "${key}"`);
+    return this.#with({ op: 'set', key, value: deepFreeze(value) });
+  }
+
+  /** Deep-merge `value` into `key` (right wins; arrays and non-objects are replaced). */
+  merge(key: string, value: Readonly<Record<string, unknown>>): ContextUpdate {
+    checkKey(key, 'merge', false);
+    if (!isPlainObject(value))
+      throw updateError(`merge "${key}": the value must be a plain object, got ${typeof value}`);
+    assertCloneable(value, `merge "${key}"`);
+    return this.#with({ op: 'merge', key, value: deepFreeze(value) });
+  }
+
+  /** Append `value` to the list at `key`; a missing or null key starts a list. */
+  append(key: string, value: unknown): ContextUpdate {
+    checkKey(key, 'append', false);
+    assertCloneable(value, `append "${key}"`);
+    return this.#with({ op: 'append', key, value: deepFreeze(value) });
+  }
+
+  /** Remove `key`. */
+  delete(key: string): ContextUpdate {
+    checkKey(key, 'delete', false);
+    return this.#with({ op: 'delete', key });
+  }
+
+  /** Record a bookkeeping event in the session log; touches no metadata. */
+  logEvent(type: string, data: Readonly<Record<string, unknown>> = {}): ContextUpdate {
+    checkEventType(type);
+    if (!isPlainObject(data)) throw updateError(`logEvent "${type}": data must be a plain object`);
+    assertCloneable(data, `logEvent "${type}"`);
+    return this.#with({ op: 'logEvent', type, data: deepFreeze(data) });
+  }
+
+  /** Every operation, in the order it was added. */
+  get operations(): readonly Operation[] {
+    return this.#ops;
+  }
+
+  /** The `{type, data}` pairs added by `logEvent`, in order. */
+  get logEvents(): readonly { readonly type: string; readonly data: Readonly<Record<string, unknown>> }[] {
+    const events: { type: string; data: Readonly<Record<string, unknown>> }[] = [];
+    for (const op of this.#ops) if (op.op === 'logEvent') events.push({ type: op.type, data: op.data });
+    return events;
+  }
+
+  /** True when there are no operations at all (an events-only update is not empty). */
+  get isEmpty(): boolean {
+    return this.#ops.length === 0;
+  }
+
+  /** Concatenate: this update's operations, then `other`'s. */
+  concat(other: ContextUpdate): ContextUpdate {
+    if (other.#ops.length === 0) return this;
+    if (this.#ops.length === 0) return other;
+    return new ContextUpdate([...this.#ops, ...other.#ops]);
+  }
+}
+
+let EMPTY: ContextUpdate | undefined;
+
+/** Options of {@link reduceMetadata}. */
+export interface ReduceOptions {
+  /** Let library code write protected keys. Tools never get this. */
+  readonly allowProtected?: boolean;
+}
+
+function assertNever(op: never): never {
+  throw updateError(
+    `unknown operation ${JSON.stringify((op as { op?: unknown })?.op)}: an update is never applied partially`,
+  );
+}
+
+function deepMerge(
+  base: unknown,
+  patch: Readonly<Record<string, unknown>>,
+  owned: WeakSet<object>,
+): Record<string, unknown> {
+  const out: Record<string, unknown> = isPlainObject(base) ? { ...base } : {};
+  for (const key of Object.keys(patch)) {
+    const next = patch[key];
+    out[key] = isPlainObject(next) && isPlainObject(out[key]) ? deepMerge(out[key], next, owned) : next;
+  }
+  owned.add(out);
+  return out;
+}
+
+/**
+ * The one reducer of metadata operations. Folds `operations` over `initial`
+ * in order and returns new frozen metadata (the input is never mutated).
+ * `logEvent` operations touch no metadata and are skipped here; an unknown
+ * operation, a protected key (unless allowed) or an append to a non-list is a
+ * typed error and nothing is applied.
+ *
+ * Every caller — the executor, the agent loop, the supervisor merging a
+ * subagent's changes back, persistence replay — folds through here.
+ */
+export function reduceMetadata(
+  initial: Metadata,
+  operations: readonly Operation[],
+  options: ReduceOptions = {},
+): Metadata {
+  const allowProtected = options.allowProtected === true;
+  let draft: Record<string, unknown> | undefined;
+  // Containers created during this fold may be changed in place (appends are O(1)).
+  const owned = new WeakSet<object>();
+  for (const op of operations) {
+    if (op.op === 'logEvent') {
+      checkEventType(op.type);
+      continue;
+    }
+    checkKey(op.key, op.op, allowProtected);
+    draft ??= { ...initial };
+    switch (op.op) {
+      case 'set':
+        draft[op.key] = op.value;
+        break;
+      case 'merge':
+        if (!isPlainObject(op.value)) throw updateError(`merge "${op.key}": the value must be a plain object`);
+        draft[op.key] = deepMerge(draft[op.key], op.value, owned);
+        break;
+      case 'append': {
+        const current = draft[op.key];
+        if (current === undefined || current === null) {
+          const list = [op.value];
+          owned.add(list);
+          draft[op.key] = list;
+        } else if (Array.isArray(current)) {
+          if (owned.has(current)) {
+            current.push(op.value);
+          } else {
+            const list = [...current, op.value];
+            owned.add(list);
+            draft[op.key] = list;
+          }
+        } else {
+          throw updateError(
+            `append "${op.key}": the current value is ${typeof current}, not a list; set it to a list first or use another key`,
+          );
+        }
+        break;
+      }
+      case 'delete':
+        delete draft[op.key];
+        break;
+      default:
+        assertNever(op);
+    }
+  }
+  if (draft === undefined) return initial;
+  // Freeze what this fold created; values inside operations were frozen when added.
+  for (const key of Object.keys(draft)) {
+    const v = draft[key];
+    if (typeof v === 'object' && v !== null && owned.has(v)) deepFreeze(v);
+  }
+  return Object.freeze(draft);
+}
+
+/** Reported when events were dropped because the target has no session log. */
+export interface EventsDropped {
+  readonly count: number;
+  readonly types: readonly string[];
+}
+
+/** Where an update is applied: metadata, and a session log if the target keeps one. */
+export interface UpdateTarget {
+  readonly metadata: Metadata;
+  readonly log?: readonly SessionEvent[] | undefined;
+}
+
+/** The result of {@link applyContextUpdate}. */
+export interface AppliedUpdate {
+  readonly metadata: Metadata;
+  /** The target's log with the update's events appended, or `undefined` when it has none. */
+  readonly log: readonly SessionEvent[] | undefined;
+  /** The events appended by this update (empty when dropped). */
+  readonly events: readonly SessionEvent[];
+  /** Set when the target has no log and the update had events: say what was lost. */
+  readonly dropped: EventsDropped | undefined;
+}
+
+/**
+ * Apply an update to a target: metadata operations first, then events, each
+ * in the order added. A target without a session log drops the events and
+ * reports exactly what was lost in `dropped` (the caller emits one
+ * `context.events_dropped` event for it); there is no report when there were
+ * no events. Protected keys are refused again here.
+ */
+export function applyContextUpdate(
+  update: ContextUpdate,
+  target: UpdateTarget,
+  meta: { readonly agentId: AgentId; readonly at: number },
+  options: ReduceOptions = {},
+): AppliedUpdate {
+  const ops = update.operations;
+  const metadata = reduceMetadata(target.metadata, ops, options);
+  const pairs = update.logEvents;
+  if (pairs.length === 0) return { metadata, log: target.log, events: [], dropped: undefined };
+  if (target.log === undefined) {
+    return {
+      metadata,
+      log: undefined,
+      events: [],
+      dropped: { count: pairs.length, types: [...new Set(pairs.map((p) => p.type))] },
+    };
+  }
+  const events = pairs.map((p) => Object.freeze({ type: p.type, data: p.data, agentId: meta.agentId, at: meta.at }));
+  return { metadata, log: [...target.log, ...events], events, dropped: undefined };
+}

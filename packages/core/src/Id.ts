@@ -1,0 +1,33 @@
+import { customAlphabet } from 'nanoid';
+
+declare const brand: unique symbol;
+/** A string branded with what it identifies, so ids of different kinds do not mix. */
+export type Branded<T, B extends string> = T & { readonly [brand]: B };
+
+/** Identifies an agent: a parent's id, or a subagent's `<parentId>-sub-<n>`. */
+export type AgentId = Branded<string, 'AgentId'>;
+/** Identifies one run of an agent (a parent's turn or a subagent's task). */
+export type RunId = Branded<string, 'RunId'>;
+/** Identifies a human-in-the-loop request. */
+export type RequestId = Branded<string, 'RequestId'>;
+/** Identifies one tool call of a model turn. */
+export type ToolCallId = Branded<string, 'ToolCallId'>;
+
+export type IdKind = 'agent' | 'run' | 'req' | 'call';
+
+// URL-safe, no '-' so that `<parentId>-sub-<n>` stays unambiguous to split.
+const random = customAlphabet('0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ', 16);
+
+/** The one factory of ids: `<kind>_<16 random chars>`. */
+export function createId(kind: 'agent'): AgentId;
+export function createId(kind: 'run'): RunId;
+export function createId(kind: 'req'): RequestId;
+export function createId(kind: 'call'): ToolCallId;
+export function createId(kind: IdKind): string {
+  return `${kind}_${random()}`;
+}
+
+/** The id of the `n`th subagent (1-based) spawned by `parentId`: `<parentId>-sub-<n>`. */
+export function subagentId(parentId: AgentId, n: number): AgentId {
+  return `${parentId}-sub-${n}` as AgentId;
+}

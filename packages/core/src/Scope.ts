@@ -1,0 +1,154 @@
+import { serialize } from 'node:v8';
+import type { z } from 'zod';
+import { assertCloneable } from './assertCloneable.js';
+import { InvalidArgumentError } from './TroupeError.js';
+
+/** Default scope budget: 4 KiB of serialized (structured-clone) bytes. */
+export const DEFAULT_SCOPE_BUDGET_BYTES = 4096;
+
+/** A value made read-only all the way down. */
+export type DeepReadonly<T> = T extends (infer E)[]
+  ? readonly DeepReadonly<E>[]
+  : T extends Map<infer K, infer V>
+    ? ReadonlyMap<DeepReadonly<K>, DeepReadonly<V>>
+    : T extends Set<infer E>
+      ? ReadonlySet<DeepReadonly<E>>
+      : T extends object
+        ? { readonly [K in keyof T]: DeepReadonly<T[K]> }
+        : T;
+
+/**
+ * A parsed scope: validated, deep-frozen, cloneable and within budget.
+ * Produced only by {@link ScopeDefinition.parse}.
+ */
+export type Scope<T = unknown> = DeepReadonly<T>;
+
+/** Options of {@link defineScope}. */
+export interface ScopeOptions {
+  /** Serialized-size budget in bytes; a scope over it is refused. Default 4096. */
+  readonly budgetBytes?: number;
+}
+
+/** What {@link defineScope} returns: the integrator's schema plus Troupe's checks. */
+export interface ScopeDefinition<T> {
+  readonly schema: z.ZodType<T>;
+  readonly budgetBytes: number;
+  /**
+   * Validate `input` with the schema, check it is structured-cloneable, measure
+   * its serialized size against the budget and deep-freeze it.
+   * @throws InvalidArgumentError `ERR_INVALID_ARGUMENT` (schema),
+   *   `ERR_NOT_CLONEABLE` (names the path), `ERR_SCOPE_OVER_BUDGET` (gives the size).
+   */
+  parse(input: unknown): Scope<T>;
+}
+
+// A parsed scope is frozen, so its size cannot change: measure it once.
+const measured = new WeakMap<object, number>();
+
+/** Structured-clone size of `value` in bytes (what a thread hop copies). */
+export function serializedSize(value: unknown): number {
+  if (typeof value === 'object' && value !== null) {
+    const known = measured.get(value);
+    if (known !== undefined) return known;
+    const size = serialize(value).byteLength;
+    if (Object.isFrozen(value)) measured.set(value, size);
+    return size;
+  }
+  return serialize(value).byteLength;
+}
+
+/** Remember the size of a frozen value measured elsewhere (e.g. on the sending thread). */
+export function rememberSerializedSize(value: object, bytes: number): void {
+  if (Object.isFrozen(value)) measured.set(value, bytes);
+}
+
+/** Freeze `value` and everything reachable from it; returns the same value. */
+export function deepFreeze<T>(value: T): DeepReadonly<T> {
+  const stack: unknown[] = [value];
+  while (stack.length > 0) {
+    const v = stack.pop();
+    if (typeof v !== 'object' || v === null || Object.isFrozen(v)) continue;
+    // Typed arrays and ArrayBuffer views with elements cannot be frozen.
+    if (ArrayBuffer.isView(v)) continue;
+    Object.freeze(v);
+    if (v instanceof Map) {
+      for (const [k, item] of v) stack.push(k, item);
+    } else if (v instanceof Set) {
+      for (const item of v) stack.push(item);
+    } else {
+      for (const key of Object.keys(v)) stack.push((v as Record<string, unknown>)[key]);
+    }
+  }
+  return value as DeepReadonly<T>;
+}
+
+function formatBytes(n: number): string {
+  return n < 1024 ? `${n} B` : `${(n / 1024).toFixed(1)} KiB`;
+}
+
+/**
+ * Throw `ERR_SCOPE_OVER_BUDGET` when `bytes` exceeds `budgetBytes`.
+ * The message gives the size and says to pass a lean projection.
+ */
+export function assertScopeBudget(bytes: number, budgetBytes: number, what = 'scope'): void {
+  if (bytes > budgetBytes) {
+    throw new InvalidArgumentError(
+      `${what} is ${formatBytes(bytes)}, over the ${formatBytes(budgetBytes)} budget: it is copied on every thread hop, so pass a lean projection (ids and role, not the preloaded user graph) or raise scopeBudgetBytes`,
+      { code: 'ERR_SCOPE_OVER_BUDGET' },
+    );
+  }
+}
+
+/** Validate a byte budget option: a positive safe integer. */
+export function checkBudget(budgetBytes: unknown, name = 'budgetBytes'): number {
+  if (typeof budgetBytes !== 'number' || !Number.isSafeInteger(budgetBytes) || budgetBytes <= 0) {
+    throw new InvalidArgumentError(`${name} must be a positive integer number of bytes, got ${String(budgetBytes)}`);
+  }
+  return budgetBytes;
+}
+
+/**
+ * Check an already-validated value as a scope: cloneable, within budget,
+ * deep-frozen. Returns it frozen, with its size remembered.
+ */
+export function sealScope<T>(value: T, budgetBytes = DEFAULT_SCOPE_BUDGET_BYTES): Scope<T> {
+  assertCloneable(value, 'scope');
+  const bytes = serializedSize(value);
+  assertScopeBudget(bytes, budgetBytes);
+  const frozen = deepFreeze(value);
+  if (typeof frozen === 'object' && frozen !== null) rememberSerializedSize(frozen, bytes);
+  return frozen as Scope<T>;
+}
+
+/**
+ * Define the scope (who an agent acts for) with your zod schema. The scope is
+ * parsed at the edge, deep-frozen, checked structured-cloneable and measured
+ * against a budget, because it is copied on every thread hop.
+ *
+ * Keep it lean: ids and role, not a preloaded ORM graph. Scope is never
+ * persisted; callers re-supply it on restore.
+ *
+ * @example
+ * ```ts
+ * const AgentScope = defineScope(z.object({ userId: z.string(), orgId: z.string(), role: z.enum(['admin', 'member']) }))
+ * const scope = AgentScope.parse({ userId: 'u1', orgId: 'o1', role: 'admin' })
+ * ```
+ */
+export function defineScope<T>(schema: z.ZodType<T>, options: ScopeOptions = {}): ScopeDefinition<T> {
+  const budgetBytes = checkBudget(options.budgetBytes ?? DEFAULT_SCOPE_BUDGET_BYTES);
+  return Object.freeze({
+    schema,
+    budgetBytes,
+    parse(input: unknown): Scope<T> {
+      const result = schema.safeParse(input);
+      if (!result.success) {
+        const issue = result.error.issues[0];
+        const where = issue === undefined || issue.path.length === 0 ? 'scope' : `scope.${issue.path.join('.')}`;
+        throw new InvalidArgumentError(`${where}: ${issue?.message ?? 'invalid'}; fix the scope passed to the agent`, {
+          cause: result.error,
+        });
+      }
+      return sealScope(result.data, budgetBytes);
+    },
+  });
+}

@@ -1,0 +1,98 @@
+import { z } from 'zod';
+import type { Agent } from './Agent.js';
+import type { SessionEvent } from './ContextUpdate.js';
+import { ContextUpdate, type Operation } from './ContextUpdate.js';
+import type { ToolCallId } from './Id.js';
+import type { Answer, Request } from './Request.js';
+import { type AnyTool, defineTool } from './Tool.js';
+import { ToolResult } from './ToolResult.js';
+
+/** The name of the built-in delegation tool. */
+export const TASK_TOOL_NAME = 'task';
+
+/** What the `task` tool asks its spawner to do. */
+export interface TaskRequest {
+  readonly subagent: Agent;
+  readonly instructions: string;
+  /** The parent's tool call; with `answer`, it identifies the suspended child to re-attach to. */
+  readonly toolCallId: ToolCallId;
+  /** Set when the parent's call is resumed: resume the same child with it, never spawn a new one. */
+  readonly answer: Answer | undefined;
+  /** Aborts when the parent's call is cancelled. */
+  readonly signal: AbortSignal;
+}
+
+/** How a delegated task ended, as the parent's `task` tool sees it. */
+export type TaskResult =
+  | {
+      readonly status: 'done';
+      readonly result: string;
+      /** The child's metadata operations, present when the spawn asked to merge them back. */
+      readonly updates: readonly Operation[] | undefined;
+      /** The child's session-log events, with the child's id. */
+      readonly events: readonly SessionEvent[];
+    }
+  | { readonly status: 'suspended'; readonly request: Request }
+  | { readonly status: 'error'; readonly error: Error; readonly events: readonly SessionEvent[] };
+
+/**
+ * Runs delegated tasks for a parent's `task` tool. The supervisor implements
+ * it: it owns the pool and the cancellation table, so even a subagent's own
+ * `task` calls come back to it.
+ */
+export interface TaskSpawner {
+  runTask(request: TaskRequest): Promise<TaskResult>;
+}
+
+/**
+ * The built-in `task` tool of an agent with subagents: its model names one of
+ * the declared subagents and gives instructions. Several task calls in one
+ * turn run in parallel; results come back in call order. `deliver` receives
+ * the child's session-log events for the parent's log.
+ */
+export function createTaskTool(
+  subagents: readonly Agent[],
+  spawner: TaskSpawner,
+  deliver: (toolCallId: ToolCallId, events: readonly SessionEvent[]) => void,
+): AnyTool {
+  const byName = new Map(subagents.map((a) => [a.name, a]));
+  const names = [...byName.keys()] as [string, ...string[]];
+  const catalogue = subagents.map((a) => `- ${a.name}${a.description ? `: ${a.description}` : ''}`).join('\n');
+  return defineTool({
+    name: TASK_TOOL_NAME,
+    description: `Delegate a task to a subagent, which works on it alone and returns its answer. Subagents:\n${catalogue}`,
+    parameters: z.object({
+      subagent: z.enum(names).describe('which subagent does the task'),
+      instructions: z.string().min(1).describe('what the subagent must do, self-contained'),
+    }),
+    retries: 0,
+    // A subagent run is bounded by its own deadline and the parent's, not by a tool timeout.
+    timeoutMs: null,
+    execute: async ({ subagent, instructions }, ctx) => {
+      const agent = byName.get(subagent);
+      if (agent === undefined) return ToolResult.error(`unknown subagent "${subagent}"`);
+      const outcome = await spawner.runTask({
+        subagent: agent,
+        instructions,
+        toolCallId: ctx.toolCallId,
+        answer: ctx.answer,
+        signal: ctx.signal,
+      });
+      switch (outcome.status) {
+        case 'done':
+          deliver(ctx.toolCallId, outcome.events);
+          return ToolResult.ok(
+            outcome.result,
+            outcome.updates === undefined || outcome.updates.length === 0
+              ? undefined
+              : ContextUpdate.from(outcome.updates),
+          );
+        case 'suspended':
+          return ToolResult.pending(outcome.request);
+        case 'error':
+          deliver(ctx.toolCallId, outcome.events);
+          return ToolResult.error(outcome.error);
+      }
+    },
+  });
+}

@@ -1,0 +1,126 @@
+import { z } from 'zod';
+import type { ToolContext } from './ToolContext.js';
+import type { ToolResult } from './ToolResult.js';
+import { InvalidArgumentError } from './TroupeError.js';
+
+/** Default extra attempts after a thrown error. */
+export const DEFAULT_TOOL_RETRIES = 1;
+/** Default per-attempt timeout. */
+export const DEFAULT_TOOL_TIMEOUT_MS = 30_000;
+
+/** What a tool's `execute` may return: a value, or a {@link ToolResult} (which may carry a `ContextUpdate`). */
+export type ToolReturn<R> = R | ToolResult<R>;
+
+/** The description of a tool a model sees. */
+export interface ToolSpec {
+  readonly name: string;
+  readonly description: string;
+  /** JSON Schema of the arguments, derived from the zod schema. */
+  readonly parameters: Readonly<Record<string, unknown>>;
+}
+
+/** What you pass to {@link defineTool}. */
+export interface ToolDefinition<P extends z.ZodType, R> {
+  /** `[A-Za-z0-9_-]{1,64}`, unique within an agent. */
+  readonly name: string;
+  readonly description: string;
+  /** zod schema of the arguments; the model's arguments are validated before `execute` runs. */
+  readonly parameters: P;
+  /** Runs the tool. Throw to be retried; return `ToolResult.error` to fail without retry. */
+  readonly execute: (args: z.output<P>, ctx: ToolContext) => ToolReturn<R> | Promise<ToolReturn<R>>;
+  /** Extra attempts after a thrown error (default 1; 0 makes one attempt). */
+  readonly retries?: number;
+  /** Per-attempt timeout in ms (default 30 000; 0 or null: none). A timeout is terminal. */
+  readonly timeoutMs?: number | null;
+  /** Ask the host's approval handler first (default false). */
+  readonly requiresApproval?: boolean;
+}
+
+/** A defined tool: validated, frozen, with its model-facing spec. */
+export interface Tool<P extends z.ZodType = z.ZodType, R = unknown> {
+  readonly name: string;
+  readonly description: string;
+  readonly parameters: P;
+  readonly execute: (args: z.output<P>, ctx: ToolContext) => ToolReturn<R> | Promise<ToolReturn<R>>;
+  readonly retries: number;
+  /** `null` when the tool has no timeout. */
+  readonly timeoutMs: number | null;
+  readonly requiresApproval: boolean;
+  /** The spec a model sees (JSON Schema computed once, on first use). */
+  readonly spec: ToolSpec;
+}
+
+/** A tool of any argument and result type, as agents hold them. */
+// biome-ignore lint/suspicious/noExplicitAny: the variance of `execute` requires it for heterogeneous lists.
+export type AnyTool = Tool<any, any>;
+
+const NAME = /^[A-Za-z0-9_-]{1,64}$/;
+
+/**
+ * Define a tool (nous `Tool`): a zod parameter schema, an `execute`
+ * function, retries, a terminal timeout and optional approval.
+ *
+ * Order of execution: approval → argument validation → attempts. Approval and
+ * validation failures are never retried; a thrown error is retried up to
+ * `retries` times; a returned `ToolResult.error` is not; a timeout is terminal.
+ *
+ * @example
+ * ```ts
+ * const add = defineTool({
+ *   name: 'add_note',
+ *   description: 'Remember a note',
+ *   parameters: z.object({ note: z.string() }),
+ *   execute: ({ note }, ctx) => ToolResult.ok({ added: note }, ContextUpdate.empty().append('notes', note)),
+ * })
+ * ```
+ */
+export function defineTool<P extends z.ZodType, R>(definition: ToolDefinition<P, R>): Tool<P, R> {
+  const where = `defineTool(${JSON.stringify(definition?.name)})`;
+  if (typeof definition !== 'object' || definition === null)
+    throw new InvalidArgumentError('defineTool: pass a definition object');
+  if (typeof definition.name !== 'string' || !NAME.test(definition.name)) {
+    throw new InvalidArgumentError(`${where}: name must match ${NAME} (models only accept such names)`);
+  }
+  if (typeof definition.description !== 'string')
+    throw new InvalidArgumentError(`${where}: description must be a string`);
+  if (typeof (definition.parameters as { safeParse?: unknown })?.safeParse !== 'function') {
+    throw new InvalidArgumentError(`${where}: parameters must be a zod schema, e.g. z.object({ ... })`);
+  }
+  if (typeof definition.execute !== 'function') throw new InvalidArgumentError(`${where}: execute must be a function`);
+  const retries = definition.retries ?? DEFAULT_TOOL_RETRIES;
+  if (!Number.isSafeInteger(retries) || retries < 0 || retries > 100) {
+    throw new InvalidArgumentError(`${where}: retries must be an integer from 0 to 100, got ${String(retries)}`);
+  }
+  const rawTimeout = definition.timeoutMs === undefined ? DEFAULT_TOOL_TIMEOUT_MS : definition.timeoutMs;
+  if (rawTimeout !== null && (typeof rawTimeout !== 'number' || !Number.isFinite(rawTimeout) || rawTimeout < 0)) {
+    throw new InvalidArgumentError(`${where}: timeoutMs must be a non-negative number of ms, 0 or null for none`);
+  }
+  const timeoutMs = rawTimeout === null || rawTimeout === 0 ? null : rawTimeout;
+  let spec: ToolSpec | undefined;
+  const tool: Tool<P, R> = {
+    name: definition.name,
+    description: definition.description,
+    parameters: definition.parameters,
+    execute: definition.execute,
+    retries,
+    timeoutMs,
+    requiresApproval: definition.requiresApproval === true,
+    get spec(): ToolSpec {
+      spec ??= Object.freeze({
+        name: definition.name,
+        description: definition.description,
+        parameters: Object.freeze(toJsonSchema(definition.parameters)),
+      });
+      return spec;
+    },
+  };
+  return Object.freeze(tool);
+}
+
+function toJsonSchema(schema: z.ZodType): Record<string, unknown> {
+  try {
+    return z.toJSONSchema(schema, { unrepresentable: 'any' }) as Record<string, unknown>;
+  } catch {
+    return { type: 'object' };
+  }
+}

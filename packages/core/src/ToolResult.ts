@@ -1,0 +1,53 @@
+import type { ContextUpdate } from './ContextUpdate.js';
+import { createId } from './Id.js';
+import type { Request } from './Request.js';
+import { TroupeError } from './TroupeError.js';
+
+const TOOL_RESULT = Symbol.for('troupe.toolResult');
+
+/** A tool's explicit outcome. Return a plain value for the common `ok` case. */
+export type ToolResult<T = unknown> =
+  | {
+      readonly [TOOL_RESULT]: true;
+      readonly status: 'ok';
+      readonly value: T;
+      readonly update: ContextUpdate | undefined;
+    }
+  | {
+      readonly [TOOL_RESULT]: true;
+      readonly status: 'error';
+      readonly error: Error;
+      readonly update: ContextUpdate | undefined;
+    }
+  | { readonly [TOOL_RESULT]: true; readonly status: 'pending'; readonly request: Request };
+
+/** A request as a tool writes it: the id is minted when left out. */
+export type RequestInput = Omit<Request, 'id'> & { readonly id?: string | undefined };
+
+/**
+ * Build a tool's outcome.
+ *
+ * - `ToolResult.ok(value, update?)` — success, with an optional `ContextUpdate`.
+ * - `ToolResult.error(message | Error, update?)` — a failure the model sees;
+ *   a returned error is never retried (throw to be retried).
+ * - `ToolResult.pending(request)` — suspend the run and ask a person; the tool
+ *   is re-run exactly once with `ctx.answer` when the host answers.
+ */
+export const ToolResult = Object.freeze({
+  ok<T>(value: T, update?: ContextUpdate): ToolResult<T> {
+    return Object.freeze({ [TOOL_RESULT]: true as const, status: 'ok' as const, value, update });
+  },
+  error(error: string | Error, update?: ContextUpdate): ToolResult<never> {
+    const err = typeof error === 'string' ? new TroupeError(error, { code: 'ERR_TOOL_FAILED' }) : error;
+    return Object.freeze({ [TOOL_RESULT]: true as const, status: 'error' as const, error: err, update });
+  },
+  pending(request: RequestInput): ToolResult<never> {
+    const id = request.id === undefined || request.id === '' ? createId('req') : request.id;
+    const full: Request = { ...request, id } as Request;
+    return Object.freeze({ [TOOL_RESULT]: true as const, status: 'pending' as const, request: Object.freeze(full) });
+  },
+  /** True for a value built by `ToolResult.*`. */
+  is(value: unknown): value is ToolResult {
+    return typeof value === 'object' && value !== null && (value as { [TOOL_RESULT]?: unknown })[TOOL_RESULT] === true;
+  },
+});

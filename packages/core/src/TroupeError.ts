@@ -1,0 +1,161 @@
+/**
+ * The error base of Troupe. Every error the library raises on purpose is a
+ * `TroupeError` with a stable `code`; subclasses exist only where a caller
+ * reacts differently (bad input, timeout, cancellation, closed, crashed,
+ * backpressure).
+ *
+ * Errors cross threads as an {@link ErrorShape} and are rebuilt as the same
+ * class on the other side (see `encodeError` / `decodeError`), so recognise
+ * them with `isTroupeError(err, code?)` or `err.code`, not `instanceof` alone.
+ *
+ * @example
+ * ```ts
+ * try { await supervisor.answer(id, answer) }
+ * catch (err) { if (isTroupeError(err, 'ERR_REQUEST_ALREADY_ANSWERED')) { ... } }
+ * ```
+ */
+
+const BRAND = Symbol.for('troupe.error');
+
+/** Stable error codes. A code never changes meaning once published. */
+export type ErrorCode =
+  | 'ERR_INVALID_ARGUMENT'
+  | 'ERR_NOT_CLONEABLE'
+  | 'ERR_SCOPE_OVER_BUDGET'
+  | 'ERR_PROTECTED_KEY'
+  | 'ERR_CONTEXT_UPDATE'
+  | 'ERR_TOOL_FAILED'
+  | 'ERR_TOOL_VALIDATION'
+  | 'ERR_TOOL_TIMEOUT'
+  | 'ERR_TOOL_UNKNOWN'
+  | 'ERR_APPROVAL_DENIED'
+  | 'ERR_CANCELLED'
+  | 'ERR_CLOSED'
+  | 'ERR_WORKER_CRASHED'
+  | 'ERR_BACKPRESSURE'
+  | 'ERR_PROTOCOL'
+  | 'ERR_MODEL'
+  | 'ERR_UNKNOWN_AGENT'
+  | 'ERR_TABLE_FULL'
+  | 'ERR_UNKNOWN_REQUEST'
+  | 'ERR_REQUEST_ALREADY_ANSWERED'
+  | 'ERR_REQUEST_EXPIRED'
+  | 'ERR_REQUEST_DECLINED'
+  | 'ERR_AGENT_STOPPED'
+  | 'ERR_INTERNAL';
+
+/** Options accepted by every Troupe error constructor. */
+export interface TroupeErrorOptions {
+  readonly code?: ErrorCode;
+  readonly cause?: unknown;
+}
+
+/** The base of every error Troupe raises on purpose. */
+export class TroupeError extends Error {
+  /** Stable machine-readable code; see {@link ErrorCode}. */
+  readonly code: ErrorCode;
+  override readonly name: string = 'TroupeError';
+
+  constructor(message: string, options: TroupeErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.code = options.code ?? 'ERR_INTERNAL';
+    Object.defineProperty(this, BRAND, { value: true });
+  }
+
+  /** Class-specific fields that must survive a thread hop. */
+  toData(): Record<string, unknown> | undefined {
+    return undefined;
+  }
+}
+
+/** The caller passed something wrong; the message says what to change. */
+export class InvalidArgumentError extends TroupeError {
+  override readonly name: string = 'InvalidArgumentError';
+  constructor(message: string, options: TroupeErrorOptions = {}) {
+    super(message, { ...options, code: options.code ?? 'ERR_INVALID_ARGUMENT' });
+  }
+}
+
+/** Why a run or a call was cancelled. */
+export type CancelReason = 'user' | 'parent' | 'deadline' | 'shutdown';
+
+/** A run or a tool call was cancelled; `reason` says by whom. An interruption, not a failure. */
+export class CancelledError extends TroupeError {
+  override readonly name: string = 'CancelledError';
+  readonly reason: CancelReason;
+  constructor(reason: CancelReason, message?: string, options: TroupeErrorOptions = {}) {
+    super(message ?? `cancelled (${reason})`, { ...options, code: 'ERR_CANCELLED' });
+    this.reason = reason;
+  }
+  override toData(): Record<string, unknown> {
+    return { reason: this.reason };
+  }
+}
+
+/**
+ * A tool overran its `timeoutMs`. Terminal: the tool may have half-done its side
+ * effects, so it is never re-run. `forced` is true when the worker running it
+ * had to be killed because the code never yielded.
+ */
+export class ToolTimeoutError extends TroupeError {
+  override readonly name: string = 'ToolTimeoutError';
+  readonly toolName: string;
+  readonly timeoutMs: number;
+  readonly forced: boolean;
+  constructor(toolName: string, timeoutMs: number, forced = false, options: TroupeErrorOptions = {}) {
+    super(
+      `tool "${toolName}" timed out after ${timeoutMs} ms${forced ? ' and never yielded: its worker was killed' : ''}; a timed-out tool is never retried`,
+      { ...options, code: 'ERR_TOOL_TIMEOUT' },
+    );
+    this.toolName = toolName;
+    this.timeoutMs = timeoutMs;
+    this.forced = forced;
+  }
+  override toData(): Record<string, unknown> {
+    return { toolName: this.toolName, timeoutMs: this.timeoutMs, forced: this.forced };
+  }
+}
+
+/** The object was closed; create a new one. */
+export class ClosedError extends TroupeError {
+  override readonly name: string = 'ClosedError';
+  constructor(message: string, options: TroupeErrorOptions = {}) {
+    super(message, { ...options, code: 'ERR_CLOSED' });
+  }
+}
+
+/** A worker thread died (threw at top level, `process.exit`, out of memory). A defect. */
+export class WorkerCrashedError extends TroupeError {
+  override readonly name: string = 'WorkerCrashedError';
+  readonly exitCode: number | null;
+  constructor(message: string, exitCode: number | null, options: TroupeErrorOptions = {}) {
+    super(message, { ...options, code: 'ERR_WORKER_CRASHED' });
+    this.exitCode = exitCode;
+  }
+  override toData(): Record<string, unknown> {
+    return { exitCode: this.exitCode };
+  }
+}
+
+/** A bounded queue or mailbox is full; retry later or raise the bound. */
+export class BackpressureError extends TroupeError {
+  override readonly name: string = 'BackpressureError';
+  readonly limit: number;
+  constructor(message: string, limit: number, options: TroupeErrorOptions = {}) {
+    super(message, { ...options, code: 'ERR_BACKPRESSURE' });
+    this.limit = limit;
+  }
+  override toData(): Record<string, unknown> {
+    return { limit: this.limit };
+  }
+}
+
+/**
+ * True when `value` is a Troupe error (by brand, so it also holds for errors
+ * rebuilt after a thread hop), optionally with the given `code`.
+ */
+export function isTroupeError(value: unknown, code?: ErrorCode): value is TroupeError {
+  if (typeof value !== 'object' || value === null) return false;
+  if ((value as { [BRAND]?: unknown })[BRAND] !== true) return false;
+  return code === undefined || (value as TroupeError).code === code;
+}

@@ -1,0 +1,408 @@
+import { z } from 'zod';
+import type { CallCancellation, RunCancellation } from './CancelToken.js';
+import type { Clock, TimerHandle } from './Clock.js';
+import type { ContextUpdate } from './ContextUpdate.js';
+import { createId, type ToolCallId } from './Id.js';
+import type { Answer, Request } from './Request.js';
+import type { AnyTool } from './Tool.js';
+import { type AgentStateView, buildToolContext, type RunContext } from './ToolContext.js';
+import type { ToolEventSink, ToolFailureKind } from './ToolEvents.js';
+import { ToolResult } from './ToolResult.js';
+import { CancelledError, isTroupeError, ToolTimeoutError, TroupeError } from './TroupeError.js';
+
+/** What the approval handler is asked about. */
+export interface ApprovalRequest {
+  readonly toolName: string;
+  readonly toolCallId: ToolCallId;
+  readonly arguments: unknown;
+  readonly agentId: RunContext['agentId'];
+  readonly parentAgentId: RunContext['parentAgentId'];
+}
+
+/**
+ * An approval handler's decision: run as asked, run with edited arguments,
+ * refuse, or ask a person (the run suspends with a request of kind `approval`).
+ */
+export const ApprovalDecision = z.discriminatedUnion('decision', [
+  z.object({ decision: z.literal('approve') }),
+  z.object({ decision: z.literal('edit'), arguments: z.unknown() }),
+  z.object({ decision: z.literal('reject'), reason: z.string().optional() }),
+  z.object({
+    decision: z.literal('ask'),
+    /** Set by the supervisor, which records the request it issues. */
+    requestId: z.string().min(1).optional(),
+    prompt: z.string(),
+    data: z.unknown().optional(),
+    expiresAt: z.number().finite().optional(),
+  }),
+]);
+/** See the {@link ApprovalDecision} schema. */
+export type ApprovalDecision = z.infer<typeof ApprovalDecision>;
+
+/**
+ * Decides whether a tool marked `requiresApproval` may run. Runs on the
+ * supervisor thread only. Anything it returns that is not an
+ * {@link ApprovalDecision} denies the call (with a `tool.approval.invalid` event).
+ */
+export type ApprovalHandler = (
+  request: ApprovalRequest,
+  options: { readonly signal: AbortSignal },
+) => ApprovalDecision | Promise<ApprovalDecision>;
+
+/** Everything the executor needs besides the tool and its call. */
+export interface ExecuteToolOptions {
+  readonly clock: Clock;
+  readonly run: RunContext;
+  readonly state: AgentStateView;
+  readonly cancellation: RunCancellation;
+  /** Asked for tools with `requiresApproval`; none means denied. */
+  readonly approval?: ApprovalHandler | undefined;
+  /** The supervisor already approved this call (after a person said yes): do not ask again. */
+  readonly preApproved?: boolean | undefined;
+  /** The answer to this call's earlier `pending` request. */
+  readonly answer?: Answer | undefined;
+  readonly events?: ToolEventSink | undefined;
+}
+
+/** One tool call to execute. */
+export interface ToolCallInput {
+  readonly id: ToolCallId;
+  readonly arguments: unknown;
+}
+
+/** How a tool call ended. */
+export type ToolExecution =
+  | {
+      readonly status: 'ok';
+      readonly value: unknown;
+      readonly update: ContextUpdate | undefined;
+      readonly attempts: number;
+    }
+  | {
+      readonly status: 'error';
+      readonly error: Error;
+      readonly kind: ToolFailureKind;
+      readonly update: ContextUpdate | undefined;
+      readonly attempts: number;
+    }
+  | {
+      readonly status: 'pending';
+      readonly request: Request;
+      /** True when the request is an approval question (kind `approval`). */
+      readonly approval: boolean;
+      readonly attempts: number;
+    };
+
+type Settled =
+  | { readonly kind: 'value'; readonly value: unknown }
+  | { readonly kind: 'thrown'; readonly error: unknown }
+  | { readonly kind: 'timeout' }
+  | { readonly kind: 'aborted' };
+
+function isThenable(v: unknown): v is PromiseLike<unknown> {
+  return typeof (v as { then?: unknown } | null)?.then === 'function';
+}
+
+function describeIssues(error: z.ZodError): string {
+  return error.issues
+    .slice(0, 5)
+    .map((i) => `${i.path.length === 0 ? 'arguments' : i.path.join('.')}: ${i.message}`)
+    .join('; ');
+}
+
+/**
+ * Execute one tool call (nous `ToolExecutor`): approval → argument
+ * validation → attempts.
+ *
+ * - Approval and validation failures never invoke the tool and are never retried.
+ * - A thrown error is retried up to `tool.retries` times (`ctx.attempt` tells
+ *   the attempts apart); a returned `ToolResult.error` is not retried.
+ * - A timeout is terminal: the call's token is cancelled (its `signal`
+ *   aborts, `isCancelled()` turns true), the result is a `ToolTimeoutError`,
+ *   and the tool is never re-run.
+ * - A cancelled run ends the call with a `CancelledError` and no retry.
+ *
+ * Never rejects: every failure is a `status: 'error'` result.
+ */
+export async function executeTool(
+  tool: AnyTool,
+  call: ToolCallInput,
+  options: ExecuteToolOptions,
+): Promise<ToolExecution> {
+  const { clock, events } = options;
+  const started = clock.now();
+  const base = (attempt: number) => ({
+    toolName: tool.name,
+    toolCallId: call.id,
+    agentId: options.run.agentId,
+    attempt,
+    at: clock.now(),
+  });
+  const stop = (result: ToolExecution): ToolExecution => {
+    if (events !== undefined && events.listenerCount('tool.execute.stop') > 0) {
+      events.emit('tool.execute.stop', {
+        ...base(result.attempts),
+        durationMs: clock.now() - started,
+        status: result.status,
+      });
+    }
+    return result;
+  };
+  const fail = (
+    error: Error,
+    kind: ToolFailureKind,
+    attempts: number,
+    update?: ContextUpdate,
+    willRetry = false,
+  ): ToolExecution => {
+    if (events !== undefined && events.listenerCount('tool.execute.exception') > 0) {
+      events.emit('tool.execute.exception', {
+        ...base(Math.max(attempts, 1)),
+        kind,
+        willRetry,
+        reason: error,
+        stack: error.stack,
+      });
+    }
+    return { status: 'error', error, kind, update, attempts };
+  };
+
+  const runToken = options.cancellation.token;
+  if (runToken.isCancelled()) {
+    return stop(fail(new CancelledError(runToken.reason ?? 'user'), 'cancelled', 0));
+  }
+
+  // 1. Approval, decided by the handler the caller trusts (the supervisor's).
+  let args = call.arguments;
+  if (tool.requiresApproval && options.preApproved !== true) {
+    const decision = await askApproval(tool, call, options);
+    switch (decision.kind) {
+      case 'denied':
+        return stop(fail(new TroupeError(decision.message, { code: 'ERR_APPROVAL_DENIED' }), 'approval', 0));
+      case 'ask':
+        return stop({ status: 'pending', request: decision.request, approval: true, attempts: 0 });
+      case 'approved':
+        args = decision.arguments;
+        break;
+    }
+  }
+
+  // 2. Validation: never invokes the tool, never retried.
+  const parsed = tool.parameters.safeParse(args);
+  if (!parsed.success) {
+    return stop(
+      fail(
+        new TroupeError(`invalid arguments for tool "${tool.name}": ${describeIssues(parsed.error)}`, {
+          code: 'ERR_TOOL_VALIDATION',
+          cause: parsed.error,
+        }),
+        'validation',
+        0,
+      ),
+    );
+  }
+
+  // 3. Attempts.
+  const maxAttempts = tool.retries + 1;
+  for (let attempt = 1; ; attempt++) {
+    if (events !== undefined && events.listenerCount('tool.execute.start') > 0) {
+      events.emit('tool.execute.start', base(attempt));
+    }
+    const now = clock.now();
+    const callDeadline = tool.timeoutMs === null ? undefined : now + tool.timeoutMs;
+    const runDeadline = options.cancellation.deadline;
+    const deadline =
+      callDeadline === undefined
+        ? runDeadline
+        : runDeadline === undefined
+          ? callDeadline
+          : Math.min(callDeadline, runDeadline);
+    const lane = options.cancellation.openCall(callDeadline);
+    let settled: Settled;
+    try {
+      const ctx = buildToolContext(options.run, {
+        state: options.state,
+        toolCallId: call.id,
+        toolName: tool.name,
+        attempt,
+        deadline,
+        timeoutMs: deadline === undefined ? undefined : Math.max(0, deadline - now),
+        answer: options.answer,
+        token: lane.token,
+      });
+      let returned: unknown;
+      try {
+        returned = tool.execute(parsed.data, ctx);
+      } catch (error) {
+        returned = undefined;
+        settled = { kind: 'thrown', error };
+      }
+      settled ??= isThenable(returned)
+        ? await settle(returned, lane, tool.timeoutMs, clock)
+        : { kind: 'value', value: returned };
+    } finally {
+      lane.close();
+    }
+
+    // A call whose own deadline passed is a timeout, whoever noticed it first
+    // (the executor's timer, the watchdog, or the tool via isCancelled()).
+    const laneReason = lane.token.reason;
+    const timedOut =
+      settled.kind === 'timeout' ||
+      (settled.kind !== 'value' && laneReason === 'deadline' && !runToken.isCancelled() && tool.timeoutMs !== null);
+    if (timedOut) {
+      const timeoutMs = tool.timeoutMs ?? 0;
+      if (events !== undefined && events.listenerCount('tool.execute.timeout') > 0) {
+        events.emit('tool.execute.timeout', { ...base(attempt), timeoutMs });
+      }
+      return stop(fail(new ToolTimeoutError(tool.name, timeoutMs), 'timeout', attempt));
+    }
+    if (settled.kind === 'aborted' || (settled.kind === 'thrown' && runToken.isCancelled())) {
+      const reason = runToken.reason ?? laneReason ?? 'user';
+      return stop(fail(new CancelledError(reason), 'cancelled', attempt));
+    }
+    if (settled.kind === 'thrown') {
+      const error =
+        settled.error instanceof Error
+          ? settled.error
+          : new TroupeError(String(settled.error), { code: 'ERR_TOOL_FAILED' });
+      if (isTroupeError(error, 'ERR_CANCELLED')) {
+        // The tool threw a cancellation of its own (or of a subcall): an interruption, not retried.
+        return stop(fail(error, 'cancelled', attempt));
+      }
+      const willRetry = attempt < maxAttempts;
+      const result = fail(error, 'thrown', attempt, undefined, willRetry);
+      if (willRetry) continue;
+      return stop(result);
+    }
+    if (settled.kind !== 'value') continue; // unreachable: timeout handled above
+    const value = settled.value;
+    if (ToolResult.is(value)) {
+      switch (value.status) {
+        case 'ok':
+          return stop({ status: 'ok', value: value.value, update: value.update, attempts: attempt });
+        case 'error':
+          return stop(fail(value.error, 'returned', attempt, value.update));
+        case 'pending':
+          return stop({ status: 'pending', request: value.request, approval: false, attempts: attempt });
+      }
+    }
+    return stop({ status: 'ok', value, update: undefined, attempts: attempt });
+  }
+}
+
+function settle(
+  returned: PromiseLike<unknown>,
+  lane: CallCancellation,
+  timeoutMs: number | null,
+  clock: Clock,
+): Promise<Settled> {
+  return new Promise<Settled>((resolve) => {
+    let done = false;
+    let timer: TimerHandle | undefined;
+    let signal: AbortSignal | undefined;
+    const finish = (s: Settled): void => {
+      if (done) return;
+      done = true;
+      if (timer !== undefined) clock.clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
+      resolve(s);
+    };
+    const onAbort = (): void => finish({ kind: 'aborted' });
+    if (timeoutMs !== null) {
+      timer = clock.setTimeout(() => {
+        // Timeout is a cancellation: abort the loser, then report.
+        lane.cancel('deadline');
+        finish({ kind: 'timeout' });
+      }, timeoutMs);
+    }
+    returned.then(
+      (value) => finish({ kind: 'value', value }),
+      (error: unknown) => finish({ kind: 'thrown', error }),
+    );
+    if (!done) {
+      signal = lane.token.signal;
+      if (signal.aborted) onAbort();
+      else signal.addEventListener('abort', onAbort, { once: true });
+    }
+  });
+}
+
+type ApprovalOutcome =
+  | { readonly kind: 'approved'; readonly arguments: unknown }
+  | { readonly kind: 'denied'; readonly message: string }
+  | { readonly kind: 'ask'; readonly request: Request };
+
+async function askApproval(tool: AnyTool, call: ToolCallInput, options: ExecuteToolOptions): Promise<ApprovalOutcome> {
+  const handler = options.approval;
+  if (handler === undefined) {
+    return {
+      kind: 'denied',
+      message: `tool "${tool.name}" requires approval and no approval handler is configured: denied`,
+    };
+  }
+  let raw: unknown;
+  try {
+    raw = await handler(
+      {
+        toolName: tool.name,
+        toolCallId: call.id,
+        arguments: call.arguments,
+        agentId: options.run.agentId,
+        parentAgentId: options.run.parentAgentId,
+      },
+      { signal: options.cancellation.token.signal },
+    );
+  } catch (error) {
+    return {
+      kind: 'denied',
+      message: `the approval handler threw for tool "${tool.name}": ${error instanceof Error ? error.message : String(error)}; denied`,
+    };
+  }
+  const decision = ApprovalDecision.safeParse(raw);
+  if (!decision.success) {
+    const { events, clock } = options;
+    if (events !== undefined && events.listenerCount('tool.approval.invalid') > 0) {
+      let received: string;
+      try {
+        received = JSON.stringify(raw) ?? String(raw);
+      } catch {
+        received = String(raw);
+      }
+      events.emit('tool.approval.invalid', {
+        toolName: tool.name,
+        toolCallId: call.id,
+        agentId: options.run.agentId,
+        attempt: 0,
+        at: clock.now(),
+        received,
+      });
+    }
+    return {
+      kind: 'denied',
+      message: `the approval handler returned something that is not a decision for tool "${tool.name}": denied (return { decision: 'approve' | 'edit' | 'reject' | 'ask' })`,
+    };
+  }
+  const d = decision.data;
+  switch (d.decision) {
+    case 'approve':
+      return { kind: 'approved', arguments: call.arguments };
+    case 'edit':
+      return { kind: 'approved', arguments: d.arguments };
+    case 'reject':
+      return {
+        kind: 'denied',
+        message: `tool "${tool.name}" was rejected by the approval handler${d.reason ? `: ${d.reason}` : ''}`,
+      };
+    case 'ask': {
+      const request: Request = {
+        id: d.requestId ?? createId('req'),
+        kind: 'approval',
+        prompt: d.prompt,
+        data: d.data ?? { toolName: tool.name, arguments: call.arguments },
+        ...(d.expiresAt === undefined ? {} : { expiresAt: d.expiresAt }),
+      };
+      return { kind: 'ask', request };
+    }
+  }
+}

@@ -1,0 +1,131 @@
+/**
+ * @troupe/core — the pure heart of Troupe: the three context channels, the
+ * `ContextUpdate` reducer, tools and their executor, cancellation tokens, the
+ * agent loop, errors and the supervisor⇄worker protocol. No threads, no
+ * timers, no I/O: effects come in through an injected `Clock` and tokens.
+ */
+
+export { type Agent, type AgentDefinition, DEFAULT_MAX_TURNS, defineAgent, findAgentExport, isAgent } from './Agent.js';
+export {
+  DEFAULT_MAX_FAILED_TURNS,
+  initialLoopState,
+  type LoopEventSink,
+  type LoopEvents,
+  type LoopOutcome,
+  type LoopState,
+  type PendingCall,
+  type RunAgentLoopOptions,
+  runAgentLoop,
+} from './AgentLoop.js';
+export { assertCloneable, findUncloneable } from './assertCloneable.js';
+export { CancelSource, localRunCancellation } from './CancelSource.js';
+export { type CallCancellation, type CancelToken, neverCancelled, type RunCancellation } from './CancelToken.js';
+export type { Clock, TimerHandle } from './Clock.js';
+export {
+  type AppliedUpdate,
+  applyContextUpdate,
+  ContextUpdate,
+  type EventsDropped,
+  isProtectedKey,
+  type Metadata,
+  type Operation,
+  PROTECTED_KEY_PREFIX,
+  type ReduceOptions,
+  reduceMetadata,
+  type SessionEvent,
+  TRANSCRIPT_EVENT_TYPES,
+  type UpdateTarget,
+} from './ContextUpdate.js';
+export { decodeError, ErrorShape, encodeError } from './ErrorShape.js';
+export {
+  ApprovalDecision,
+  type ApprovalHandler,
+  type ApprovalRequest,
+  type ExecuteToolOptions,
+  executeTool,
+  type ToolCallInput,
+  type ToolExecution,
+} from './executeTool.js';
+export {
+  type AgentId,
+  type Branded,
+  createId,
+  type IdKind,
+  type RequestId,
+  type RunId,
+  subagentId,
+  type ToolCallId,
+} from './Id.js';
+export type {
+  AssistantMessage,
+  Message,
+  Model,
+  ModelRequest,
+  ModelResponse,
+  ModelToolCall,
+  Todo,
+  ToolMessage,
+  Usage,
+} from './Model.js';
+export { Answer, Request } from './Request.js';
+export {
+  assertScopeBudget,
+  checkBudget,
+  DEFAULT_SCOPE_BUDGET_BYTES,
+  type DeepReadonly,
+  deepFreeze,
+  defineScope,
+  rememberSerializedSize,
+  type Scope,
+  type ScopeDefinition,
+  type ScopeOptions,
+  sealScope,
+  serializedSize,
+} from './Scope.js';
+export { createTaskTool, TASK_TOOL_NAME, type TaskRequest, type TaskResult, type TaskSpawner } from './TaskTool.js';
+export {
+  type AnyTool,
+  DEFAULT_TOOL_RETRIES,
+  DEFAULT_TOOL_TIMEOUT_MS,
+  defineTool,
+  type Tool,
+  type ToolDefinition,
+  type ToolReturn,
+  type ToolSpec,
+} from './Tool.js';
+export {
+  type AgentStateView,
+  buildToolContext,
+  type CallContext,
+  RESERVED_CONTEXT_KEYS,
+  type ReservedToolContext,
+  type RunContext,
+  type ToolContext,
+} from './ToolContext.js';
+export {
+  type ApprovalInvalidEvent,
+  type ScrubbedToolExceptionEvent,
+  scrub,
+  type ToolEventBase,
+  type ToolEventSink,
+  type ToolEvents,
+  type ToolExceptionEvent,
+  type ToolFailureKind,
+  type ToolStartEvent,
+  type ToolStopEvent,
+  type ToolTimeoutEvent,
+} from './ToolEvents.js';
+export { type RequestInput, ToolResult } from './ToolResult.js';
+export {
+  BackpressureError,
+  CancelledError,
+  type CancelReason,
+  ClosedError,
+  type ErrorCode,
+  InvalidArgumentError,
+  isTroupeError,
+  ToolTimeoutError,
+  TroupeError,
+  type TroupeErrorOptions,
+  WorkerCrashedError,
+} from './TroupeError.js';

@@ -1,0 +1,115 @@
+import type { AssistantMessage, Message, Model, ModelRequest, ModelResponse, ToolMessage, Usage } from '../Model.js';
+import type { ToolSpec } from '../Tool.js';
+import { TroupeError } from '../TroupeError.js';
+
+/** What a scripted turn sees. */
+export interface ScriptInput {
+  readonly messages: readonly Message[];
+  readonly tools: readonly ToolSpec[];
+  /** 0-based index of this turn over the whole transcript. */
+  readonly turn: number;
+  /** Tool results since the model last spoke (the answers to its previous calls). */
+  readonly lastToolResults: readonly ToolMessage[];
+  /** Every tool result so far. */
+  readonly toolResults: readonly ToolMessage[];
+  readonly signal: AbortSignal;
+}
+
+/** A scripted answer: plain text, or text and tool calls (ids default to `call_<turn>_<i>`). */
+export type ScriptedReply =
+  | string
+  | {
+      readonly text?: string;
+      readonly toolCalls?: readonly { readonly id?: string; readonly name: string; readonly arguments?: unknown }[];
+      readonly usage?: Usage;
+    };
+
+/** One turn of a script: a fixed reply, or a function of what happened so far. */
+export type ScriptStep = ScriptedReply | ((input: ScriptInput) => ScriptedReply | Promise<ScriptedReply>);
+
+/** Options of {@link ScriptedModel}. */
+export interface ScriptedModelOptions {
+  /** What happens past the last step: repeat it, or fail the turn (default). */
+  readonly whenExhausted?: 'repeat-last' | 'error';
+}
+
+/**
+ * A deterministic model for tests and benchmarks. Its turn index comes from
+ * the transcript (the number of assistant messages so far), never from
+ * instance state, so one instance serves any number of concurrent runs.
+ *
+ * @example
+ * ```ts
+ * const model = new ScriptedModel([
+ *   { toolCalls: [{ name: 'add', arguments: { a: 1, b: 2 } }] },
+ *   ({ lastToolResults }) => `the sum is ${lastToolResults[0]?.content}`,
+ * ])
+ * ```
+ */
+export class ScriptedModel implements Model {
+  readonly name = 'scripted';
+  readonly #steps: readonly ScriptStep[];
+  readonly #whenExhausted: 'repeat-last' | 'error';
+
+  constructor(steps: readonly ScriptStep[], options: ScriptedModelOptions = {}) {
+    if (steps.length === 0)
+      throw new TroupeError('a ScriptedModel needs at least one step', { code: 'ERR_INVALID_ARGUMENT' });
+    this.#steps = [...steps];
+    this.#whenExhausted = options.whenExhausted ?? 'error';
+  }
+
+  /** A model that always answers `text` without tool calls. */
+  static answering(text: string): ScriptedModel {
+    return new ScriptedModel([text], { whenExhausted: 'repeat-last' });
+  }
+
+  async generate(request: ModelRequest): Promise<ModelResponse> {
+    let turn = 0;
+    let lastAssistant = -1;
+    const toolResults: ToolMessage[] = [];
+    const messages = request.messages;
+    for (let i = 0; i < messages.length; i++) {
+      const m = messages[i] as Message;
+      if (m.role === 'assistant') {
+        turn++;
+        lastAssistant = i;
+      } else if (m.role === 'tool') toolResults.push(m);
+    }
+    let step = this.#steps[turn];
+    if (step === undefined) {
+      if (this.#whenExhausted === 'error') {
+        throw new TroupeError(`the scripted model has ${this.#steps.length} steps and was asked for turn ${turn + 1}`, {
+          code: 'ERR_MODEL',
+        });
+      }
+      step = this.#steps[this.#steps.length - 1] as ScriptStep;
+    }
+    const lastToolResults: ToolMessage[] = [];
+    for (let i = lastAssistant + 1; i < messages.length; i++) {
+      const m = messages[i] as Message;
+      if (m.role === 'tool') lastToolResults.push(m);
+    }
+    const reply =
+      typeof step === 'function'
+        ? await step({ messages, tools: request.tools, turn, lastToolResults, toolResults, signal: request.signal })
+        : step;
+    return toResponse(reply, turn);
+  }
+}
+
+function toResponse(reply: ScriptedReply, turn: number): ModelResponse {
+  if (typeof reply === 'string') return { message: { role: 'assistant', content: reply } };
+  const message: AssistantMessage =
+    reply.toolCalls === undefined || reply.toolCalls.length === 0
+      ? { role: 'assistant', content: reply.text ?? '' }
+      : {
+          role: 'assistant',
+          content: reply.text ?? '',
+          toolCalls: reply.toolCalls.map((c, i) => ({
+            id: c.id ?? `call_${turn}_${i}`,
+            name: c.name,
+            arguments: c.arguments ?? {},
+          })),
+        };
+  return reply.usage === undefined ? { message } : { message, usage: reply.usage };
+}
