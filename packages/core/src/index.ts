@@ -67,6 +67,19 @@ export type {
   ToolMessage,
   Usage,
 } from './Model.js';
+export {
+  AgentRef,
+  HOST_OPEN,
+  type HostApi,
+  HostApprovalRequest,
+  HostTaskRequest,
+  HostTaskResult,
+  HostTelemetry,
+  PROTOCOL_VERSION,
+  SlotRef,
+  SubagentResult,
+  SubagentTask,
+} from './Protocol.js';
 export { Answer, Request } from './Request.js';
 export {
   assertScopeBudget,
