@@ -42,48 +42,94 @@ export interface ScopeDefinition<T> {
   parse(input: unknown): Scope<T>;
 }
 
-// A parsed scope is frozen, so its size cannot change: measure it once.
+// A sealed scope is deep-frozen, so its size cannot change: measure it once.
+// Only values this module froze all the way down are cached: a value frozen
+// at the top only can still change inside, and a stale size would let an
+// over-budget scope through.
 const measured = new WeakMap<object, number>();
 
-/** Structured-clone size of `value` in bytes (what a thread hop copies). */
+// Every object `deepFreeze` froze together with everything it reaches. Lets
+// a second `deepFreeze` of the same value (or of a value holding it) stop in
+// one lookup instead of walking the whole graph again.
+const deeplyFrozen = new WeakSet<object>();
+
+/** True when `value` was frozen all the way down by {@link deepFreeze}. @internal */
+export function isDeeplyFrozen(value: object): boolean {
+  return deeplyFrozen.has(value);
+}
+
+/**
+ * Structured-clone size of `value` in bytes (what a thread hop copies).
+ * The size of a value sealed by {@link deepFreeze} / {@link sealScope} is
+ * measured once and remembered.
+ */
 export function serializedSize(value: unknown): number {
   if (typeof value === 'object' && value !== null) {
     const known = measured.get(value);
     if (known !== undefined) return known;
     const size = serialize(value).byteLength;
-    if (Object.isFrozen(value)) measured.set(value, size);
+    if (deeplyFrozen.has(value)) measured.set(value, size);
     return size;
   }
   return serialize(value).byteLength;
 }
 
-/** Remember the size of a frozen value measured elsewhere (e.g. on the sending thread). */
+/**
+ * Remember the size of a value measured elsewhere (e.g. on the sending
+ * thread). Ignored unless `value` was sealed by {@link deepFreeze}: the size
+ * of anything that can still change is measured each time.
+ */
 export function rememberSerializedSize(value: object, bytes: number): void {
-  if (Object.isFrozen(value)) measured.set(value, bytes);
+  if (deeplyFrozen.has(value)) measured.set(value, bytes);
 }
 
-/** Freeze `value` and everything reachable from it; returns the same value. */
+/**
+ * Freeze `value` and everything reachable from it (through object keys, array
+ * items, Map keys and values, Set items); returns the same value.
+ *
+ * Gotchas: a value frozen only at the top is still walked (its insides may be
+ * mutable); typed arrays and `ArrayBuffer` bytes cannot be frozen, and a
+ * frozen `Map`/`Set` can still be changed with `set`/`add`, so a value
+ * holding one of them is frozen as far as possible but never counts as
+ * sealed (its serialized size is not remembered).
+ */
 export function deepFreeze<T>(value: T): DeepReadonly<T> {
-  const stack: unknown[] = [value];
+  if (typeof value !== 'object' || value === null || deeplyFrozen.has(value)) return value as DeepReadonly<T>;
+  const seen = new Set<object>();
+  const stack: object[] = [value];
+  let sealable = true;
   while (stack.length > 0) {
-    const v = stack.pop();
-    if (typeof v !== 'object' || v === null || Object.isFrozen(v)) continue;
-    // Typed arrays and ArrayBuffer views with elements cannot be frozen.
-    if (ArrayBuffer.isView(v)) continue;
+    const v = stack.pop() as object;
+    if (seen.has(v) || deeplyFrozen.has(v)) continue;
+    seen.add(v);
+    if (ArrayBuffer.isView(v) || v instanceof ArrayBuffer) {
+      // Their bytes cannot be frozen (freezing a view with elements throws).
+      sealable = false;
+      continue;
+    }
     Object.freeze(v);
     if (v instanceof Map) {
-      for (const [k, item] of v) stack.push(k, item);
+      sealable = false;
+      for (const [k, item] of v) {
+        if (typeof k === 'object' && k !== null) stack.push(k);
+        if (typeof item === 'object' && item !== null) stack.push(item);
+      }
     } else if (v instanceof Set) {
-      for (const item of v) stack.push(item);
+      sealable = false;
+      for (const item of v) if (typeof item === 'object' && item !== null) stack.push(item);
     } else {
-      for (const key of Object.keys(v)) stack.push((v as Record<string, unknown>)[key]);
+      for (const key of Object.keys(v)) {
+        const item = (v as Record<string, unknown>)[key];
+        if (typeof item === 'object' && item !== null) stack.push(item);
+      }
     }
   }
+  if (sealable) for (const o of seen) deeplyFrozen.add(o);
   return value as DeepReadonly<T>;
 }
 
 function formatBytes(n: number): string {
-  return n < 1024 ? `${n} B` : `${(n / 1024).toFixed(1)} KiB`;
+  return n < 1024 ? `${n} B` : `${(n / 1024).toFixed(1).replace(/\.0$/, '')} KiB`;
 }
 
 /**
@@ -93,7 +139,7 @@ function formatBytes(n: number): string {
 export function assertScopeBudget(bytes: number, budgetBytes: number, what = 'scope'): void {
   if (bytes > budgetBytes) {
     throw new InvalidArgumentError(
-      `${what} is ${formatBytes(bytes)}, over the ${formatBytes(budgetBytes)} budget: it is copied on every thread hop, so pass a lean projection (ids and role, not the preloaded user graph) or raise scopeBudgetBytes`,
+      `${what} is ${formatBytes(bytes)}${bytes < 1024 ? '' : ` (${bytes} bytes)`}, over the ${formatBytes(budgetBytes)} budget: it is copied on every thread hop, so pass a lean projection (ids and role, not the preloaded user graph) or raise scopeBudgetBytes`,
       { code: 'ERR_SCOPE_OVER_BUDGET' },
     );
   }

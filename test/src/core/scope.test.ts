@@ -1,0 +1,253 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import {
+  assertCloneable,
+  DEFAULT_SCOPE_BUDGET_BYTES,
+  deepFreeze,
+  defineScope,
+  findUncloneable,
+  InvalidArgumentError,
+  isTroupeError,
+  rememberSerializedSize,
+  sealScope,
+  serializedSize,
+} from '@troupe/core';
+import { z } from 'zod';
+
+const AgentScope = z.object({
+  userId: z.string(),
+  orgId: z.string(),
+  role: z.enum(['admin', 'member']),
+  user: z.object({ name: z.string(), tags: z.array(z.string()) }).optional(),
+});
+
+function thrown(fn: () => unknown): Error {
+  try {
+    fn();
+  } catch (error) {
+    assert.ok(error instanceof Error, 'expected an Error');
+    return error;
+  }
+  assert.fail('expected a throw');
+}
+
+describe('defineScope: parsed at the edge', () => {
+  it('parses a valid scope with the integrator schema', () => {
+    const def = defineScope(AgentScope);
+    const scope = def.parse({ userId: 'u1', orgId: 'o1', role: 'admin' });
+    assert.deepEqual(scope, { userId: 'u1', orgId: 'o1', role: 'admin' });
+    assert.equal(def.budgetBytes, DEFAULT_SCOPE_BUDGET_BYTES);
+    assert.equal(DEFAULT_SCOPE_BUDGET_BYTES, 4096);
+  });
+
+  it('a schema error is an InvalidArgumentError naming the path', () => {
+    const err = thrown(() => defineScope(AgentScope).parse({ userId: 'u1', orgId: 'o1', role: 'owner' }));
+    assert.ok(err instanceof InvalidArgumentError);
+    assert.ok(isTroupeError(err, 'ERR_INVALID_ARGUMENT'));
+    assert.match(err.message, /^scope\.role: /);
+    assert.ok(err.cause instanceof z.ZodError, 'the zod error is kept as the cause');
+  });
+
+  it('names a nested path', () => {
+    const err = thrown(() =>
+      defineScope(AgentScope).parse({ userId: 'u1', orgId: 'o1', role: 'admin', user: { name: 'a', tags: ['x', 3] } }),
+    );
+    assert.match(err.message, /^scope\.user\.tags\.1: /);
+  });
+
+  it('a root-level schema error names the scope itself', () => {
+    const err = thrown(() => defineScope(AgentScope).parse('not an object'));
+    assert.ok(isTroupeError(err, 'ERR_INVALID_ARGUMENT'));
+    assert.match(err.message, /^scope: /);
+  });
+
+  it('deep-freezes the parsed scope', () => {
+    const scope = defineScope(AgentScope).parse({
+      userId: 'u1',
+      orgId: 'o1',
+      role: 'member',
+      user: { name: 'Ada', tags: ['a'] },
+    });
+    assert.ok(Object.isFrozen(scope));
+    const user = scope.user;
+    assert.ok(user !== undefined);
+    assert.ok(Object.isFrozen(user));
+    assert.ok(Object.isFrozen(user.tags));
+    assert.throws(() => {
+      (user.tags as string[]).push('b');
+    }, TypeError);
+  });
+
+  it('refuses a bad budget option', () => {
+    for (const budgetBytes of [0, -1, 1.5, Number.NaN]) {
+      const err = thrown(() => defineScope(AgentScope, { budgetBytes }));
+      assert.ok(isTroupeError(err, 'ERR_INVALID_ARGUMENT'), String(budgetBytes));
+      assert.match(err.message, /budgetBytes must be a positive integer/);
+    }
+  });
+});
+
+describe('scope budget', () => {
+  const Loose = z.object({ userId: z.string(), blob: z.string() });
+
+  it('a scope over the default 4 KiB budget fails with the size and says to project a lean scope', () => {
+    const def = defineScope(Loose);
+    const err = thrown(() => def.parse({ userId: 'u1', blob: 'x'.repeat(5000) }));
+    assert.ok(err instanceof InvalidArgumentError);
+    assert.ok(isTroupeError(err, 'ERR_SCOPE_OVER_BUDGET'));
+    assert.match(err.message, /^scope is 4\.9 KiB \(\d+ bytes\), over the 4 KiB budget/);
+    assert.match(err.message, /lean projection/);
+  });
+
+  it('a scope just under the budget passes', () => {
+    const def = defineScope(Loose);
+    const scope = def.parse({ userId: 'u1', blob: 'x'.repeat(3900) });
+    assert.ok(serializedSize(scope) <= 4096);
+  });
+
+  it('the budget is configurable', () => {
+    const small = defineScope(Loose, { budgetBytes: 64 });
+    const err = thrown(() => small.parse({ userId: 'u1', blob: 'x'.repeat(100) }));
+    assert.ok(isTroupeError(err, 'ERR_SCOPE_OVER_BUDGET'));
+    assert.match(err.message, /over the 64 B budget/);
+    const large = defineScope(Loose, { budgetBytes: 64 * 1024 });
+    assert.equal(large.parse({ userId: 'u1', blob: 'x'.repeat(10_000) }).blob.length, 10_000);
+  });
+
+  it('sealScope takes the budget too', () => {
+    assert.throws(() => sealScope({ blob: 'x'.repeat(200) }, 100), { code: 'ERR_SCOPE_OVER_BUDGET' });
+    assert.equal(sealScope({ blob: 'x' }, 100).blob, 'x');
+  });
+});
+
+describe('serializedSize', () => {
+  it('measures the structured-clone bytes and grows with the value', () => {
+    const small = serializedSize({ a: 'x' });
+    const large = serializedSize({ a: 'x'.repeat(1000) });
+    assert.ok(small > 0);
+    assert.ok(large - small >= 999);
+    assert.ok(serializedSize(42) > 0);
+  });
+
+  it('remembers the size of a sealed scope', () => {
+    const scope = sealScope({ userId: 'u1' });
+    const size = serializedSize(scope);
+    assert.equal(serializedSize(scope), size);
+  });
+
+  it('never serves a stale size for a shallowly frozen value whose insides changed', () => {
+    const inner = { list: [] as string[] };
+    const value = Object.freeze({ inner });
+    const before = serializedSize(value);
+    inner.list.push('x'.repeat(10_000));
+    assert.ok(serializedSize(value) > before + 9_000);
+  });
+
+  it('rememberSerializedSize is ignored for a value that is not deep-frozen', () => {
+    const value = Object.freeze({ inner: { s: 'abc' } });
+    rememberSerializedSize(value, 1);
+    assert.notEqual(serializedSize(value), 1);
+    const sealed = deepFreeze({ inner: { s: 'abc' } });
+    rememberSerializedSize(sealed, 7);
+    assert.equal(serializedSize(sealed), 7);
+  });
+});
+
+describe('deepFreeze', () => {
+  it('freezes everything reachable, including inside Maps, Sets and cycles', () => {
+    const cyc: { self?: unknown; list: { n: number }[] } = { list: [{ n: 1 }] };
+    cyc.self = cyc;
+    const value = deepFreeze({ cyc, map: new Map([['k', { v: 1 }]]), set: new Set([{ w: 2 }]) });
+    assert.ok(Object.isFrozen(value.cyc.list[0]));
+    assert.ok(Object.isFrozen(value.map.get('k')));
+    assert.ok(Object.isFrozen([...value.set][0]));
+  });
+
+  it('descends into a value that is frozen only at the top', () => {
+    const value = deepFreeze(Object.freeze({ inner: { n: 1 } }));
+    assert.ok(Object.isFrozen(value.inner), 'a shallow freeze must not stop the deep one');
+  });
+
+  it('sealScope deep-freezes a scope frozen only at the top', () => {
+    const scope = sealScope(Object.freeze({ user: { id: 'u1' } }));
+    assert.ok(Object.isFrozen(scope.user));
+  });
+});
+
+describe('assertCloneable: the path of the first bad value', () => {
+  class User {
+    readonly id = 'u1';
+    #secret = 's';
+    save(): string {
+      return this.#secret;
+    }
+  }
+
+  const cases: [string, unknown, RegExp][] = [
+    ['a function', { user: { id: 'u1', save() {} } }, /^scope\.user\.save is a function \(save\)/],
+    ['a symbol', { user: { tag: Symbol('t') } }, /^scope\.user\.tag is a symbol \(t\)/],
+    ['a class instance', { user: new User() }, /^scope\.user is an instance of User/],
+    ['inside an array', { list: [1, 2, () => 3] }, /^scope\.list\[2\] is a function/],
+    ['an odd key', { 'a-b': { fn: Math.max } }, /^scope\["a-b"\]\.fn is a function \(max\)/],
+    ['a Map value', { m: new Map([['k', () => 1]]) }, /^scope\.m\.get\("k"\) is a function/],
+    ['a Set item', { s: new Set([Symbol('x')]) }, /^scope\.s\.<item 0> is a symbol/],
+    ['a promise', { p: Promise.resolve(1) }, /^scope\.p is an instance of Promise/],
+    ['an error', { e: new Error('x') }, /^scope\.e is an instance of Error/],
+    ['a symbol-keyed property', { [Symbol('k')]: 1 }, /^scope\[Symbol\(k\)\] is a symbol-keyed property/],
+  ];
+  for (const [what, value, message] of cases) {
+    it(`refuses ${what}`, () => {
+      const err = thrown(() => assertCloneable(value, 'scope'));
+      assert.ok(err instanceof InvalidArgumentError);
+      assert.ok(isTroupeError(err, 'ERR_NOT_CLONEABLE'));
+      assert.match(err.message, message);
+      assert.match(err.message, /pass plain data/);
+    });
+  }
+
+  it('names the first bad value only', () => {
+    assert.deepEqual(findUncloneable({ a: 1, b: () => 1, c: Symbol('c') }, 'scope'), {
+      path: 'scope.b',
+      what: 'a function (b)',
+    });
+  });
+
+  it('accepts plain data, the data built-ins and cycles', () => {
+    const cyc: Record<string, unknown> = { a: 1 };
+    cyc.self = cyc;
+    const ok = {
+      n: 1,
+      s: 's',
+      b: true,
+      nil: null,
+      u: undefined,
+      big: 10n,
+      d: new Date(0),
+      r: /x/g,
+      m: new Map([['k', { v: [1] }]]),
+      set: new Set([1, 'a']),
+      buf: new ArrayBuffer(4),
+      u8: new Uint8Array(2),
+      f64: new Float64Array(2),
+      dv: new DataView(new ArrayBuffer(2)),
+      bare: Object.create(null) as object,
+      cyc,
+    };
+    assert.equal(findUncloneable(ok), undefined);
+    assert.doesNotThrow(() => assertCloneable(ok));
+    assert.doesNotThrow(() => structuredClone(ok));
+  });
+
+  it('sealScope refuses an uncloneable scope before measuring it', () => {
+    const err = thrown(() => sealScope({ user: { id: 'u1', save() {} } }));
+    assert.ok(isTroupeError(err, 'ERR_NOT_CLONEABLE'));
+    assert.match(err.message, /^scope\.user\.save is a function/);
+  });
+
+  it('defineScope refuses a function kept by a permissive schema', () => {
+    const Permissive = z.object({ user: z.object({ id: z.string() }).passthrough() });
+    const err = thrown(() => defineScope(Permissive).parse({ user: { id: 'u1', save() {} } }));
+    assert.ok(isTroupeError(err, 'ERR_NOT_CLONEABLE'));
+    assert.match(err.message, /^scope\.user\.save is a function/);
+  });
+});
