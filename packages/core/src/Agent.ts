@@ -25,6 +25,12 @@ export interface AgentDefinition {
   readonly tools?: readonly AnyTool[];
   /** Agents this one may delegate to with its built-in `task` tool. */
   readonly subagents?: readonly Agent[];
+  /**
+   * Names of subagents whose metadata changes flow back into this agent's
+   * metadata (through the one reducer) when their task is done. By default a
+   * child's changes stay in the child.
+   */
+  readonly mergeMetadataFrom?: readonly string[];
   /** Turn limit; past it the run ends `incomplete`. Default 16. */
   readonly maxTurns?: number;
 }
@@ -39,6 +45,7 @@ export interface Agent {
   readonly model: Model;
   readonly tools: readonly AnyTool[];
   readonly subagents: readonly Agent[];
+  readonly mergeMetadataFrom: ReadonlySet<string>;
   readonly maxTurns: number;
 }
 
@@ -100,6 +107,12 @@ export function defineAgent(definition: AgentDefinition): Agent {
       `${where}: "task" is the built-in delegation tool of an agent with subagents; rename your tool`,
     );
   }
+  const mergeMetadataFrom = new Set(definition.mergeMetadataFrom ?? []);
+  for (const name of mergeMetadataFrom) {
+    if (!subagents.some((s) => s.name === name)) {
+      throw new InvalidArgumentError(`${where}: mergeMetadataFrom names "${name}", which is not one of its subagents`);
+    }
+  }
   const maxTurns = definition.maxTurns ?? DEFAULT_MAX_TURNS;
   if (!Number.isSafeInteger(maxTurns) || maxTurns < 1)
     throw new InvalidArgumentError(`${where}: maxTurns must be a positive integer`);
@@ -112,6 +125,7 @@ export function defineAgent(definition: AgentDefinition): Agent {
     model: definition.model,
     tools: Object.freeze(tools),
     subagents: Object.freeze(subagents),
+    mergeMetadataFrom,
     maxTurns,
   });
 }

@@ -18,7 +18,7 @@ import { createTaskTool, type TaskSpawner } from './TaskTool.js';
 import type { AnyTool, ToolSpec } from './Tool.js';
 import type { RunContext } from './ToolContext.js';
 import type { ToolEventSink, ToolEvents } from './ToolEvents.js';
-import { type CancelReason, isTroupeError, TroupeError } from './TroupeError.js';
+import { type CancelReason, CancelledError, isTroupeError, TroupeError } from './TroupeError.js';
 
 /** One call of a turn that was suspended, with its result once it has one. */
 export interface PendingCall {
@@ -453,6 +453,31 @@ export async function runAgentLoop(options: RunAgentLoopOptions): Promise<LoopOu
     state = completeTurn(state, pending, clock, events);
     if (token.isCancelled()) return end({ status: 'cancelled', reason: token.reason ?? 'user', state });
   }
+}
+
+/**
+ * Give up a suspended turn (its request was withdrawn): every call without a
+ * result gets a `CancelledError` result, so no tool call is left without a
+ * result in the transcript, and the turn is completed.
+ */
+export function abandonPendingTurn(state: LoopState, reason: CancelReason, clock: Clock): LoopState {
+  if (state.pending === undefined) return state;
+  const error = new CancelledError(reason, `the request was withdrawn (${reason})`);
+  const calls = state.pending.map((p) =>
+    p.result !== undefined
+      ? p
+      : {
+          call: p.call,
+          result: {
+            role: 'tool' as const,
+            toolCallId: p.call.id,
+            name: p.call.name,
+            content: errorContent(error),
+            isError: true,
+          },
+        },
+  );
+  return completeTurn({ ...state, pending: undefined }, calls, clock, undefined);
 }
 
 function lastToolError(state: LoopState): string {

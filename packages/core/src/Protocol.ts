@@ -127,6 +127,8 @@ export const HostTaskRequest = z.object({
   instructions: z.string(),
   toolCallId: z.string().min(1),
   answer: Answer.optional(),
+  /** The calling agent's metadata: the child's snapshot. */
+  metadata: z.record(z.string(), z.unknown()),
 });
 /** See the {@link HostTaskRequest} schema. */
 export type HostTaskRequest = z.infer<typeof HostTaskRequest>;

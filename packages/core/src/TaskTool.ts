@@ -1,7 +1,6 @@
 import { z } from 'zod';
 import type { Agent } from './Agent.js';
-import type { SessionEvent } from './ContextUpdate.js';
-import { ContextUpdate, type Operation } from './ContextUpdate.js';
+import { ContextUpdate, type Metadata, type Operation, type SessionEvent } from './ContextUpdate.js';
 import type { ToolCallId } from './Id.js';
 import type { Answer, Request } from './Request.js';
 import { type AnyTool, defineTool } from './Tool.js';
@@ -18,6 +17,8 @@ export interface TaskRequest {
   readonly toolCallId: ToolCallId;
   /** Set when the parent's call is resumed: resume the same child with it, never spawn a new one. */
   readonly answer: Answer | undefined;
+  /** The parent's metadata when it made the call: the child starts from this snapshot. */
+  readonly metadata: Metadata;
   /** Aborts when the parent's call is cancelled. */
   readonly signal: AbortSignal;
 }
@@ -76,7 +77,10 @@ export function createTaskTool(
         instructions,
         toolCallId: ctx.toolCallId,
         answer: ctx.answer,
-        signal: ctx.signal,
+        metadata: ctx.state.metadata,
+        get signal() {
+          return ctx.signal;
+        },
       });
       switch (outcome.status) {
         case 'done':

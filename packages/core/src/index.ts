@@ -7,6 +7,7 @@
 
 export { type Agent, type AgentDefinition, DEFAULT_MAX_TURNS, defineAgent, findAgentExport, isAgent } from './Agent.js';
 export {
+  abandonPendingTurn,
   DEFAULT_MAX_FAILED_TURNS,
   initialLoopState,
   type LoopEventSink,
