@@ -91,29 +91,112 @@ export interface CallContext {
   readonly token: CancelToken;
 }
 
+// The reserved keys as a set, to filter the flat toolContext keys once per run.
+const RESERVED: ReadonlySet<string> = new Set(RESERVED_CONTEXT_KEYS);
+
+const EMPTY_METADATA: Metadata = Object.freeze({});
+
+/** A tool-context constructor for one `toolContext`: its flat keys live on the prototype. */
+type ToolContextClass = new (run: RunContext, call: CallContext) => ToolContext;
+
+// One class per frozen toolContext (in practice: per run, shared by its calls).
+const classes = new WeakMap<object, ToolContextClass>();
+
 /**
- * Build the context a tool sees (sagents `custom_context`): `toolContext`
- * keys flat, then the reserved keys, which always win on collision.
+ * Make the class whose instances are the tool contexts of one `toolContext`.
+ *
+ * Why a class per toolContext: building the context is on every tool call's
+ * path, and spreading the toolContext into a fresh literal (with a getter)
+ * cost ~1 µs. Here the flat keys are defined once on the prototype, the
+ * reserved keys are own properties assigned in a constructor with a stable
+ * shape, and the token sits in a private field that only the `signal` getter
+ * reads: ~40 ns. Reserved keys win because own properties shadow the
+ * prototype, and a reserved name is never put on the prototype (a flat
+ * `signal` would otherwise shadow the getter).
+ */
+function contextClass(toolContext: Readonly<Record<string, unknown>>): ToolContextClass {
+  const ToolContextObject = class implements ReservedToolContext {
+    readonly #token: CancelToken;
+    declare readonly scope: Scope;
+    declare readonly toolContext: Readonly<Record<string, unknown>>;
+    declare readonly state: AgentStateView;
+    declare readonly agentId: AgentId;
+    declare readonly parentAgentId: AgentId | undefined;
+    declare readonly toolCallId: ToolCallId;
+    declare readonly toolName: string;
+    declare readonly attempt: number;
+    declare readonly deadline: number | undefined;
+    declare readonly timeoutMs: number | undefined;
+    declare readonly answer: Answer | undefined;
+    // Own closures rather than prototype methods, so `const { isCancelled } = ctx` keeps working.
+    declare readonly isCancelled: () => boolean;
+    declare readonly throwIfCancelled: () => void;
+
+    constructor(run: RunContext, call: CallContext) {
+      const token = call.token;
+      this.#token = token;
+      this.scope = run.scope;
+      this.toolContext = run.toolContext;
+      this.state = call.state.metadata === undefined ? { ...call.state, metadata: EMPTY_METADATA } : call.state;
+      this.agentId = run.agentId;
+      this.parentAgentId = run.parentAgentId;
+      this.toolCallId = call.toolCallId;
+      this.toolName = call.toolName;
+      this.attempt = call.attempt;
+      this.deadline = call.deadline;
+      this.timeoutMs = call.timeoutMs;
+      this.answer = call.answer;
+      this.isCancelled = () => token.isCancelled();
+      this.throwIfCancelled = () => token.throwIfCancelled();
+    }
+
+    /** Read from the token on access: a token creates its AbortController lazily. */
+    get signal(): AbortSignal {
+      return this.#token.signal;
+    }
+  };
+  const proto = ToolContextObject.prototype as object;
+  for (const key of Object.keys(toolContext)) {
+    if (RESERVED.has(key)) continue;
+    Object.defineProperty(proto, key, {
+      value: toolContext[key],
+      enumerable: true,
+      writable: false,
+      configurable: false,
+    });
+  }
+  return ToolContextObject as unknown as ToolContextClass;
+}
+
+/**
+ * Build the context a tool sees (sagents `custom_context`): the caller's
+ * `toolContext` keys readable flat (`ctx.featureFlags`), the whole
+ * `toolContext` under `ctx.toolContext`, `state` nested (its metadata under
+ * `ctx.state.metadata`, never flat; `{}` when the state has none), and the
+ * reserved keys ({@link RESERVED_CONTEXT_KEYS}), which always win on
+ * collision.
+ *
+ * Gotchas: the flat keys are inherited from a per-toolContext prototype and
+ * `signal` is a getter there, so they are not own properties —
+ * `Object.keys(ctx)`, `{ ...ctx }` and `JSON.stringify(ctx)` show only the
+ * reserved keys. Forward `ctx.toolContext`, never a spread of `ctx`. A frozen
+ * `toolContext` (the normal case) is read once and cached; an unfrozen one is
+ * re-read on every call.
+ *
+ * @example
+ * ```ts
+ * const ctx = buildToolContext(run, call)
+ * ctx.featureFlags // from run.toolContext
+ * ctx.scope        // always run.scope, even if toolContext has a `scope` key
+ * ```
  */
 export function buildToolContext(run: RunContext, call: CallContext): ToolContext {
-  const token = call.token;
-  return {
-    ...run.toolContext,
-    scope: run.scope,
-    toolContext: run.toolContext,
-    state: call.state,
-    agentId: run.agentId,
-    parentAgentId: run.parentAgentId,
-    toolCallId: call.toolCallId,
-    toolName: call.toolName,
-    attempt: call.attempt,
-    deadline: call.deadline,
-    timeoutMs: call.timeoutMs,
-    answer: call.answer,
-    get signal(): AbortSignal {
-      return token.signal;
-    },
-    isCancelled: () => token.isCancelled(),
-    throwIfCancelled: () => token.throwIfCancelled(),
-  } as ToolContext;
+  const toolContext = run.toolContext;
+  let Ctx = classes.get(toolContext);
+  if (Ctx === undefined) {
+    Ctx = contextClass(toolContext);
+    // Only a frozen toolContext cannot change under the cached prototype.
+    if (Object.isFrozen(toolContext)) classes.set(toolContext, Ctx);
+  }
+  return new Ctx(run, call);
 }
