@@ -19,6 +19,7 @@ export {
   runAgentLoop,
 } from './AgentLoop.js';
 export { assertCloneable, findUncloneable } from './assertCloneable.js';
+export { CancelSlots, type CancelSlotsOptions, type SlotHandle } from './CancelSlots.js';
 export { CancelSource, localRunCancellation } from './CancelSource.js';
 export { type CallCancellation, type CancelToken, neverCancelled, type RunCancellation } from './CancelToken.js';
 export type { Clock, TimerHandle } from './Clock.js';
@@ -96,6 +97,11 @@ export {
   sealScope,
   serializedSize,
 } from './Scope.js';
+export {
+  type SlotRunCancellation,
+  type SlotRunCancellationOptions,
+  slotRunCancellation,
+} from './slotRunCancellation.js';
 export { createTaskTool, TASK_TOOL_NAME, type TaskRequest, type TaskResult, type TaskSpawner } from './TaskTool.js';
 export {
   type AnyTool,

@@ -1,0 +1,338 @@
+/// <reference lib="es2024.sharedmemory" />
+// See CancelSlots.ts for why only the ES2024 shared-memory typings are referenced.
+import { CancelSlots, type SlotHandle } from './CancelSlots.js';
+import type { CallCancellation, CancelToken, RunCancellation } from './CancelToken.js';
+import type { Clock } from './Clock.js';
+import { CancelledError, type CancelReason, ClosedError, InvalidArgumentError } from './TroupeError.js';
+
+/** Options of {@link slotRunCancellation}. */
+export interface SlotRunCancellationOptions {
+  /**
+   * The run's absolute deadline (epoch ms) as the executor should see it.
+   * Default: the deadline the supervisor stored in the slot.
+   */
+  readonly deadline?: number | undefined;
+  /** When given, a call opened with a deadline already past starts cancelled (`deadline`). */
+  readonly clock?: Clock | undefined;
+}
+
+/** A {@link RunCancellation} over a shared slot; `close()` when the run ends. */
+export interface SlotRunCancellation extends RunCancellation {
+  readonly handle: SlotHandle;
+  /**
+   * The run ended: close calls still open (freeing their lanes), freeze every
+   * token at its current state, and stop the `signal` bridges (their pending
+   * `Atomics.waitAsync` waiters are woken so nothing waits between tasks).
+   * Idempotent. Release the slot on the supervisor only after this (or after
+   * the worker running it was killed).
+   */
+  close(): void;
+}
+
+/**
+ * The cancellation of one run, read from its slot in the shared cancellation
+ * buffer — what a worker builds from the `buffer` and {@link SlotHandle} it
+ * was sent, and hands to `executeTool` / the agent loop.
+ *
+ * - `token.isCancelled()` is one `Atomics.load` of the slot's run word, safe in
+ *   a tight loop; the supervisor's cancel (or an ancestor's, pushed down) and
+ *   the run's deadline show up there within microseconds, on any thread.
+ * - `openCall(deadline)` takes one of the slot's lanes: the call's token reads
+ *   the lane word, which the run's cancel also sets, and which the watchdog
+ *   sets alone when the call's deadline passes. When every lane is busy the
+ *   call falls back to the run word plus an in-process flag: it still sees
+ *   the run's cancel and its own `cancel()`, but the watchdog cannot cancel
+ *   that call alone.
+ * - `token.signal` is created on first read and bridged with
+ *   `Atomics.waitAsync`, so it aborts (with a `CancelledError`) while the
+ *   thread's event loop is idle — hand it to `fetch` and model calls. The
+ *   bridge does not keep the event loop alive.
+ * - After `close()`, tokens are frozen: a later cancel has no effect on them.
+ *
+ * @example
+ * ```ts
+ * // in a worker, given { buffer, handle } from the supervisor
+ * const run = slotRunCancellation(buffer, handle, { clock: systemClock })
+ * try {
+ *   const call = run.openCall(systemClock.now() + 5_000)
+ *   try { while (!call.token.isCancelled()) step() } finally { call.close() }
+ * } finally {
+ *   run.close()
+ * }
+ * ```
+ */
+export function slotRunCancellation(
+  buffer: SharedArrayBuffer | CancelSlots,
+  handle: SlotHandle,
+  options: SlotRunCancellationOptions = {},
+): SlotRunCancellation {
+  const slots = buffer instanceof CancelSlots ? buffer : CancelSlots.attach(buffer);
+  if (
+    typeof handle !== 'object' ||
+    handle === null ||
+    !Number.isSafeInteger(handle.generation) ||
+    handle.generation < 1 ||
+    handle.generation >= 2 ** 27
+  ) {
+    throw new InvalidArgumentError(
+      `not a slot handle: ${JSON.stringify(handle)}; pass the { index, generation } the table's register() returned`,
+    );
+  }
+  slots.ensure(handle.index);
+  CancelSlots.checkDeadline(options.deadline, 'the run deadline');
+  return new SlotRun(slots, { index: handle.index, generation: handle.generation }, options);
+}
+
+/**
+ * A token over one word of the slot: live while the word holds `live`.
+ * Frozen by `finish()` (the run or call ended): from then on it reports the
+ * state it had.
+ */
+class WordToken implements CancelToken {
+  readonly #words: Int32Array;
+  readonly #at: number;
+  readonly #live: number;
+  readonly #slots: CancelSlots;
+  readonly #index: number;
+  #finished = false;
+  #final: CancelReason | undefined;
+  #controller: AbortController | undefined;
+  #bridging = false;
+
+  constructor(slots: CancelSlots, index: number, at: number, live: number) {
+    this.#slots = slots;
+    this.#index = index;
+    this.#words = slots.words;
+    this.#at = at;
+    this.#live = live;
+  }
+
+  isCancelled(): boolean {
+    // The hot path is the one load; the rest runs only once the word changed.
+    return Atomics.load(this.#words, this.#at) !== this.#live && (!this.#finished || this.#final !== undefined);
+  }
+
+  get reason(): CancelReason | undefined {
+    if (this.#finished) return this.#final;
+    return CancelSlots.reasonOf(Atomics.load(this.#words, this.#at), this.#live);
+  }
+
+  throwIfCancelled(): void {
+    const reason = this.reason;
+    if (reason !== undefined) throw new CancelledError(reason);
+  }
+
+  get signal(): AbortSignal {
+    if (this.#controller === undefined) {
+      const controller = new AbortController();
+      this.#controller = controller;
+      const reason = this.reason;
+      if (reason !== undefined) controller.abort(new CancelledError(reason));
+      else if (!this.#finished) {
+        this.#bridging = true;
+        // Announce the waiter before the first compare-and-wait (see CancelSlots.cancelRun).
+        this.#slots.markWaiting(this.#index);
+        this.#wait();
+      }
+    }
+    return this.#controller.signal;
+  }
+
+  /** Freeze at `final`, abort the signal if cancelled, stop the bridge. */
+  finish(final: CancelReason | undefined): void {
+    if (this.#finished) return;
+    this.#final = final;
+    this.#finished = true;
+    const controller = this.#controller;
+    if (final !== undefined && controller !== undefined && !controller.signal.aborted) {
+      controller.abort(new CancelledError(final));
+    }
+    if (this.#bridging) {
+      this.#bridging = false;
+      // Wake our pending waiter so it sees #bridging = false and lets go; other
+      // waiters on this word (another thread's) re-check and wait again.
+      Atomics.notify(this.#words, this.#at);
+    }
+  }
+
+  #wait(): void {
+    for (;;) {
+      if (!this.#bridging) return;
+      const word = Atomics.load(this.#words, this.#at);
+      if (word !== this.#live) {
+        this.#bridging = false;
+        this.#controller?.abort(new CancelledError(CancelSlots.reasonOf(word, this.#live) ?? 'shutdown'));
+        return;
+      }
+      const waited = Atomics.waitAsync(this.#words, this.#at, this.#live);
+      if (waited.async) {
+        // Woken by a cancel, by finish(), or spuriously: the loop re-checks.
+        waited.value.then(() => this.#wait());
+        return;
+      }
+      // 'not-equal': the word changed between the load and the wait; re-check.
+    }
+  }
+}
+
+/** A call holding a lane of the slot. */
+class LaneCall implements CallCancellation {
+  readonly token: WordToken;
+  readonly #run: SlotRun;
+  readonly #lane: number;
+  readonly #live: number;
+  #closed = false;
+
+  constructor(run: SlotRun, lane: number, live: number) {
+    this.#run = run;
+    this.#lane = lane;
+    this.#live = live;
+    this.token = new WordToken(run.slots, run.handle.index, run.slots.laneWordAt(run.handle.index, lane), live);
+  }
+
+  cancel(reason: CancelReason): void {
+    if (this.#closed) return;
+    this.#run.slots.cancelLane(this.#run.handle.index, this.#lane, this.#live, reason);
+  }
+
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    const word = this.#run.slots.closeLane(this.#run.handle.index, this.#lane, this.#live);
+    this.token.finish(CancelSlots.reasonOf(word, this.#live));
+    this.#run.release(this, this.#lane);
+  }
+}
+
+/**
+ * A call opened while every lane was busy: the run word plus a local flag.
+ * Sees the run's cancel and its own; the watchdog cannot cancel it alone.
+ */
+class FallbackCall implements CallCancellation, CancelToken {
+  readonly #run: SlotRun;
+  #local: CancelReason | undefined;
+  #closed = false;
+  #final: CancelReason | undefined;
+  #controller: AbortController | undefined;
+  #listening = false;
+
+  constructor(run: SlotRun) {
+    this.#run = run;
+  }
+
+  get token(): CancelToken {
+    return this;
+  }
+
+  isCancelled(): boolean {
+    if (this.#closed) return this.#final !== undefined;
+    return this.#local !== undefined || this.#run.token.isCancelled();
+  }
+
+  get reason(): CancelReason | undefined {
+    if (this.#closed) return this.#final;
+    return this.#local ?? this.#run.token.reason;
+  }
+
+  throwIfCancelled(): void {
+    const reason = this.reason;
+    if (reason !== undefined) throw new CancelledError(reason);
+  }
+
+  get signal(): AbortSignal {
+    if (this.#controller === undefined) {
+      const controller = new AbortController();
+      this.#controller = controller;
+      const reason = this.reason;
+      if (reason !== undefined) controller.abort(new CancelledError(reason));
+      else if (!this.#closed) {
+        // One bridge per run: follow the run token's signal.
+        this.#listening = true;
+        this.#run.token.signal.addEventListener('abort', this.#onRunAbort, { once: true });
+      }
+    }
+    return this.#controller.signal;
+  }
+
+  cancel(reason: CancelReason): void {
+    if (this.#closed || this.#local !== undefined || this.#run.token.isCancelled()) return;
+    this.#local = reason;
+    this.#controller?.abort(new CancelledError(reason));
+  }
+
+  close(): void {
+    if (this.#closed) return;
+    this.#final = this.reason;
+    this.#closed = true;
+    this.#stopListening();
+    const controller = this.#controller;
+    if (this.#final !== undefined && controller !== undefined && !controller.signal.aborted) {
+      controller.abort(new CancelledError(this.#final));
+    }
+    this.#run.release(this, undefined);
+  }
+
+  readonly #onRunAbort = (): void => {
+    this.#listening = false;
+    if (!this.#closed) this.#controller?.abort(new CancelledError(this.#run.token.reason ?? 'shutdown'));
+  };
+
+  #stopListening(): void {
+    if (this.#listening) {
+      this.#listening = false;
+      this.#run.token.signal.removeEventListener('abort', this.#onRunAbort);
+    }
+  }
+}
+
+class SlotRun implements SlotRunCancellation {
+  readonly slots: CancelSlots;
+  readonly handle: SlotHandle;
+  readonly token: WordToken;
+  readonly deadline: number | undefined;
+  readonly #clock: Clock | undefined;
+  // Lane ownership is local to this thread, so a plain free-list is enough.
+  readonly #freeLanes: number[] = [];
+  readonly #open = new Set<CallCancellation>();
+  #closed = false;
+
+  constructor(slots: CancelSlots, handle: SlotHandle, options: SlotRunCancellationOptions) {
+    this.slots = slots;
+    this.handle = handle;
+    this.token = new WordToken(slots, handle.index, slots.runWordAt(handle.index), slots.liveValue(handle));
+    this.deadline = options.deadline ?? slots.runDeadline(handle.index);
+    this.#clock = options.clock;
+    for (let lane = slots.lanes - 1; lane >= 0; lane--) this.#freeLanes.push(lane);
+  }
+
+  openCall(deadline: number | undefined): CallCancellation {
+    if (this.#closed) {
+      throw new ClosedError('this run cancellation is closed (the run ended): open calls before close()');
+    }
+    CancelSlots.checkDeadline(deadline, 'the call deadline');
+    const lane = this.#freeLanes.pop();
+    let call: CallCancellation;
+    if (lane === undefined) {
+      call = new FallbackCall(this);
+    } else {
+      const live = this.slots.openLane(this.handle, lane, deadline);
+      call = new LaneCall(this, lane, live);
+    }
+    this.#open.add(call);
+    if (deadline !== undefined && this.#clock !== undefined && deadline <= this.#clock.now()) call.cancel('deadline');
+    return call;
+  }
+
+  /** Called by a call's close(). */
+  release(call: CallCancellation, lane: number | undefined): void {
+    this.#open.delete(call);
+    if (lane !== undefined) this.#freeLanes.push(lane);
+  }
+
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    for (const call of [...this.#open]) call.close();
+    this.token.finish(this.token.reason);
+  }
+}
