@@ -1,0 +1,246 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { type CancelReason, CancelSlots, isTroupeError, slotRunCancellation } from '@troupe/core';
+import { ManualClock } from '@troupe/core/testing';
+import { CancellationTable } from '@troupe/supervisor';
+
+const isInvalid =
+  (code = 'ERR_INVALID_ARGUMENT') =>
+  (error: unknown) =>
+    isTroupeError(error, code as 'ERR_INVALID_ARGUMENT');
+
+describe('CancellationTable: hierarchy by push-down', () => {
+  it('cancels a run and every live descendant (reason parent), never a sibling or an ancestor', () => {
+    const table = new CancellationTable({ capacity: 8 });
+    table.register('root');
+    table.register('a', { parent: 'root' });
+    table.register('a1', { parent: 'a' });
+    table.register('a1x', { parent: 'a1' });
+    table.register('b', { parent: 'root' });
+    table.register('a2', { parent: 'a' });
+    assert.equal(table.cancel('a', 'user'), true);
+    assert.equal(table.reason('a'), 'user');
+    for (const key of ['a1', 'a1x', 'a2']) assert.equal(table.reason(key), 'parent', key);
+    for (const key of ['root', 'b']) {
+      assert.equal(table.isCancelled(key), false, key);
+      assert.equal(table.reason(key), undefined, key);
+    }
+  });
+
+  it('keeps the first reason and returns false for an already cancelled, unknown or released key', () => {
+    const table = new CancellationTable({ capacity: 4 });
+    table.register('p');
+    table.register('c', { parent: 'p' });
+    assert.equal(table.cancel('c', 'deadline'), true);
+    assert.equal(table.cancel('p', 'user'), true);
+    assert.equal(table.reason('c'), 'deadline', 'an earlier reason is never overwritten');
+    assert.equal(table.cancel('p', 'shutdown'), false);
+    assert.equal(table.reason('p'), 'user');
+    assert.equal(table.cancel('nobody', 'user'), false);
+    assert.equal(table.release('c'), true);
+    assert.equal(table.cancel('c', 'user'), false);
+    assert.equal(table.release('c'), false);
+    assert.equal(table.isCancelled('nobody'), false);
+    assert.equal(table.reason('nobody'), undefined);
+  });
+
+  it('starts a child registered under a cancelled ancestor cancelled (reason parent)', () => {
+    const table = new CancellationTable({ capacity: 4 });
+    table.register('g');
+    table.register('p', { parent: 'g' });
+    table.cancel('g', 'shutdown');
+    const child = table.register('c', { parent: 'p' });
+    assert.equal(table.reason('c'), 'parent');
+    const run = slotRunCancellation(table.buffer, child);
+    assert.equal(run.token.isCancelled(), true);
+    assert.equal(run.token.reason, 'parent');
+    run.close();
+  });
+
+  it('keeps the cancel ancestry of children whose parent was released (they move up)', () => {
+    const table = new CancellationTable({ capacity: 4 });
+    table.register('g');
+    table.register('p', { parent: 'g' });
+    table.register('c', { parent: 'p' });
+    table.release('p');
+    table.cancel('g', 'user');
+    assert.equal(table.reason('c'), 'parent');
+  });
+});
+
+describe('CancellationTable: slots and generations', () => {
+  it('reuses a released slot with the next generation; the old handle never sees the new run', () => {
+    const table = new CancellationTable({ capacity: 1, maxCapacity: 1 });
+    const first = table.register('first');
+    const stale = slotRunCancellation(table.buffer, first);
+    table.cancel('first', 'user');
+    table.release('first');
+    const second = table.register('second');
+    assert.equal(second.index, first.index);
+    assert.equal(second.generation, first.generation + 1);
+    const fresh = slotRunCancellation(table.buffer, second);
+    assert.equal(fresh.token.isCancelled(), false, 'no stale cancel after reuse');
+    assert.equal(table.isCancelled('second'), false);
+    // A cancel aimed at the old generation is a no-op.
+    assert.equal(table.slots.cancelRun(first, 'user'), false);
+    assert.equal(fresh.token.isCancelled(), false);
+    // The old token reads its slot as gone.
+    assert.equal(stale.token.isCancelled(), true);
+    assert.equal(stale.token.reason, 'shutdown');
+    stale.close();
+    fresh.close();
+  });
+
+  it('marks a released run shutdown so lingering readers stop, before the slot is reused', () => {
+    const table = new CancellationTable({ capacity: 2 });
+    const handle = table.register('r');
+    const lingering = slotRunCancellation(table.buffer, handle);
+    table.release('r');
+    assert.equal(lingering.token.reason, 'shutdown');
+    lingering.close();
+  });
+
+  it('grows when full (doubling), then refuses past maxCapacity with ERR_TABLE_FULL naming it', () => {
+    const table = new CancellationTable({ capacity: 2, maxCapacity: 5 });
+    const handles = [];
+    for (let i = 0; i < 5; i++) handles.push(table.register(`r${i}`));
+    assert.equal(table.size, 5);
+    assert.equal(table.capacity, 5);
+    assert.deepEqual(
+      handles.map((h) => h.index),
+      [0, 1, 2, 3, 4],
+    );
+    assert.throws(
+      () => table.register('r5'),
+      (error: unknown) => isTroupeError(error, 'ERR_TABLE_FULL') && /5 slots/.test((error as Error).message),
+    );
+    // Every slot works after growth, old and new.
+    table.cancel('r4', 'user');
+    table.cancel('r0', 'user');
+    assert.equal(table.reason('r4'), 'user');
+    assert.equal(table.isCancelled('r2'), false);
+    table.release('r1');
+    assert.equal(table.register('r5').index, 1);
+  });
+});
+
+describe('CancellationTable: deadlines', () => {
+  it("caps a child's deadline at its parent's", () => {
+    const table = new CancellationTable({ capacity: 4 });
+    table.register('p', { deadline: 1_000 });
+    assert.equal(table.register('late', { parent: 'p', deadline: 5_000 }).deadline, 1_000);
+    assert.equal(table.register('early', { parent: 'p', deadline: 500 }).deadline, 500);
+    assert.equal(table.register('none', { parent: 'p' }).deadline, 1_000);
+    assert.equal(table.deadlineOf('late'), 1_000);
+  });
+
+  it('setDeadline is capped by the parent, brings later descendants forward, and clears to the parent', () => {
+    const table = new CancellationTable({ capacity: 8 });
+    table.register('g', { deadline: 10_000 });
+    table.register('p', { parent: 'g' });
+    table.register('c', { parent: 'p', deadline: 8_000 });
+    table.register('d', { parent: 'c', deadline: 3_000 });
+    assert.equal(table.setDeadline('p', 20_000), true);
+    assert.equal(table.deadlineOf('p'), 10_000, "never later than the parent's");
+    assert.equal(table.setDeadline('p', 5_000), true);
+    assert.equal(table.deadlineOf('c'), 5_000, 'a later descendant is brought forward');
+    assert.equal(table.deadlineOf('d'), 3_000, 'an earlier one is kept');
+    assert.equal(table.setDeadline('p', undefined), true);
+    assert.equal(table.deadlineOf('p'), 10_000);
+    assert.equal(table.setDeadline('nobody', 1), false);
+    // The slot carries the deadline to the worker (µs precision).
+    const handle = table.handle('c');
+    assert.ok(handle);
+    const run = slotRunCancellation(table.buffer, handle);
+    assert.equal(run.deadline, 5_000);
+    run.close();
+  });
+
+  it('expire cancels overdue runs (deadline) and pushes down (parent), and reports them', () => {
+    const clock = new ManualClock(1_000);
+    const table = new CancellationTable({ clock, capacity: 4 });
+    table.register('p', { deadline: 1_050 });
+    table.register('c', { parent: 'p' });
+    table.register('other', { deadline: 2_000 });
+    assert.deepEqual(table.expire(), []);
+    clock.advance(50);
+    assert.deepEqual(table.expire(), [
+      { kind: 'run', key: 'p', reason: 'deadline' },
+      { kind: 'run', key: 'c', reason: 'parent' },
+    ]);
+    assert.equal(table.reason('p'), 'deadline');
+    assert.equal(table.reason('c'), 'parent');
+    assert.equal(table.isCancelled('other'), false);
+    assert.deepEqual(table.expire(), [], 'nothing twice');
+  });
+
+  it('expire cancels one call whose lane deadline passed; the run and its other calls go on', () => {
+    const table = new CancellationTable({ capacity: 2 });
+    const handle = table.register('r');
+    const run = slotRunCancellation(table.buffer, handle);
+    const late = run.openCall(2_000);
+    const due = run.openCall(1_000);
+    const none = run.openCall(undefined);
+    const expired = table.expire(1_000);
+    assert.equal(expired.length, 1);
+    const entry = expired[0];
+    assert.ok(entry?.kind === 'lane');
+    assert.equal(entry.key, 'r');
+    assert.equal(due.token.reason, 'deadline');
+    assert.equal(late.token.isCancelled(), false);
+    assert.equal(none.token.isCancelled(), false);
+    assert.equal(run.token.isCancelled(), false);
+    assert.equal(table.isLaneHeld('r', entry.lane, entry.call), true);
+    due.close();
+    assert.equal(table.isLaneHeld('r', entry.lane, entry.call), false);
+    // A new call on the freed lane is not the expired one.
+    const again = run.openCall(1_000);
+    assert.equal(table.isLaneHeld('r', entry.lane, entry.call), false);
+    again.close();
+    run.close();
+  });
+});
+
+describe('CancellationTable: bad input', () => {
+  it('refuses a capacity of 0, over maxCapacity or over what a buffer can hold, and bad lanes', () => {
+    assert.throws(() => new CancellationTable({ capacity: 0 }), isInvalid());
+    assert.throws(() => new CancellationTable({ capacity: 10, maxCapacity: 5 }), isInvalid());
+    assert.throws(() => new CancellationTable({ capacity: 1.5 }), isInvalid());
+    assert.throws(() => new CancellationTable({ capacity: 1, maxCapacity: CancelSlots.MAX_CAPACITY + 1 }), isInvalid());
+    assert.throws(() => new CancellationTable({ lanes: 17 }), isInvalid());
+    assert.throws(() => new CancellationTable({ lanes: -1 }), isInvalid());
+  });
+
+  it('refuses negative and non-finite deadlines at the edge', () => {
+    const table = new CancellationTable({ capacity: 2 });
+    table.register('r');
+    for (const bad of [-1, Number.NaN, Number.POSITIVE_INFINITY, '5' as unknown as number]) {
+      assert.throws(() => table.register('x', { deadline: bad }), isInvalid(), String(bad));
+      assert.throws(() => table.setDeadline('r', bad), isInvalid(), String(bad));
+    }
+    assert.throws(() => table.expire(Number.NaN), isInvalid());
+    assert.equal(table.has('x'), false, 'a refused registration leaves nothing behind');
+  });
+
+  it('refuses an empty or duplicate key, an unknown parent and an unknown reason', () => {
+    const table = new CancellationTable({ capacity: 2 });
+    table.register('r');
+    assert.throws(() => table.register(''), isInvalid());
+    assert.throws(() => table.register('r'), isInvalid());
+    assert.throws(() => table.register('c', { parent: 'ghost' }), isInvalid('ERR_UNKNOWN_AGENT'));
+    assert.throws(() => table.cancel('r', 'oops' as CancelReason), isInvalid());
+    assert.equal(table.size, 1);
+  });
+
+  it('refuses a handle or buffer that is not the table’s', () => {
+    const table = new CancellationTable({ capacity: 2 });
+    const handle = table.register('r');
+    assert.throws(() => slotRunCancellation(new SharedArrayBuffer(128), handle), isInvalid());
+    assert.throws(() => slotRunCancellation(table.buffer, { index: 99, generation: 1 }), isInvalid());
+    assert.throws(() => slotRunCancellation(table.buffer, { index: 0, generation: 0 }), isInvalid());
+    const run = slotRunCancellation(table.buffer, handle);
+    assert.throws(() => run.openCall(-5), isInvalid());
+    assert.throws(() => run.openCall(Number.NaN), isInvalid());
+    run.close();
+  });
+});

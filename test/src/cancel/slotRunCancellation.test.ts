@@ -1,0 +1,209 @@
+import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import { describe, it } from 'node:test';
+import { CancelledError, isTroupeError, slotRunCancellation } from '@troupe/core';
+import { ManualClock } from '@troupe/core/testing';
+import { CancellationTable } from '@troupe/supervisor';
+
+// Same-thread tests of the tokens; the cross-thread ones are in workers.test.ts.
+// A waitAsync promise resolves on a later task even on one thread, so the
+// signal bridge is exercised for real here too.
+
+const macrotask = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+function setup(lanes = 4) {
+  const table = new CancellationTable({ capacity: 4, lanes });
+  const handle = table.register('run');
+  const run = slotRunCancellation(table.buffer, handle);
+  return { table, handle, run };
+}
+
+describe('slotRunCancellation: the run token, four ways', () => {
+  it('already cancelled: isCancelled, reason, throwIfCancelled and an aborted signal', () => {
+    const { table, run } = setup();
+    table.cancel('run', 'user');
+    assert.equal(run.token.isCancelled(), true);
+    assert.equal(run.token.reason, 'user');
+    assert.throws(
+      () => run.token.throwIfCancelled(),
+      (error: unknown) => error instanceof CancelledError && error.reason === 'user',
+    );
+    assert.equal(run.token.signal.aborted, true);
+    assert.ok(isTroupeError(run.token.signal.reason, 'ERR_CANCELLED'));
+    run.close();
+  });
+
+  it('cancelled while running: the signal bridge aborts with a CancelledError carrying the reason', async () => {
+    const { table, run } = setup();
+    const signal = run.token.signal;
+    assert.equal(signal.aborted, false);
+    run.token.throwIfCancelled();
+    const aborted = once(signal, 'abort');
+    table.cancel('run', 'shutdown');
+    assert.equal(run.token.isCancelled(), true, 'the flag is visible at once');
+    await aborted;
+    assert.ok(signal.reason instanceof CancelledError);
+    assert.equal((signal.reason as CancelledError).reason, 'shutdown');
+    run.close();
+  });
+
+  it('cancelled after completion: no effect on the closed token or its signal', async () => {
+    const { table, run } = setup();
+    const signal = run.token.signal;
+    run.close();
+    table.cancel('run', 'user');
+    await macrotask();
+    assert.equal(run.token.isCancelled(), false);
+    assert.equal(run.token.reason, undefined);
+    assert.equal(signal.aborted, false);
+    table.release('run');
+    assert.equal(run.token.isCancelled(), false, 'frozen even after the slot is released');
+  });
+
+  it('no sharing between instances: cancelling one run leaves another (and its calls) alone', async () => {
+    const table = new CancellationTable({ capacity: 4 });
+    const a = slotRunCancellation(table.buffer, table.register('a'));
+    const b = slotRunCancellation(table.buffer, table.register('b'));
+    const bCall = b.openCall(undefined);
+    const bSignal = b.token.signal;
+    table.cancel('a', 'user');
+    await macrotask();
+    assert.equal(a.token.isCancelled(), true);
+    assert.equal(b.token.isCancelled(), false);
+    assert.equal(bCall.token.isCancelled(), false);
+    assert.equal(bSignal.aborted, false);
+    bCall.close();
+    a.close();
+    b.close();
+  });
+});
+
+describe('slotRunCancellation: call tokens (lanes), four ways', () => {
+  it('already cancelled: a call opened under a cancelled run starts cancelled with the run’s reason', () => {
+    const { table, run } = setup();
+    table.cancel('run', 'deadline');
+    const call = run.openCall(undefined);
+    assert.equal(call.token.reason, 'deadline');
+    assert.equal(call.token.signal.aborted, true);
+    call.close();
+    run.close();
+  });
+
+  it('cancelled while running: the run’s cancel reaches open calls (push-down) and their signals', async () => {
+    const { table, run } = setup();
+    const call = run.openCall(undefined);
+    const aborted = once(call.token.signal, 'abort');
+    table.cancel('run', 'user');
+    assert.equal(call.token.reason, 'user');
+    await aborted;
+    call.close();
+    run.close();
+  });
+
+  it('a call cancelled alone (its timeout) leaves the run and the other calls live; its signal aborts', async () => {
+    const { run } = setup();
+    const a = run.openCall(undefined);
+    const b = run.openCall(undefined);
+    const aborted = once(a.token.signal, 'abort');
+    a.cancel('deadline');
+    a.cancel('user');
+    assert.equal(a.token.reason, 'deadline', 'the first reason stays');
+    assert.equal(b.token.isCancelled(), false);
+    assert.equal(run.token.isCancelled(), false);
+    await aborted;
+    assert.equal((a.token.signal.reason as CancelledError).reason, 'deadline');
+    a.close();
+    b.close();
+    run.close();
+  });
+
+  it('cancelled after completion: a closed call keeps its final state and a later cancel is a no-op', () => {
+    const { table, run } = setup(1);
+    const timedOut = run.openCall(undefined);
+    timedOut.cancel('deadline');
+    timedOut.close();
+    assert.equal(timedOut.token.reason, 'deadline', 'the executor reads the reason after close()');
+    const finished = run.openCall(undefined); // the same lane, reused
+    finished.close();
+    const next = run.openCall(undefined); // and again
+    finished.cancel('user');
+    timedOut.cancel('user');
+    assert.equal(next.token.isCancelled(), false, 'a late cancel of a closed call never hits the next call');
+    table.cancel('run', 'user');
+    assert.equal(finished.token.isCancelled(), false);
+    assert.equal(timedOut.token.reason, 'deadline');
+    assert.equal(next.token.reason, 'user');
+    next.close();
+    run.close();
+  });
+
+  it('a call opened with a deadline already past starts cancelled (deadline) when a clock is given', () => {
+    const clock = new ManualClock(10_000);
+    const table = new CancellationTable({ capacity: 2, clock });
+    const run = slotRunCancellation(table.buffer, table.register('r'), { clock });
+    const call = run.openCall(9_000);
+    assert.equal(call.token.reason, 'deadline');
+    assert.equal(run.token.isCancelled(), false);
+    call.close();
+    run.close();
+  });
+});
+
+describe('slotRunCancellation: every lane busy', () => {
+  it('falls back to the run word plus a local flag: sees the run’s cancel and its own, not a neighbour’s', async () => {
+    const { table, run } = setup(1);
+    const laned = run.openCall(2_000);
+    const fallback = run.openCall(2_000);
+    const other = run.openCall(undefined);
+    // The watchdog cannot cancel a fallback call alone: only the laned call expires.
+    const expired = table.expire(2_000);
+    assert.equal(expired.length, 1);
+    assert.equal(laned.token.reason, 'deadline');
+    assert.equal(fallback.token.isCancelled(), false);
+    const aborted = once(fallback.token.signal, 'abort');
+    fallback.cancel('deadline');
+    await aborted;
+    assert.equal(fallback.token.reason, 'deadline');
+    assert.equal(other.token.isCancelled(), false);
+    assert.equal(run.token.isCancelled(), false);
+    const otherAborted = once(other.token.signal, 'abort');
+    table.cancel('run', 'user');
+    assert.equal(other.token.reason, 'user');
+    await otherAborted;
+    assert.equal(fallback.token.reason, 'deadline', 'its own earlier reason stays');
+    run.close();
+  });
+});
+
+describe('slotRunCancellation: close()', () => {
+  it('closes calls still open, frees their lanes, and refuses new calls', () => {
+    const { table, run } = setup(2);
+    const a = run.openCall(5_000);
+    run.openCall(undefined);
+    run.close();
+    run.close();
+    assert.equal(a.token.isCancelled(), false);
+    assert.deepEqual(table.expire(10_000), [], 'no lane deadline left behind');
+    assert.throws(
+      () => run.openCall(undefined),
+      (error: unknown) => isTroupeError(error, 'ERR_CLOSED'),
+    );
+  });
+
+  it('wakes its own pending waitAsync waiter so nothing dangles; spurious wakeups re-wait', async () => {
+    const { table, handle, run } = setup();
+    const signal = run.token.signal;
+    const words = table.slots.words;
+    const at = table.slots.runWordAt(handle.index);
+    await macrotask();
+    assert.equal(Atomics.notify(words, at), 1, 'the bridge waits on the run word');
+    await macrotask();
+    assert.equal(signal.aborted, false, 'a spurious wakeup does not abort');
+    assert.equal(Atomics.notify(words, at), 1, 'and the bridge waits again');
+    await macrotask();
+    run.close();
+    await macrotask();
+    assert.equal(Atomics.notify(words, at), 0, 'after close no waiter is left');
+    assert.equal(signal.aborted, false);
+  });
+});
