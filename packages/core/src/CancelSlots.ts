@@ -353,15 +353,19 @@ export class CancelSlots {
     const base = handle.index * this.#strideWords;
     const live = handle.generation << CODE_BITS;
     if (Atomics.compareExchange(words, base + RUN, live, live | code) !== live) return false; // (a)
-    let open = Atomics.load(words, base + ACTIVITY) & LANE_BITS; // (b)
-    const lanes = open;
+    let activity = Atomics.load(words, base + ACTIVITY); // (b)
+    const lanes = activity & LANE_BITS;
+    let open = lanes;
     while (open !== 0) {
       const lane = lowestBit(open);
       open &= open - 1;
       casCode(words, base + LANE0 + lane, code); // (c)
     }
-    // Re-read after the last CAS: a lane bridge may have set the bit since (b).
-    if ((Atomics.load(words, base + ACTIVITY) & WAITERS) !== 0) {
+    // A lane bridge may have set the (sticky) waiter bit after (b) and waited
+    // before our CAS on its lane: re-read after the last CAS. With no lane
+    // open, (b) already follows (a), which is all the run word's bridge needs.
+    if (lanes !== 0 && (activity & WAITERS) === 0) activity = Atomics.load(words, base + ACTIVITY);
+    if ((activity & WAITERS) !== 0) {
       Atomics.notify(words, base + RUN);
       open = lanes;
       while (open !== 0) {
