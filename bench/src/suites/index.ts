@@ -1,8 +1,9 @@
 import type { Suite } from '../Suite.js';
+import { cancelSuite } from './cancel.js';
 import { coreSuite } from './core.js';
 
 /** Every suite `pnpm bench` knows, in the order a full run takes them. */
-export const suites: readonly Suite[] = [coreSuite];
+export const suites: readonly Suite[] = [coreSuite, cancelSuite];
 
 /** Find a suite by name. */
 export function findSuite(name: string): Suite | undefined {
