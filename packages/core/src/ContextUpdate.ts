@@ -58,6 +58,10 @@ function checkKey(key: unknown, op: string, allowProtected: boolean): asserts ke
   if (typeof key !== 'string' || key.length === 0) {
     throw updateError(`${op}: the key must be a non-empty string, got ${JSON.stringify(key)}`);
   }
+  if (key === '__proto__') {
+    // As a property name it would replace the metadata's prototype, not add a key.
+    throw updateError(`${op}: "__proto__" cannot be a metadata key; use another key`);
+  }
   if (!allowProtected && isProtectedKey(key)) {
     throw updateError(
       `${op} "${key}": keys starting with "${PROTECTED_KEY_PREFIX}" are owned by Troupe and cannot be changed by a tool; use another key`,
@@ -95,8 +99,11 @@ function checkEventType(type: unknown): asserts type is string {
 export class ContextUpdate {
   readonly #ops: readonly Operation[];
 
-  private constructor(ops: readonly Operation[]) {
-    this.#ops = ops;
+  private constructor(ops: Operation[]) {
+    // Every operation in here went through the builder's checks and is
+    // frozen with its value, so the reducer can trust the array as a whole.
+    this.#ops = Object.freeze(ops);
+    checkedOperations.add(this.#ops);
   }
 
   /** The update with no operations. */
@@ -140,7 +147,7 @@ export class ContextUpdate {
   }
 
   #with(op: Operation): ContextUpdate {
-    return new ContextUpdate([...this.#ops, op]);
+    return new ContextUpdate([...this.#ops, Object.freeze(op)]);
   }
 
   /** Replace `key` with `value` (`null` keeps the key with a null value). */
@@ -207,41 +214,85 @@ export class ContextUpdate {
 
 let EMPTY: ContextUpdate | undefined;
 
+// Operation arrays built by `ContextUpdate` (frozen, every op checked and
+// sealed). The reducer skips re-checking these; raw arrays are checked op by op.
+const checkedOperations = new WeakSet<readonly Operation[]>();
+
 /** Options of {@link reduceMetadata}. */
 export interface ReduceOptions {
   /** Let library code write protected keys. Tools never get this. */
   readonly allowProtected?: boolean;
 }
 
-function assertNever(op: never): never {
-  throw updateError(
-    `unknown operation ${JSON.stringify((op as { op?: unknown })?.op)}: an update is never applied partially`,
+function unknownOperation(op: unknown): TroupeError {
+  const name = typeof op === 'object' && op !== null ? (op as { op?: unknown }).op : op;
+  return updateError(
+    `unknown operation ${JSON.stringify(name) ?? String(name)}: an update is never applied partially; use set, merge, append, delete or logEvent`,
   );
 }
 
-function deepMerge(
-  base: unknown,
-  patch: Readonly<Record<string, unknown>>,
-  owned: WeakSet<object>,
-): Record<string, unknown> {
-  const out: Record<string, unknown> = isPlainObject(base) ? { ...base } : {};
+// Marks a key deleted in the draft. `delete` would turn the draft into a
+// slow dictionary-mode object; the tombstones are dropped once, at the end.
+const DELETED: unique symbol = Symbol('troupe.deleted');
+
+/**
+ * The containers (lists, objects) a fold created. They may be changed in
+ * place — so 2,000 appends to one key stay O(n) — and are frozen when the
+ * fold ends. A short array rather than a Set: a fold usually owns a handful,
+ * and past {@link OWNED_MAX} the oldest is frozen early (a later change to it
+ * copies it again), which bounds the `includes` scan.
+ */
+type Owned = object[];
+const OWNED_MAX = 16;
+
+function own<T extends object>(owned: Owned, container: T): T {
+  if (owned.push(container) > OWNED_MAX) Object.freeze(owned.shift());
+  return container;
+}
+
+/**
+ * Deep-merge `patch` into `base`: right wins, plain objects merge, anything
+ * else (arrays included) is replaced. Neither input is changed: an object
+ * this fold owns is changed in place, any other is copied first.
+ */
+function deepMerge(base: unknown, patch: Readonly<Record<string, unknown>>, owned: Owned): Record<string, unknown> {
+  const out: Record<string, unknown> = isPlainObject(base)
+    ? owned.includes(base)
+      ? base
+      : own(owned, { ...base })
+    : own(owned, {});
   for (const key of Object.keys(patch)) {
     const next = patch[key];
-    out[key] = isPlainObject(next) && isPlainObject(out[key]) ? deepMerge(out[key], next, owned) : next;
+    const current = out[key];
+    const merged = isPlainObject(next) && isPlainObject(current) ? deepMerge(current, next, owned) : next;
+    if (key === '__proto__') Object.defineProperty(out, key, { value: merged, enumerable: true, writable: true });
+    else out[key] = merged;
   }
-  owned.add(out);
   return out;
+}
+
+function seal<T>(value: T): T {
+  // Builder values are sealed already (one lookup); raw operations from
+  // another thread are frozen here so metadata never holds a mutable value.
+  return typeof value === 'object' && value !== null ? (deepFreeze(value) as T) : value;
 }
 
 /**
  * The one reducer of metadata operations. Folds `operations` over `initial`
- * in order and returns new frozen metadata (the input is never mutated).
- * `logEvent` operations touch no metadata and are skipped here; an unknown
- * operation, a protected key (unless allowed) or an append to a non-list is a
- * typed error and nothing is applied.
+ * in order and returns new frozen metadata (the input is never mutated; when
+ * no operation touches metadata, `initial` itself is returned).
+ * `logEvent` operations touch no metadata and are only checked here; an
+ * unknown operation, a protected key (unless allowed), a transcript event
+ * type or an append to a non-list is a typed error and nothing is applied.
  *
  * Every caller — the executor, the agent loop, the supervisor merging a
  * subagent's changes back, persistence replay — folds through here.
+ *
+ * @example
+ * ```ts
+ * const next = reduceMetadata({ log: ['a'] }, ContextUpdate.empty().append('log', 'b').operations)
+ * // { log: ['a', 'b'] }
+ * ```
  */
 export function reduceMetadata(
   initial: Metadata,
@@ -249,38 +300,48 @@ export function reduceMetadata(
   options: ReduceOptions = {},
 ): Metadata {
   const allowProtected = options.allowProtected === true;
-  let draft: Record<string, unknown> | undefined;
-  // Containers created during this fold may be changed in place (appends are O(1)).
-  const owned = new WeakSet<object>();
-  for (const op of operations) {
-    if (op.op === 'logEvent') {
-      checkEventType(op.type);
-      continue;
-    }
-    checkKey(op.key, op.op, allowProtected);
-    draft ??= { ...initial };
+  let draft: Record<string | symbol, unknown> | undefined;
+  const owned: Owned = [];
+  // Builder-made operations were checked and sealed when added.
+  const trusted = checkedOperations.has(operations);
+  // Keys marked DELETED and not set again: when none are left the draft is the result.
+  let tombstones = 0;
+  for (let i = 0; i < operations.length; i++) {
+    const op = operations[i] as Operation;
+    if (typeof op !== 'object' || op === null) throw unknownOperation(op);
     switch (op.op) {
-      case 'set':
-        draft[op.key] = op.value;
+      case 'logEvent':
+        if (!trusted) checkEventType(op.type);
         break;
-      case 'merge':
-        if (!isPlainObject(op.value)) throw updateError(`merge "${op.key}": the value must be a plain object`);
-        draft[op.key] = deepMerge(draft[op.key], op.value, owned);
+      case 'set': {
+        if (!trusted) checkKey(op.key, 'set', allowProtected);
+        draft ??= { ...initial };
+        if (draft[op.key] === DELETED) tombstones--;
+        draft[op.key] = trusted ? op.value : seal(op.value);
         break;
+      }
+      case 'merge': {
+        if (!trusted) {
+          checkKey(op.key, 'merge', allowProtected);
+          if (!isPlainObject(op.value)) throw updateError(`merge "${op.key}": the value must be a plain object`);
+        }
+        draft ??= { ...initial };
+        const base = draft[op.key];
+        if (base === DELETED) tombstones--;
+        draft[op.key] = deepMerge(base, trusted ? op.value : seal(op.value), owned);
+        break;
+      }
       case 'append': {
+        if (!trusted) checkKey(op.key, 'append', allowProtected);
+        draft ??= { ...initial };
         const current = draft[op.key];
-        if (current === undefined || current === null) {
-          const list = [op.value];
-          owned.add(list);
-          draft[op.key] = list;
+        const item = trusted ? op.value : seal(op.value);
+        if (current === undefined || current === null || current === DELETED) {
+          if (current === DELETED) tombstones--;
+          draft[op.key] = own(owned, [item]);
         } else if (Array.isArray(current)) {
-          if (owned.has(current)) {
-            current.push(op.value);
-          } else {
-            const list = [...current, op.value];
-            owned.add(list);
-            draft[op.key] = list;
-          }
+          if (owned.includes(current)) current.push(item);
+          else draft[op.key] = own(owned, [...current, item]);
         } else {
           throw updateError(
             `append "${op.key}": the current value is ${typeof current}, not a list; set it to a list first or use another key`,
@@ -289,19 +350,28 @@ export function reduceMetadata(
         break;
       }
       case 'delete':
-        delete draft[op.key];
+        if (!trusted) checkKey(op.key, 'delete', allowProtected);
+        draft ??= { ...initial };
+        if (draft[op.key] !== DELETED && Object.hasOwn(draft, op.key)) {
+          draft[op.key] = DELETED;
+          tombstones++;
+        }
         break;
       default:
-        assertNever(op);
+        throw unknownOperation(op);
     }
   }
   if (draft === undefined) return initial;
-  // Freeze what this fold created; values inside operations were frozen when added.
+  for (let i = 0; i < owned.length; i++) Object.freeze(owned[i]);
+  if (tombstones === 0) return Object.freeze(draft) as Metadata;
+  const out: Record<string, unknown> = {};
   for (const key of Object.keys(draft)) {
-    const v = draft[key];
-    if (typeof v === 'object' && v !== null && owned.has(v)) deepFreeze(v);
+    const value = draft[key];
+    if (value === DELETED) continue;
+    if (key === '__proto__') Object.defineProperty(out, key, { value, enumerable: true, writable: true });
+    else out[key] = value;
   }
-  return Object.freeze(draft);
+  return Object.freeze(out);
 }
 
 /** Reported when events were dropped because the target has no session log. */
