@@ -1,7 +1,7 @@
 import type { ContextUpdate } from './ContextUpdate.js';
 import { createId } from './Id.js';
-import type { Request } from './Request.js';
-import { TroupeError } from './TroupeError.js';
+import { Request } from './Request.js';
+import { InvalidArgumentError, TroupeError } from './TroupeError.js';
 
 const TOOL_RESULT = Symbol.for('troupe.toolResult');
 
@@ -42,9 +42,23 @@ export const ToolResult = Object.freeze({
     return Object.freeze({ [TOOL_RESULT]: true as const, status: 'error' as const, error: err, update });
   },
   pending(request: RequestInput): ToolResult<never> {
-    const id = request.id === undefined || request.id === '' ? createId('req') : request.id;
-    const full: Request = { ...request, id } as Request;
-    return Object.freeze({ [TOOL_RESULT]: true as const, status: 'pending' as const, request: Object.freeze(full) });
+    const id = request?.id === undefined || request.id === '' ? createId('req') : request.id;
+    // Checked here, in the tool that wrote it, rather than when the host
+    // receives a request it cannot show.
+    const parsed = Request.safeParse({ ...request, id });
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0];
+      const where = issue === undefined || issue.path.length === 0 ? 'request' : `request.${issue.path.join('.')}`;
+      throw new InvalidArgumentError(
+        `ToolResult.pending: ${where}: ${issue?.message ?? 'invalid'}; pass { kind, prompt, data?, expiresAt? }`,
+        { cause: parsed.error },
+      );
+    }
+    return Object.freeze({
+      [TOOL_RESULT]: true as const,
+      status: 'pending' as const,
+      request: Object.freeze(parsed.data),
+    });
   },
   /** True for a value built by `ToolResult.*`. */
   is(value: unknown): value is ToolResult {
