@@ -330,7 +330,9 @@ export class CancelSlots {
    * Cancel a run word and every lane open under it, if that word still holds
    * `handle`'s live value; never overwrites an earlier reason and is a no-op
    * for another generation. Returns whether it cancelled. Does not touch other
-   * slots: push-down to descendants is the table's job.
+   * slots: push-down to descendants is `CancellationTable.cancel`'s job, and
+   * the table relies on "a cancelled run's descendants are cancelled" — so
+   * cancel runs of a table through the table.
    *
    * Push-down race with {@link CancelSlots.openLane} (the two run on different
    * threads; every step is a sequentially consistent atomic):
