@@ -3,4 +3,10 @@
  * (`@troupe/subagent/worker`) that loads an agent module, rebuilds its
  * context, bridges its cancellation slot and runs its loop.
  */
+export { loadAgent } from './loadAgent.js';
+export { portEndpoint } from './portEndpoint.js';
+export { runSubagentTask, type SubagentWorkerData } from './runSubagentTask.js';
 export { systemClock } from './systemClock.js';
+
+/** The file URL of the worker entry, for a piscina pool's `filename`. */
+export const WORKER_URL: string = new URL('./worker.js', import.meta.url).href;

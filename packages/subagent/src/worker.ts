@@ -1,4 +1,4 @@
-// The piscina worker entry; filled in by the subagent runtime.
-export default async function run(task: unknown): Promise<unknown> {
-  return task;
-}
+// The piscina worker entry (`@troupe/subagent/worker`): one task = one subagent run.
+import { runSubagentTask } from './runSubagentTask.js';
+
+export default runSubagentTask;

@@ -91,7 +91,17 @@ export class ScriptedModel implements Model {
     }
     const reply =
       typeof step === 'function'
-        ? await step({ messages, tools: request.tools, turn, lastToolResults, toolResults, signal: request.signal })
+        ? await step({
+            messages,
+            tools: request.tools,
+            turn,
+            lastToolResults,
+            toolResults,
+            // Read lazily: a signal costs a waitAsync bridge, and most steps never look at it.
+            get signal() {
+              return request.signal;
+            },
+          })
         : step;
     return toResponse(reply, turn);
   }

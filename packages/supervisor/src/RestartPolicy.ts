@@ -1,0 +1,38 @@
+import { InvalidArgumentError } from '@troupe/core';
+
+/**
+ * OTP-style restart intensity for parent agents (one-for-one): an agent whose
+ * run fails is restarted from its last saved state, unless it has already
+ * been restarted `maxRestarts` times within the last `periodMs` — then it is
+ * stopped, and an `agent.stopped` event says why.
+ */
+export interface RestartPolicy {
+  readonly maxRestarts: number;
+  readonly periodMs: number;
+}
+
+/** Default: 3 restarts within 5 seconds (OTP's default intensity is 1 in 5 s; agents fail more often). */
+export const DEFAULT_RESTART_POLICY: RestartPolicy = Object.freeze({ maxRestarts: 3, periodMs: 5000 });
+
+/** Validate a restart policy at the edge. */
+export function checkRestartPolicy(policy: Partial<RestartPolicy> | undefined): RestartPolicy {
+  const p = { ...DEFAULT_RESTART_POLICY, ...policy };
+  if (!Number.isSafeInteger(p.maxRestarts) || p.maxRestarts < 0) {
+    throw new InvalidArgumentError(`restart.maxRestarts must be a non-negative integer, got ${String(p.maxRestarts)}`);
+  }
+  if (!Number.isFinite(p.periodMs) || p.periodMs <= 0) {
+    throw new InvalidArgumentError(`restart.periodMs must be a positive number of ms, got ${String(p.periodMs)}`);
+  }
+  return Object.freeze(p);
+}
+
+/**
+ * Record a failure at `now` in `history` (restart times, oldest first, kept
+ * within the period) and say whether the agent may restart.
+ */
+export function admitRestart(policy: RestartPolicy, history: number[], now: number): boolean {
+  while (history.length > 0 && (history[0] as number) <= now - policy.periodMs) history.shift();
+  if (history.length >= policy.maxRestarts) return false;
+  history.push(now);
+  return true;
+}

@@ -1,0 +1,47 @@
+import type {
+  AgentId,
+  CancelReason,
+  LoopState,
+  Operation,
+  Request,
+  RunId,
+  SessionEvent,
+  Usage,
+  WorkerCrashedError,
+} from '@troupe/core';
+
+interface OutcomeBase {
+  readonly agentId: AgentId;
+  readonly runId: RunId;
+}
+
+interface Accounted extends OutcomeBase {
+  /** Session-log events of the run, each with the id of the agent that recorded it. */
+  readonly events: readonly SessionEvent[];
+  readonly usage: Usage;
+  readonly turns: number;
+}
+
+/**
+ * How a subagent run ended: a union discriminated on `status`. Failures
+ * (`failed`), defects (`crashed`) and interruptions (`cancelled`) are kept
+ * apart.
+ *
+ * - `done` — the model answered; `result` is its last text, `updates` the
+ *   metadata operations the run applied (merge them back through the reducer).
+ * - `failed` — a tool failure the model could not recover from, a model
+ *   error, or a tool that overran its timeout without yielding (a forced
+ *   `ToolTimeoutError`).
+ * - `crashed` — the worker died (threw at top level, `process.exit`, out of
+ *   memory under `resourceLimits`); carries the exit code.
+ * - `cancelled` — with its reason; `forced` when the worker had to be killed.
+ * - `incomplete` — the turn limit was reached.
+ * - `suspended` — a tool asked a person; `state` resumes the run on any worker.
+ */
+export type SubagentOutcome =
+  | (Accounted & { readonly status: 'done'; readonly result: string; readonly updates: readonly Operation[] })
+  | (Accounted & { readonly status: 'failed'; readonly error: Error })
+  | (OutcomeBase & { readonly status: 'crashed'; readonly error: WorkerCrashedError; readonly exitCode: number | null })
+  | (OutcomeBase & { readonly status: 'cancelled'; readonly reason: CancelReason; readonly forced: boolean })
+  | (Accounted & { readonly status: 'incomplete' })
+  | (Accounted & { readonly status: 'suspended'; readonly request: Request; readonly state: LoopState });

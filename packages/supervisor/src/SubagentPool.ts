@@ -1,0 +1,638 @@
+import { availableParallelism } from 'node:os';
+import { fileURLToPath } from 'node:url';
+import type { MessagePort, ResourceLimits } from 'node:worker_threads';
+import {
+  type Agent,
+  type AgentId,
+  type AgentRef,
+  type Answer,
+  assertCloneable,
+  BackpressureError,
+  type CancelReason,
+  type Clock,
+  ClosedError,
+  createId,
+  DEFAULT_SCOPE_BUDGET_BYTES,
+  decodeError,
+  deepFreeze,
+  HOST_OPEN,
+  type HostApi,
+  HostApprovalRequest,
+  HostTaskRequest,
+  type HostTaskResult,
+  HostTelemetry,
+  InvalidArgumentError,
+  isAgent,
+  isTroupeError,
+  type LoopState,
+  type Metadata,
+  PROTOCOL_VERSION,
+  type RunId,
+  SubagentResult,
+  type SubagentTask,
+  sealScope,
+  serializedSize,
+  ToolTimeoutError,
+  TroupeError,
+  WorkerCrashedError,
+} from '@troupe/core';
+import { loadAgent, portEndpoint, systemClock, WORKER_URL } from '@troupe/subagent';
+import { expose } from 'comlink';
+import { Piscina } from 'piscina';
+import { z } from 'zod';
+import { CancellationTable } from './CancellationTable.js';
+import type { SubagentOutcome } from './SubagentOutcome.js';
+import { Watchdog, type WatchdogKillCause } from './Watchdog.js';
+
+/** Options of {@link SubagentPool}; validated once, at construction. */
+export interface SubagentPoolOptions {
+  /** Worker threads, started up front (default: the machine's available parallelism). */
+  readonly threads?: number;
+  /** Per-worker V8 limits; a worker over its heap limit dies and its run ends `crashed`. */
+  readonly resourceLimits?: ResourceLimits;
+  /** Runs that may wait for a thread; past it `run` rejects with a `BackpressureError` (default 1024). */
+  readonly maxQueue?: number;
+  /** How long a cancelled run may take to stop before its worker is killed (default 1000 ms). */
+  readonly graceMs?: number;
+  /** How often the watchdog looks at deadlines while runs are in flight (default 10 ms). */
+  readonly watchdogIntervalMs?: number;
+  /** Serialized-size budget of a scope (default 4096 bytes). */
+  readonly scopeBudgetBytes?: number;
+  readonly clock?: Clock;
+  /** Initial capacity of the cancellation table (it grows). */
+  readonly tableCapacity?: number;
+}
+
+const PoolOptions = z
+  .object({
+    threads: z.number().int().min(1).max(256).optional(),
+    resourceLimits: z
+      .object({
+        maxOldGenerationSizeMb: z.number().positive().optional(),
+        maxYoungGenerationSizeMb: z.number().positive().optional(),
+        codeRangeSizeMb: z.number().positive().optional(),
+        stackSizeMb: z.number().positive().optional(),
+      })
+      .strict()
+      .optional(),
+    maxQueue: z.number().int().min(0).optional(),
+    graceMs: z.number().finite().min(0).optional(),
+    watchdogIntervalMs: z.number().finite().min(1).optional(),
+    scopeBudgetBytes: z.number().int().positive().optional(),
+    clock: z
+      .custom<Clock>((c) => typeof (c as Clock)?.now === 'function' && typeof (c as Clock)?.setTimeout === 'function', {
+        message: 'a Clock has now(), setTimeout() and clearTimeout()',
+      })
+      .optional(),
+    tableCapacity: z.number().int().positive().optional(),
+  })
+  .strict();
+
+/** What the supervisor offers one run over its host channel. */
+export interface RunHost {
+  /** Decide on a call of a tool with `requiresApproval` (the handler's raw decision). */
+  readonly approve?: ((request: HostApprovalRequest) => Promise<unknown>) | undefined;
+  /** Run a subagent's own `task` call. */
+  readonly runTask?: ((request: HostTaskRequest) => Promise<HostTaskResult>) | undefined;
+  /** Re-emit a worker's telemetry event. */
+  readonly telemetry?: ((event: HostTelemetry) => void) | undefined;
+}
+
+/** One subagent run to start. */
+export interface SpawnSpec {
+  /** The agent, or a reference to it by module URL and name. */
+  readonly agent: Agent | AgentRef;
+  /** The task's instructions. */
+  readonly input?: string | undefined;
+  /** Who the run acts for; checked cloneable and within budget before anything is posted. */
+  readonly scope: unknown;
+  readonly toolContext?: Readonly<Record<string, unknown>> | undefined;
+  /** The metadata snapshot the child starts from (default `{}`). */
+  readonly metadata?: Metadata | undefined;
+  /** Default: a fresh id. A delegated child's is `<parentId>-sub-<n>`. */
+  readonly agentId?: AgentId | undefined;
+  /** The parent's id; its cancellation reaches this run, and its deadline bounds it. */
+  readonly parentAgentId?: AgentId | undefined;
+  readonly ancestry?: readonly AgentId[] | undefined;
+  /** Relative deadline; combined with `deadline` and the parent's, the earliest wins. */
+  readonly timeoutMs?: number | undefined;
+  /** Absolute deadline in the Clock base. */
+  readonly deadline?: number | undefined;
+  /** Resume a suspended run. */
+  readonly resume?:
+    | { readonly state: LoopState; readonly answer: Answer; readonly approvedCalls?: readonly string[] | undefined }
+    | undefined;
+  readonly host?: RunHost | undefined;
+  /** Aborting it cancels the run (reason `user`). */
+  readonly signal?: AbortSignal | undefined;
+  /** Forward the worker's tool telemetry over the host channel. */
+  readonly telemetry?: boolean | undefined;
+}
+
+interface InFlight {
+  readonly runId: RunId;
+  readonly agentId: AgentId;
+  readonly controller: AbortController;
+  readonly host: RunHost | undefined;
+  readonly ports: MessagePort[];
+  kill: WatchdogKillCause | undefined;
+}
+
+/** Figures about the pool, for daemons and the soak benchmark. */
+export interface SubagentPoolStats {
+  readonly threads: number;
+  readonly running: number;
+  readonly queued: number;
+  readonly openPorts: number;
+  readonly tableSize: number;
+  readonly completed: number;
+}
+
+const EXIT_CODE = /worker exited with code: (-?\d+)/;
+
+/**
+ * A warm pool of worker threads running subagents (piscina underneath).
+ *
+ * Each run gets a slot in the shared cancellation table, a structured-clone
+ * copy of its three channels, and a lazily opened host channel back to the
+ * supervisor. A cancel reaches its tools through shared memory; a run that
+ * does not stop within the grace period, or a tool that overruns its timeout
+ * without yielding, has its worker killed and replaced. A crashing worker
+ * never takes the pool down.
+ *
+ * Use it directly to run subagents programmatically; `createSupervisor` uses
+ * it underneath. `close()` drains, `destroy()` is immediate, both idempotent;
+ * `await using pool = new SubagentPool()` closes it.
+ */
+export class SubagentPool {
+  readonly #clock: Clock;
+  readonly #piscina: Piscina;
+  readonly #table: CancellationTable;
+  readonly #watchdog: Watchdog;
+  readonly #threads: number;
+  readonly #maxQueue: number;
+  readonly #scopeBudget: number;
+  readonly #inflight = new Map<string, InFlight>();
+  readonly #byAgent = new Map<string, InFlight>();
+  readonly #checkedRefs = new Map<string, Promise<void>>();
+  readonly #checkedToolContexts = new WeakSet<object>();
+  readonly #drainWaiters: (() => void)[] = [];
+  #running = 0;
+  #completed = 0;
+  #openPorts = 0;
+  #closing: Promise<void> | undefined;
+  #closed = false;
+  readonly #ready: Promise<void>;
+
+  constructor(options: SubagentPoolOptions = {}) {
+    const parsed = PoolOptions.safeParse(options);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0];
+      throw new InvalidArgumentError(
+        `invalid SubagentPool option ${issue?.path.join('.') || ''}: ${issue?.message ?? 'invalid'}`,
+        { cause: parsed.error },
+      );
+    }
+    const o = parsed.data;
+    this.#clock = o.clock ?? systemClock;
+    this.#threads = o.threads ?? availableParallelism();
+    this.#maxQueue = o.maxQueue ?? 1024;
+    this.#scopeBudget = o.scopeBudgetBytes ?? DEFAULT_SCOPE_BUDGET_BYTES;
+    this.#table = new CancellationTable({
+      clock: this.#clock,
+      ...(o.tableCapacity === undefined ? {} : { capacity: o.tableCapacity }),
+    });
+    this.#watchdog = new Watchdog({
+      table: this.#table,
+      clock: this.#clock,
+      graceMs: o.graceMs ?? 1000,
+      intervalMs: o.watchdogIntervalMs ?? 10,
+      kill: (key, cause) => this.#kill(key, cause),
+    });
+    let created = 0;
+    let markReady: () => void = () => {};
+    this.#ready = new Promise<void>((resolve) => {
+      markReady = resolve;
+    });
+    this.#piscina = new Piscina({
+      filename: fileURLToPath(WORKER_URL),
+      minThreads: this.#threads,
+      maxThreads: this.#threads,
+      idleTimeout: Number.POSITIVE_INFINITY,
+      // Piscina's own bound is a backstop; ours is checked first for a typed error.
+      maxQueue: this.#maxQueue + this.#threads,
+      workerData: { cancelBuffer: this.#table.buffer },
+      ...(o.resourceLimits === undefined ? {} : { resourceLimits: o.resourceLimits as ResourceLimits }),
+    });
+    this.#piscina.on('workerCreate', () => {
+      created++;
+      if (created >= this.#threads) markReady();
+    });
+    // Without an 'error' listener an error in an idle worker would crash the process.
+    this.#piscina.on('error', () => {});
+    this.#piscina.on('message', (message: unknown) => this.#onWorkerMessage(message));
+  }
+
+  /** Resolves once every thread has started (the pool starts them at construction). */
+  ready(): Promise<void> {
+    return this.#ready;
+  }
+
+  /** The shared cancellation table (the supervisor registers parent agents in it too). */
+  get table(): CancellationTable {
+    return this.#table;
+  }
+
+  get clock(): Clock {
+    return this.#clock;
+  }
+
+  /** Figures about the pool. */
+  stats(): SubagentPoolStats {
+    return {
+      threads: this.#piscina.threads.length,
+      running: this.#running,
+      queued: this.#piscina.queueSize,
+      openPorts: this.#openPorts,
+      tableSize: this.#table.size,
+      completed: this.#completed,
+    };
+  }
+
+  /**
+   * Cancel a run (and every run below it) by agent id: its tools see the
+   * cancel at once; if it has not ended after the grace period its worker is
+   * killed and the outcome is `cancelled` with `forced: true`. Returns false
+   * for an unknown or finished agent.
+   */
+  cancel(agentId: AgentId, reason: CancelReason = 'user'): boolean {
+    const cancelled = this.#table.cancel(agentId, reason);
+    if (cancelled) this.#watchdog.cancelled(agentId);
+    return cancelled;
+  }
+
+  /**
+   * Run one subagent to its outcome. Rejects only for bad input
+   * (`InvalidArgumentError`: unknown agent, scope over budget or not
+   * cloneable — all before anything is posted), a full queue
+   * (`BackpressureError`) or a closed pool (`ClosedError`); every way the run
+   * itself can end is an outcome.
+   */
+  async run(spec: SpawnSpec): Promise<SubagentOutcome> {
+    if (this.#closed || this.#closing !== undefined) {
+      throw new ClosedError('the subagent pool is closed: create a new one');
+    }
+    const task = await this.#prepare(spec);
+    if (this.#closed || this.#closing !== undefined) {
+      this.#table.release(task.agentId);
+      throw new ClosedError('the subagent pool is closed: create a new one');
+    }
+    return this.#dispatch(task, spec);
+  }
+
+  async #prepare(spec: SpawnSpec): Promise<SubagentTask> {
+    if (typeof spec !== 'object' || spec === null)
+      throw new InvalidArgumentError('run(spec): pass a spawn spec object');
+    const ref = agentRefOf(spec.agent);
+    await this.#checkAgent(ref);
+    const scope = this.#sealScope(spec.scope);
+    const toolContext = this.#checkToolContext(spec.toolContext ?? {});
+    const metadata = spec.metadata ?? {};
+    if (!Object.isFrozen(metadata)) assertCloneable(metadata, 'metadata');
+    if (spec.input !== undefined && typeof spec.input !== 'string')
+      throw new InvalidArgumentError('input must be a string');
+    if (this.#piscina.queueSize >= this.#maxQueue && this.#running >= this.#threads) {
+      throw new BackpressureError(
+        `the subagent queue is full (${this.#maxQueue} runs waiting for a thread): retry later or raise maxQueue`,
+        this.#maxQueue,
+      );
+    }
+    let deadline = spec.deadline;
+    if (deadline !== undefined && (!Number.isFinite(deadline) || deadline < 0)) {
+      throw new InvalidArgumentError(`deadline must be a finite time in the Clock base, got ${deadline}`);
+    }
+    if (spec.timeoutMs !== undefined) {
+      if (!Number.isFinite(spec.timeoutMs) || spec.timeoutMs < 0) {
+        throw new InvalidArgumentError(`timeoutMs must be a non-negative number of ms, got ${spec.timeoutMs}`);
+      }
+      const d = this.#clock.now() + spec.timeoutMs;
+      deadline = deadline === undefined ? d : Math.min(deadline, d);
+    }
+    const agentId = spec.agentId ?? createId('agent');
+    if (this.#byAgent.has(agentId)) throw new InvalidArgumentError(`agent ${agentId} is already running`);
+    const parent =
+      spec.parentAgentId !== undefined && this.#table.has(spec.parentAgentId) ? spec.parentAgentId : undefined;
+    const slot = this.#table.register(agentId, {
+      ...(parent === undefined ? {} : { parent }),
+      ...(deadline === undefined ? {} : { deadline }),
+    });
+    return {
+      v: PROTOCOL_VERSION,
+      runId: createId('run'),
+      agent: ref,
+      agentId,
+      ...(spec.parentAgentId === undefined ? {} : { parentAgentId: spec.parentAgentId }),
+      ancestry: [...(spec.ancestry ?? [])],
+      ...(spec.input === undefined ? {} : { input: spec.input }),
+      scope,
+      scopeBytes: serializedSize(scope),
+      toolContext: toolContext as Record<string, unknown>,
+      metadata: metadata as Record<string, unknown>,
+      slot: { index: slot.index, generation: slot.generation },
+      deadline: slot.deadline ?? null,
+      ...(spec.resume === undefined
+        ? {}
+        : {
+            resume: {
+              state: spec.resume.state,
+              answer: spec.resume.answer,
+              approvedCalls: [...(spec.resume.approvedCalls ?? [])],
+            },
+          }),
+      host: {
+        approval: spec.host?.approve !== undefined,
+        spawn: spec.host?.runTask !== undefined,
+        telemetry: spec.telemetry === true && spec.host?.telemetry !== undefined,
+      },
+    };
+  }
+
+  async #dispatch(task: SubagentTask, spec: SpawnSpec): Promise<SubagentOutcome> {
+    const agentId = task.agentId as AgentId;
+    const runId = task.runId as RunId;
+    const flight: InFlight = {
+      runId,
+      agentId,
+      controller: new AbortController(),
+      host: spec.host,
+      ports: [],
+      kill: undefined,
+    };
+    this.#inflight.set(runId, flight);
+    this.#byAgent.set(agentId, flight);
+    this.#running++;
+    this.#watchdog.track(agentId);
+    const signal = spec.signal;
+    const onAbort = (): void => {
+      this.cancel(agentId, 'user');
+    };
+    if (signal !== undefined) {
+      if (signal.aborted) onAbort();
+      else signal.addEventListener('abort', onAbort, { once: true });
+    }
+    let outcome: SubagentOutcome;
+    try {
+      const raw: unknown = await this.#piscina.run(task, { signal: flight.controller.signal });
+      outcome = this.#fromResult(raw, flight);
+    } catch (error) {
+      outcome = this.#fromRejection(error, flight);
+    } finally {
+      signal?.removeEventListener('abort', onAbort);
+      this.#watchdog.untrack(agentId);
+      for (const port of flight.ports) {
+        port.close();
+        this.#openPorts--;
+      }
+      flight.ports.length = 0;
+      this.#inflight.delete(runId);
+      this.#byAgent.delete(agentId);
+      this.#running--;
+      this.#completed++;
+      if (this.#inflight.size === 0 && this.#drainWaiters.length > 0) {
+        for (const resolve of this.#drainWaiters.splice(0)) resolve();
+      }
+    }
+    // A run that died or was killed may leave nested runs behind: stop them first.
+    if (
+      outcome.status === 'crashed' ||
+      (outcome.status === 'cancelled' && outcome.forced) ||
+      flight.kill !== undefined
+    ) {
+      this.#table.cancel(agentId, 'parent');
+    }
+    this.#table.release(agentId);
+    if (outcome.status === 'failed' && isTroupeError(outcome.error, 'ERR_UNKNOWN_AGENT')) {
+      throw new InvalidArgumentError(outcome.error.message, { code: 'ERR_UNKNOWN_AGENT', cause: outcome.error });
+    }
+    return outcome;
+  }
+
+  #fromResult(raw: unknown, flight: InFlight): SubagentOutcome {
+    const parsed = SubagentResult.safeParse(raw);
+    if (!parsed.success) {
+      return {
+        status: 'failed',
+        agentId: flight.agentId,
+        runId: flight.runId,
+        error: new TroupeError(`the worker returned a malformed result: ${parsed.error.issues[0]?.message ?? ''}`, {
+          code: 'ERR_PROTOCOL',
+        }),
+        events: [],
+        usage: { inputTokens: 0, outputTokens: 0 },
+        turns: 0,
+      };
+    }
+    const r = parsed.data;
+    const base = { agentId: flight.agentId, runId: flight.runId, events: r.events, usage: r.usage, turns: r.turns };
+    switch (r.status) {
+      case 'done':
+        return { ...base, status: 'done', result: r.text, updates: r.updates };
+      case 'failed':
+        return { ...base, status: 'failed', error: decodeError(r.error) };
+      case 'incomplete':
+        return { ...base, status: 'incomplete' };
+      case 'cancelled':
+        return { agentId: flight.agentId, runId: flight.runId, status: 'cancelled', reason: r.reason, forced: false };
+      case 'suspended':
+        return { ...base, status: 'suspended', request: r.request, state: r.state };
+    }
+  }
+
+  #fromRejection(error: unknown, flight: InFlight): SubagentOutcome {
+    const base = { agentId: flight.agentId, runId: flight.runId };
+    const kill = flight.kill;
+    if (kill !== undefined) {
+      if (kill.kind === 'lane-timeout') {
+        return {
+          ...base,
+          status: 'failed',
+          error: new ToolTimeoutError(`a tool (call lane ${kill.lane})`, 0, true),
+          events: [],
+          usage: { inputTokens: 0, outputTokens: 0 },
+          turns: 0,
+        };
+      }
+      return { ...base, status: 'cancelled', reason: kill.reason, forced: true };
+    }
+    const err = error instanceof Error ? error : new Error(String(error));
+    if (err.name === 'AbortError') {
+      // Aborted without a recorded cause: destroy() tore the pool down.
+      return { ...base, status: 'cancelled', reason: 'shutdown', forced: true };
+    }
+    const match = EXIT_CODE.exec(err.message);
+    const exitCode = match !== null ? Number(match[1]) : 1;
+    const what =
+      (err as { code?: unknown }).code === 'ERR_WORKER_OUT_OF_MEMORY'
+        ? 'ran out of memory (resourceLimits)'
+        : match !== null
+          ? `exited with code ${exitCode}`
+          : `died: ${err.message}`;
+    return {
+      ...base,
+      status: 'crashed',
+      exitCode,
+      error: new WorkerCrashedError(`the worker running ${flight.agentId} ${what}; the pool replaced it`, exitCode, {
+        cause: err,
+      }),
+    };
+  }
+
+  #kill(agentId: string, cause: WatchdogKillCause): void {
+    const flight = this.#byAgent.get(agentId);
+    if (flight === undefined || flight.kill !== undefined) return;
+    flight.kill = cause;
+    flight.controller.abort();
+  }
+
+  #onWorkerMessage(message: unknown): void {
+    if (typeof message !== 'object' || message === null) return;
+    const runId = (message as Record<string, unknown>)[HOST_OPEN];
+    const port = (message as { port?: MessagePort }).port;
+    if (typeof runId !== 'string' || port === undefined) return;
+    const flight = this.#inflight.get(runId);
+    if (flight === undefined) {
+      // The run already ended: nobody will answer, so close the worker's end at once.
+      port.close();
+      return;
+    }
+    flight.ports.push(port);
+    this.#openPorts++;
+    expose(hostApiFor(flight.host), portEndpoint(port));
+  }
+
+  async #checkAgent(ref: AgentRef): Promise<void> {
+    const key = `${ref.module}#${ref.name}`;
+    let checking = this.#checkedRefs.get(key);
+    if (checking === undefined) {
+      checking = loadAgent(ref.module, ref.name).then(() => undefined);
+      this.#checkedRefs.set(key, checking);
+      checking.catch(() => this.#checkedRefs.delete(key));
+    }
+    try {
+      await checking;
+    } catch (error) {
+      throw new InvalidArgumentError((error as Error).message, { code: 'ERR_UNKNOWN_AGENT', cause: error });
+    }
+  }
+
+  #sealScope(scope: unknown): unknown {
+    // A scope sealed once (frozen, measured) is not walked again: its size is cached.
+    if (typeof scope === 'object' && scope !== null && Object.isFrozen(scope) && this.#sealed.has(scope)) return scope;
+    const sealed = sealScope(scope, this.#scopeBudget);
+    if (typeof sealed === 'object' && sealed !== null) this.#sealed.add(sealed);
+    return sealed;
+  }
+  readonly #sealed = new WeakSet<object>();
+
+  #checkToolContext(toolContext: Readonly<Record<string, unknown>>): Readonly<Record<string, unknown>> {
+    if (typeof toolContext !== 'object' || toolContext === null || Array.isArray(toolContext)) {
+      throw new InvalidArgumentError('toolContext must be a plain object of static data');
+    }
+    if (this.#checkedToolContexts.has(toolContext)) return toolContext;
+    assertCloneable(toolContext, 'toolContext');
+    const frozen = deepFreeze(toolContext);
+    this.#checkedToolContexts.add(frozen);
+    return frozen;
+  }
+
+  /**
+   * Stop taking runs, let in-flight runs finish for up to `timeoutMs`
+   * (default 30 s), then cancel the rest (reason `shutdown`; killed after the
+   * grace period), and resolve once every worker has exited. Idempotent.
+   */
+  close(options: { readonly timeoutMs?: number } = {}): Promise<void> {
+    if (this.#closing !== undefined) return this.#closing;
+    const timeoutMs = options.timeoutMs ?? 30_000;
+    this.#closing = (async () => {
+      if (this.#inflight.size > 0) {
+        const timer = this.#clock.setTimeout(() => {
+          for (const flight of this.#inflight.values()) this.cancel(flight.agentId, 'shutdown');
+        }, timeoutMs);
+        await new Promise<void>((resolve) => this.#drainWaiters.push(resolve));
+        this.#clock.clearTimeout(timer);
+      }
+      this.#closed = true;
+      this.#watchdog.close();
+      await this.#piscina.close();
+    })();
+    return this.#closing;
+  }
+
+  /** Tear down at once: in-flight runs end `cancelled` (shutdown, forced). Idempotent. */
+  async destroy(): Promise<void> {
+    this.#closed = true;
+    this.#closing ??= Promise.resolve();
+    for (const flight of this.#inflight.values()) {
+      this.#table.cancel(flight.agentId, 'shutdown');
+      this.#kill(flight.agentId, { kind: 'cancelled', reason: 'shutdown' });
+    }
+    this.#watchdog.close();
+    await this.#piscina.destroy();
+  }
+
+  /** `await using pool = new SubagentPool()` closes the pool at the end of the block. */
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.close();
+  }
+}
+
+function agentRefOf(agent: Agent | AgentRef): AgentRef {
+  if (isAgent(agent)) {
+    if (agent.module === undefined) {
+      throw new InvalidArgumentError(
+        `agent "${agent.name}" has no module URL, so a worker cannot load it: define it with module: import.meta.url`,
+        { code: 'ERR_UNKNOWN_AGENT' },
+      );
+    }
+    return { module: agent.module, name: agent.name };
+  }
+  if (typeof agent?.module !== 'string' || typeof agent?.name !== 'string') {
+    throw new InvalidArgumentError('agent must be a defined agent or { module, name }', { code: 'ERR_UNKNOWN_AGENT' });
+  }
+  return { module: agent.module, name: agent.name };
+}
+
+/** The supervisor side of a run's host channel: parses everything a worker sends. */
+function hostApiFor(host: RunHost | undefined): HostApi {
+  return {
+    async approve(raw) {
+      const parsed = HostApprovalRequest.safeParse(raw);
+      if (!parsed.success || host?.approve === undefined) {
+        return {
+          decision: 'reject',
+          reason: parsed.success ? 'no approval handler is configured' : 'malformed approval request',
+        };
+      }
+      return host.approve(parsed.data);
+    },
+    async runTask(raw) {
+      const parsed = HostTaskRequest.safeParse(raw);
+      if (!parsed.success || host?.runTask === undefined) {
+        return {
+          status: 'error',
+          error: {
+            name: 'TroupeError',
+            code: 'ERR_PROTOCOL',
+            message: parsed.success ? 'this run cannot delegate' : 'malformed task request',
+          },
+          events: [],
+        };
+      }
+      return host.runTask(parsed.data);
+    },
+    telemetry(raw) {
+      const parsed = HostTelemetry.safeParse(raw);
+      if (parsed.success) host?.telemetry?.(parsed.data);
+    },
+  };
+}
