@@ -205,6 +205,11 @@ export async function executeTool(
   // 3. Attempts.
   const maxAttempts = tool.retries + 1;
   for (let attempt = 1; ; attempt++) {
+    // Checked before every attempt, not only on entry: the run may have been
+    // cancelled while the approval handler decided or between two attempts.
+    if (runToken.isCancelled()) {
+      return stop(fail(new CancelledError(runToken.reason ?? 'user'), 'cancelled', attempt - 1));
+    }
     if (events !== undefined && events.listenerCount('tool.execute.start') > 0) {
       events.emit('tool.execute.start', base(attempt));
     }
