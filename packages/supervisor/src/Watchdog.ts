@@ -47,6 +47,10 @@ interface Tracked {
  * or shutdown cancel) instead of at the next tick. No timer runs while
  * nothing is tracked. `close()` stops it; use after close throws.
  *
+ * Gotcha: lane timeouts are learnt from the watchdog's own `expire()` calls;
+ * while it runs, do not call `table.expire()` elsewhere or those calls are
+ * cancelled but never escalated.
+ *
  * @example
  * ```ts
  * const watchdog = new Watchdog({ table, graceMs: 250, kill: (key) => pool.abort(key) })
