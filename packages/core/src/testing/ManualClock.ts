@@ -1,4 +1,5 @@
 import type { Clock, TimerHandle } from '../Clock.js';
+import { InvalidArgumentError } from '../TroupeError.js';
 
 interface Timer {
   readonly id: number;
@@ -31,7 +32,9 @@ export class ManualClock implements Clock {
   }
 
   setTimeout(callback: () => void, ms: number): TimerHandle {
-    const timer = { id: this.#nextId++, at: this.#now + Math.max(0, ms), callback };
+    // Like the global setTimeout: a negative or non-numeric delay means 0.
+    const delay = Number.isFinite(ms) ? Math.max(0, ms) : 0;
+    const timer = { id: this.#nextId++, at: this.#now + delay, callback };
     this.#timers.push(timer);
     return timer.id;
   }
@@ -47,6 +50,10 @@ export class ManualClock implements Clock {
 
   /** Move time forward by `ms`, firing due timers in order (ties in scheduling order). */
   advance(ms: number): void {
+    if (!Number.isFinite(ms) || ms < 0) {
+      // The clock is monotonic: time never goes back.
+      throw new InvalidArgumentError(`ManualClock.advance: ms must be a finite number >= 0, got ${String(ms)}`);
+    }
     const target = this.#now + ms;
     for (;;) {
       let next: Timer | undefined;
