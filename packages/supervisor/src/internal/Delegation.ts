@@ -86,6 +86,8 @@ export class Delegation {
   readonly #suspended = new Map<string, SuspendedChild>();
   readonly #origins = new Map<string, readonly AgentId[]>();
   readonly #approvals = new Map<string, IssuedApproval>();
+  // Runs in flight per parent: a run ends only after its children did (structured concurrency).
+  readonly #children = new Map<AgentId, Set<Promise<unknown>>>();
 
   constructor(options: DelegationOptions) {
     this.#o = options;
@@ -223,8 +225,13 @@ export class Delegation {
   }
 
   /** Counts, for leak checks. */
-  get sizes(): { suspended: number; origins: number; approvals: number } {
-    return { suspended: this.#suspended.size, origins: this.#origins.size, approvals: this.#approvals.size };
+  get sizes(): { suspended: number; origins: number; approvals: number; parents: number } {
+    return {
+      suspended: this.#suspended.size,
+      origins: this.#origins.size,
+      approvals: this.#approvals.size,
+      parents: this.#children.size,
+    };
   }
 
   async runTask(
@@ -321,12 +328,37 @@ export class Delegation {
       });
     }
     let outcome: SubagentOutcome;
+    const running = pool.run(spec);
+    let siblings = this.#children.get(parent.agentId);
+    if (siblings === undefined) {
+      siblings = new Set();
+      this.#children.set(parent.agentId, siblings);
+    }
+    siblings.add(running);
     try {
-      outcome = await pool.run(spec);
+      outcome = await running;
     } catch (error) {
       return { status: 'error', error: error instanceof Error ? error : new Error(String(error)), events: [] };
+    } finally {
+      siblings.delete(running);
+      if (siblings.size === 0) this.#children.delete(parent.agentId);
+      // The child's own children (spawned from its worker) end before it is settled.
+      await this.drain(child.record.agentId);
     }
     return this.#settle(parent, key, child, ancestry, outcome);
+  }
+
+  /**
+   * Resolve once every subagent run spawned by `agentId` has ended. A
+   * cancelled run is not over until its children are: their slots were
+   * cancelled with it, and the watchdog kills any that ignore it.
+   */
+  async drain(agentId: AgentId): Promise<void> {
+    for (;;) {
+      const running = this.#children.get(agentId);
+      if (running === undefined || running.size === 0) return;
+      await Promise.allSettled([...running]);
+    }
   }
 
   #settle(

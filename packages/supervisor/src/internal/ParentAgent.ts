@@ -224,6 +224,8 @@ export class ParentAgent implements AgentHandle {
       };
       events.emit('agent.failed', { agentId: this.id, kind: 'defect', error: outcome.error, at: clock.now() });
     } finally {
+      // Children first: a cancelled message is over only when its subagents are.
+      await delegation.drain(this.id);
       this.#running = undefined;
       cancellation.close();
       table.release(this.id);
