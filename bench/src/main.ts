@@ -97,9 +97,14 @@ function runChild(suite: Suite, placement: 'pinned' | 'unpinned', options: Optio
   if (options.quick) nodeArgs.push('--quick');
   nodeArgs.push(...options.suiteArgs);
   const [cmd, args] =
-    placement === 'pinned' && hasTaskset ? ['taskset', ['-c', '0', process.execPath, ...nodeArgs]] : [process.execPath, nodeArgs];
+    placement === 'pinned' && hasTaskset
+      ? ['taskset', ['-c', '0', process.execPath, ...nodeArgs]]
+      : [process.execPath, nodeArgs];
   return new Promise((resolvePromise, reject) => {
-    const child = spawn(cmd as string, args as string[], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], cwd: repoRoot });
+    const child = spawn(cmd as string, args as string[], {
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+      cwd: repoRoot,
+    });
     let figures: Figure[] | undefined;
     let failure: string | undefined;
     child.on('message', (m: { type: string; message?: string; figures?: Figure[] }) => {
@@ -110,7 +115,12 @@ function runChild(suite: Suite, placement: 'pinned' | 'unpinned', options: Optio
     child.on('error', reject);
     child.on('exit', (code) => {
       if (figures !== undefined) resolvePromise(figures.map((f) => ({ placement, ...f })));
-      else reject(new Error(`suite ${suite.name} (${placement}) failed${code === null ? '' : ` with exit code ${code}`}: ${failure ?? 'no figures'}`));
+      else
+        reject(
+          new Error(
+            `suite ${suite.name} (${placement}) failed${code === null ? '' : ` with exit code ${code}`}: ${failure ?? 'no figures'}`,
+          ),
+        );
     });
   });
 }
@@ -130,7 +140,11 @@ function printTable(figures: readonly Figure[]): void {
   ]);
   const header = ['figure', 'placement', 'value', 'baseline (same run)', 'ratio', 'detail'];
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] as string).length)));
-  const line = (cells: readonly string[]) => cells.map((c, i) => c.padEnd(widths[i] as number)).join('  ').trimEnd();
+  const line = (cells: readonly string[]) =>
+    cells
+      .map((c, i) => c.padEnd(widths[i] as number))
+      .join('  ')
+      .trimEnd();
   console.log(line(header));
   console.log(widths.map((w) => '-'.repeat(w)).join('  '));
   for (const r of rows) console.log(line(r));
@@ -167,7 +181,9 @@ async function main(): Promise<void> {
   }
   clearProgress();
   printTable(figures);
-  console.log(`\n${figures.length} figures in ${((Date.now() - started) / 1000).toFixed(1)} s${options.quick ? ' (quick)' : ''}`);
+  console.log(
+    `\n${figures.length} figures in ${((Date.now() - started) / 1000).toFixed(1)} s${options.quick ? ' (quick)' : ''}`,
+  );
   const cpu = cpus();
   const report = {
     machine: {

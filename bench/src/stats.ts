@@ -37,7 +37,10 @@ export function timeSync(fn: () => unknown, options: { batches: number; perBatch
 }
 
 /** Time an async operation one call at a time; returns µs per call. */
-export async function timeAsync(fn: () => Promise<unknown>, options: { samples: number; warmup?: number }): Promise<number[]> {
+export async function timeAsync(
+  fn: () => Promise<unknown>,
+  options: { samples: number; warmup?: number },
+): Promise<number[]> {
   const warmup = options.warmup ?? Math.min(100, options.samples);
   for (let i = 0; i < warmup; i++) await fn();
   const out: number[] = [];

@@ -1,5 +1,12 @@
-import { buildToolContext, ContextUpdate, createId, localRunCancellation, reduceMetadata, sealScope } from '@troupe/core';
 import type { AgentId, RunContext } from '@troupe/core';
+import {
+  buildToolContext,
+  ContextUpdate,
+  createId,
+  localRunCancellation,
+  reduceMetadata,
+  sealScope,
+} from '@troupe/core';
 import type { Figure, Suite } from '../Suite.js';
 import { median, quantile, round, timeSync } from '../stats.js';
 
@@ -13,7 +20,11 @@ export const coreSuite: Suite = {
     const batches = quick ? 30 : 200;
     const perBatch = quick ? 2_000 : 10_000;
     const scope = sealScope({ userId: 'u_1', orgId: 'o_1', role: 'admin' });
-    const toolContext = Object.freeze({ featureFlags: Object.freeze({ newSearch: true }), requestId: 'req-1', tenantName: 'Acme' });
+    const toolContext = Object.freeze({
+      featureFlags: Object.freeze({ newSearch: true }),
+      requestId: 'req-1',
+      tenantName: 'Acme',
+    });
     const run: RunContext = { scope, toolContext, agentId: 'agent_a' as AgentId, parentAgentId: undefined };
     const cancellation = localRunCancellation();
     const state = { agentId: run.agentId, messages: [], todos: [], metadata: Object.freeze({ title: 'chat' }) };
@@ -35,7 +46,11 @@ export const coreSuite: Suite = {
     );
 
     progress('core: context update fold');
-    const initial = Object.freeze({ existing: Object.freeze([0]), counter: 1, settings: Object.freeze({ a: Object.freeze({ b: 1 }) }) });
+    const initial = Object.freeze({
+      existing: Object.freeze([0]),
+      counter: 1,
+      settings: Object.freeze({ a: Object.freeze({ b: 1 }) }),
+    });
     const update = ContextUpdate.empty()
       .append('new', 'first')
       .set('counter', 5)

@@ -18,7 +18,7 @@ import { createTaskTool, type TaskSpawner } from './TaskTool.js';
 import type { AnyTool, ToolSpec } from './Tool.js';
 import type { RunContext } from './ToolContext.js';
 import type { ToolEventSink, ToolEvents } from './ToolEvents.js';
-import { type CancelReason, CancelledError, isTroupeError, TroupeError } from './TroupeError.js';
+import { CancelledError, type CancelReason, isTroupeError, TroupeError } from './TroupeError.js';
 
 /** One call of a turn that was suspended, with its result once it has one. */
 export interface PendingCall {
