@@ -75,7 +75,9 @@ const NAME = /^[A-Za-z0-9_-]{1,64}$/;
  * ```
  */
 export function defineTool<P extends z.ZodType, R>(definition: ToolDefinition<P, R>): Tool<P, R> {
-  const where = `defineTool(${JSON.stringify(definition?.name)})`;
+  const rawName: unknown = (definition as { name?: unknown } | null | undefined)?.name;
+  // String() rather than JSON.stringify alone: a bigint name would make the message itself throw.
+  const where = `defineTool(${typeof rawName === 'string' ? JSON.stringify(rawName) : String(rawName)})`;
   if (typeof definition !== 'object' || definition === null)
     throw new InvalidArgumentError('defineTool: pass a definition object');
   if (typeof definition.name !== 'string' || !NAME.test(definition.name)) {

@@ -57,6 +57,8 @@ export function findUncloneable(value: unknown, root = 'value'): { path: string;
     if (seen.has(obj)) return undefined;
     seen.add(obj);
     if (Array.isArray(obj)) {
+      // An Array subclass would arrive as a plain array, its methods gone.
+      if (Object.getPrototypeOf(obj) !== Array.prototype) return { path, what: describe(obj) };
       for (let i = 0; i < obj.length; i++) {
         const bad = walk(obj[i], `${path}[${i}]`);
         if (bad !== undefined) return bad;

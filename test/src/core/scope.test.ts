@@ -192,6 +192,11 @@ describe('assertCloneable: the path of the first bad value', () => {
     ['a Map value', { m: new Map([['k', () => 1]]) }, /^scope\.m\.get\("k"\) is a function/],
     ['a Set item', { s: new Set([Symbol('x')]) }, /^scope\.s\.<item 0> is a symbol/],
     ['a promise', { p: Promise.resolve(1) }, /^scope\.p is an instance of Promise/],
+    [
+      'an Array subclass',
+      { list: new (class Roles extends Array<string> {})() },
+      /^scope\.list is an instance of Roles/,
+    ],
     ['an error', { e: new Error('x') }, /^scope\.e is an instance of Error/],
     ['a symbol-keyed property', { [Symbol('k')]: 1 }, /^scope\[Symbol\(k\)\] is a symbol-keyed property/],
   ];

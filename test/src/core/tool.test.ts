@@ -45,6 +45,11 @@ describe('defineTool: validation', () => {
     }
   });
 
+  it('a non-string name is refused with a typed error, even a bigint', () => {
+    assert.match(refusal({ ...base, name: 10n }).message, /^defineTool\(10\): name must match/);
+    assert.match(refusal({ ...base, name: undefined }).message, /^defineTool\(undefined\): name must match/);
+  });
+
   it('accepts names models accept', () => {
     for (const name of ['a', 'add_note', 'Add-Note-2', 'x'.repeat(64)]) {
       assert.equal(defineTool({ ...base, name }).name, name);
