@@ -53,11 +53,6 @@ const measured = new WeakMap<object, number>();
 // one lookup instead of walking the whole graph again.
 const deeplyFrozen = new WeakSet<object>();
 
-/** True when `value` was frozen all the way down by {@link deepFreeze}. @internal */
-export function isDeeplyFrozen(value: object): boolean {
-  return deeplyFrozen.has(value);
-}
-
 /**
  * Structured-clone size of `value` in bytes (what a thread hop copies).
  * The size of a value sealed by {@link deepFreeze} / {@link sealScope} is
