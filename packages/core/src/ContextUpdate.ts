@@ -88,8 +88,11 @@ function checkEventType(type: unknown): asserts type is string {
  * Immutable: every method returns a new update. Values are checked
  * structured-cloneable and deep-frozen when added, so an update can cross a
  * thread and nothing can change it afterwards. Protected keys
- * (`troupe.*`) and transcript event types are refused here and again when
- * the update is applied.
+ * (`troupe.*`), the key `__proto__` and transcript event types are refused
+ * here and again when the update is applied.
+ *
+ * Gotcha: deep-freezing is done in place, so a value you pass (`set('k', list)`)
+ * is frozen for you too; pass a copy if you still need to change it.
  *
  * @example
  * ```ts
@@ -287,6 +290,12 @@ function seal<T>(value: T): T {
  *
  * Every caller — the executor, the agent loop, the supervisor merging a
  * subagent's changes back, persistence replay — folds through here.
+ *
+ * Gotchas: operations built by {@link ContextUpdate} were checked when added
+ * and are trusted as a whole; a raw array (from another thread, a persisted
+ * log) is checked operation by operation and its values are deep-frozen.
+ * Key order is not part of the result's meaning: a key deleted and set again
+ * within one fold keeps its place.
  *
  * @example
  * ```ts
