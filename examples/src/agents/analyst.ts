@@ -1,0 +1,88 @@
+// A subagent that runs on a worker thread: it inspects one service and
+// reports what it saw of the three context channels.
+import { performance } from 'node:perf_hooks';
+import { threadId } from 'node:worker_threads';
+import { ContextUpdate, defineAgent, defineTool, ToolResult } from '@troupe/core';
+import { ScriptedModel } from '@troupe/core/testing';
+import { z } from 'zod';
+import { lastUserMessage } from './lastUserMessage.js';
+
+/** What the analyst's tool saw and found: plain data, because it crosses back to the supervisor thread. */
+export interface Inspection {
+  readonly service: string;
+  readonly errors: number;
+  readonly agentId: string;
+  readonly parentAgentId: string | null;
+  readonly threadId: number;
+  /** From `ctx.scope`. */
+  readonly tenantId: string;
+  /** A `toolContext` key, read flat from the context. */
+  readonly region: string;
+  /** The same `toolContext`, whole. */
+  readonly requestId: string;
+  /** From the metadata snapshot the child started with. */
+  readonly incident: string;
+  /** Epoch ms (every thread shares the base: `performance.timeOrigin + performance.now()`). */
+  readonly startedAt: number;
+  readonly endedAt: number;
+}
+
+// About 30 ms of work on a 2020s core: long enough for the two workers' runs to overlap visibly.
+const LINES = 15_000_000;
+
+/** Count the error lines of a synthetic log: deterministic, CPU-bound for a few milliseconds. */
+function countErrors(service: string): number {
+  let seed = 2166136261;
+  for (let i = 0; i < service.length; i++) seed = Math.imul(seed ^ service.charCodeAt(i), 16777619);
+  let errors = 0;
+  for (let i = 0; i < LINES; i++) {
+    seed = Math.imul(seed ^ i, 16777619) >>> 0;
+    if (seed % 9973 < 1 + (service.length % 3)) errors++;
+  }
+  return errors;
+}
+
+const now = (): number => performance.timeOrigin + performance.now();
+
+const inspectLogs = defineTool({
+  name: 'inspect_logs',
+  description: "Count the errors in a service's recent logs",
+  parameters: z.object({ service: z.string().min(1) }),
+  execute: ({ service }, ctx) => {
+    const startedAt = now();
+    const errors = countErrors(service);
+    const scope = ctx.scope as { readonly tenantId: string };
+    const inspection: Inspection = {
+      service,
+      errors,
+      agentId: ctx.agentId,
+      parentAgentId: ctx.parentAgentId ?? null,
+      threadId,
+      tenantId: scope.tenantId,
+      region: String(ctx.region),
+      requestId: String(ctx.toolContext.requestId),
+      incident: String(ctx.state.metadata.incident),
+      startedAt,
+      endedAt: now(),
+    };
+    // The child's metadata change; it reaches the parent only because the
+    // parent lists this agent in `mergeMetadataFrom`.
+    return ToolResult.ok(
+      inspection,
+      ContextUpdate.empty().append('findings', { service, errors }).logEvent('inspected', { service, errors }),
+    );
+  },
+});
+
+/** Inspects the service named by its task and answers with the inspection as JSON. */
+export const analyst = defineAgent({
+  name: 'analyst',
+  description: 'Inspects one service',
+  module: import.meta.url,
+  instructions: 'Inspect the service you are given.',
+  tools: [inspectLogs],
+  model: new ScriptedModel([
+    ({ messages }) => ({ toolCalls: [{ name: 'inspect_logs', arguments: { service: lastUserMessage(messages) } }] }),
+    ({ lastToolResults }) => JSON.stringify(lastToolResults[0]?.content),
+  ]),
+});

@@ -1,0 +1,63 @@
+// The parent agent of the demo and the daemon. It runs on the supervisor
+// thread; its only tool is the built-in `task`, so it never competes with the
+// supervisor for CPU — the subagents do the work on worker threads.
+import { defineAgent } from '@troupe/core';
+import { ScriptedModel } from '@troupe/core/testing';
+import { analyst } from './analyst.js';
+import { cruncher, validator } from './cpu.js';
+import { fetcher } from './fetcher.js';
+import { exporter } from './flaky.js';
+import { lastUserMessage } from './lastUserMessage.js';
+import { deployer, refunds } from './people.js';
+
+/** A failed task as the model sees it: the error's message and code. */
+export interface TaskError {
+  readonly error: string;
+  readonly code?: string;
+}
+
+/** One delegated task's result as the coordinator reports it. */
+export type TaskReport = { readonly ok: string } | { readonly error: TaskError };
+
+/**
+ * Delegates every line `<subagent>: <instructions>` of the user's message as
+ * a task, all in one turn (so they run in parallel), then answers with a JSON
+ * array of {@link TaskReport}s in line order. Its model is a script standing
+ * in for an LLM: deterministic, no network.
+ *
+ * Metadata written by `analyst` children flows back into the coordinator's
+ * own metadata (`mergeMetadataFrom`); the other children's stays theirs.
+ */
+export const coordinator = defineAgent({
+  name: 'coordinator',
+  description: 'Splits work between specialists',
+  module: import.meta.url,
+  instructions: 'Delegate each line of the request to the subagent it names.',
+  subagents: [analyst, validator, cruncher, fetcher, deployer, refunds, exporter],
+  mergeMetadataFrom: ['analyst'],
+  model: new ScriptedModel(
+    [
+      ({ messages, lastToolResults }) => {
+        // The last message is a tool result: the delegated tasks are back.
+        if (messages[messages.length - 1]?.role === 'tool') {
+          return JSON.stringify(
+            lastToolResults.map(
+              (r): TaskReport => (r.isError ? { error: r.content as TaskError } : { ok: String(r.content) }),
+            ),
+          );
+        }
+        const toolCalls = lastUserMessage(messages)
+          .split('\n')
+          .map((line) => line.split(':'))
+          .filter((parts) => parts.length >= 2)
+          .map(([subagent = '', ...rest]) => ({
+            name: 'task',
+            arguments: { subagent: subagent.trim(), instructions: rest.join(':').trim() },
+          }));
+        return toolCalls.length === 0 ? 'nothing to delegate' : { toolCalls };
+      },
+    ],
+    // One step, read from the transcript: the same script serves every message.
+    { whenExhausted: 'repeat-last' },
+  ),
+});

@@ -1,0 +1,72 @@
+// Subagents whose tools need a person: one asks a question (a suspension),
+// one needs approval before it may run.
+import { defineAgent, defineTool, ToolResult } from '@troupe/core';
+import { ScriptedModel } from '@troupe/core/testing';
+import { z } from 'zod';
+import { lastUserMessage } from './lastUserMessage.js';
+import { bump, Probe } from './probe.js';
+
+const report = ({ lastToolResults }: { readonly lastToolResults: readonly { content: unknown; isError: boolean }[] }) =>
+  JSON.stringify(lastToolResults.map((r) => (r.isError ? { error: r.content } : r.content)));
+
+const deploy = defineTool({
+  name: 'deploy',
+  description: 'Deploy a service, asking a person where to',
+  parameters: z.object({ service: z.string() }),
+  execute: ({ service }, ctx) => {
+    bump(ctx, Probe.deployRuns);
+    // First run: no answer yet, so ask. The run stops here and its worker is
+    // freed; when the host answers, this tool runs once more with `ctx.answer`.
+    if (ctx.answer === undefined) {
+      return ToolResult.pending({ kind: 'input', prompt: `Which environment should ${service} go to?` });
+    }
+    const env = (ctx.answer.data as { env?: unknown } | undefined)?.env;
+    if (typeof env !== 'string') return ToolResult.error('the answer named no environment');
+    return `deployed ${service} to ${env}`;
+  },
+});
+
+/** Deploys the service named by its task, after asking which environment. */
+export const deployer = defineAgent({
+  name: 'deployer',
+  description: 'Deploys services',
+  module: import.meta.url,
+  instructions: 'Deploy the service you are given.',
+  tools: [deploy],
+  model: new ScriptedModel([
+    ({ messages }) => ({ toolCalls: [{ name: 'deploy', arguments: { service: lastUserMessage(messages) } }] }),
+    report,
+  ]),
+});
+
+const refund = defineTool({
+  name: 'refund',
+  description: 'Refund an order',
+  parameters: z.object({ order: z.string(), amount: z.number().positive() }),
+  // The host's approval handler decides, on the supervisor thread, before anything runs.
+  requiresApproval: true,
+  execute: ({ order, amount }, ctx) => {
+    bump(ctx, Probe.refundRuns);
+    return `refunded ${amount} on ${order}`;
+  },
+});
+
+/** Issues the refunds listed in its task (`<order>=<amount>, ...`), all in one turn. */
+export const refunds = defineAgent({
+  name: 'refunds',
+  description: 'Issues refunds',
+  module: import.meta.url,
+  instructions: 'Issue the refunds you are given.',
+  tools: [refund],
+  model: new ScriptedModel([
+    ({ messages }) => ({
+      toolCalls: lastUserMessage(messages)
+        .split(',')
+        .map((item) => {
+          const [order = '', amount = '0'] = item.trim().split('=');
+          return { name: 'refund', arguments: { order, amount: Number(amount) } };
+        }),
+    }),
+    report,
+  ]),
+});
