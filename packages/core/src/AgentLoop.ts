@@ -182,12 +182,17 @@ function toCallResult(call: ModelToolCall, execution: ToolExecution): CallResult
   }
 }
 
+const NO_CALLS: { calls: ModelToolCall[]; malformed: Map<string, string> } = Object.freeze({
+  calls: [],
+  malformed: new Map(),
+}) as never;
+
 /** Normalise what a model returned; malformed tool calls become calls that fail with a clear error. */
 function normaliseCalls(message: AssistantMessage): { calls: ModelToolCall[]; malformed: Map<string, string> } {
+  const raw = (message as { toolCalls?: unknown }).toolCalls;
+  if (raw === undefined || raw === null || (Array.isArray(raw) && raw.length === 0)) return NO_CALLS;
   const calls: ModelToolCall[] = [];
   const malformed = new Map<string, string>();
-  const raw = (message as { toolCalls?: unknown }).toolCalls;
-  if (raw === undefined || raw === null) return { calls, malformed };
   if (!Array.isArray(raw)) {
     const id = createId('call');
     calls.push({ id, name: 'invalid', arguments: null });
@@ -220,6 +225,42 @@ function normaliseCalls(message: AssistantMessage): { calls: ModelToolCall[]; ma
   return { calls, malformed };
 }
 
+interface ToolIndex {
+  readonly byName: ReadonlyMap<string, AnyTool>;
+  readonly specs: readonly ToolSpec[];
+  specsWithTask(task: AnyTool): readonly ToolSpec[];
+}
+
+// An agent's tools never change: index them once per agent, not once per run.
+const toolIndexes = new WeakMap<Agent, ToolIndex>();
+
+function toolIndexOf(agent: Agent): ToolIndex {
+  let index = toolIndexes.get(agent);
+  if (index === undefined) {
+    const byName = new Map<string, AnyTool>();
+    for (const tool of agent.tools) byName.set(tool.name, tool);
+    let specs: readonly ToolSpec[] | undefined;
+    let withTask: readonly ToolSpec[] | undefined;
+    const own = (): readonly ToolSpec[] => {
+      specs ??= Object.freeze(agent.tools.map((t) => t.spec));
+      return specs;
+    };
+    index = {
+      byName,
+      get specs() {
+        return own();
+      },
+      // The task tool's spec depends only on the agent's subagents: the same for every run.
+      specsWithTask(task) {
+        withTask ??= Object.freeze([...own(), task.spec]);
+        return withTask;
+      },
+    };
+    toolIndexes.set(agent, index);
+  }
+  return index;
+}
+
 function addUsage(a: Usage, b: Usage | undefined): Usage {
   if (b === undefined) return a;
   return {
@@ -247,15 +288,17 @@ export async function runAgentLoop(options: RunAgentLoopOptions): Promise<LoopOu
 
   // Child events delivered by `task` calls, by call id, until the turn completes.
   const childEvents = new Map<string, readonly SessionEvent[]>();
-  const tools = new Map<string, AnyTool>();
-  for (const tool of agent.tools) tools.set(tool.name, tool);
-  if (agent.subagents.length > 0 && options.spawner !== undefined) {
-    const task = createTaskTool(agent.subagents, options.spawner, (id, evs) => {
-      if (evs.length > 0) childEvents.set(id, evs);
-    });
-    tools.set(task.name, task);
-  }
-  let specs: ToolSpec[] | undefined;
+  const index = toolIndexOf(agent);
+  // The task tool closes over this run's spawner; everything else is shared per agent.
+  const task =
+    agent.subagents.length > 0 && options.spawner !== undefined
+      ? createTaskTool(agent.subagents, options.spawner, (id, evs) => {
+          if (evs.length > 0) childEvents.set(id, evs);
+        })
+      : undefined;
+  const toolNamed = (name: string): AnyTool | undefined =>
+    task !== undefined && name === task.name ? task : index.byName.get(name);
+  const specs = task === undefined ? index.specs : index.specsWithTask(task);
 
   const execute = async (
     call: ModelToolCall,
@@ -263,7 +306,7 @@ export async function runAgentLoop(options: RunAgentLoopOptions): Promise<LoopOu
     answer?: Answer,
     approvalAnswer = false,
   ): Promise<CallResult> => {
-    const tool = tools.get(call.name);
+    const tool = toolNamed(call.name);
     let execution: ToolExecution;
     if (malformed !== undefined) {
       execution = {
@@ -276,7 +319,7 @@ export async function runAgentLoop(options: RunAgentLoopOptions): Promise<LoopOu
     } else if (tool === undefined) {
       execution = {
         status: 'error',
-        error: new TroupeError(`unknown tool "${call.name}"; available: ${[...tools.keys()].join(', ') || 'none'}`, {
+        error: new TroupeError(`unknown tool "${call.name}"; available: ${specs.map((t) => t.name).join(', ') || 'none'}`, {
           code: 'ERR_TOOL_UNKNOWN',
         }),
         kind: 'unknown_tool',
@@ -384,7 +427,6 @@ export async function runAgentLoop(options: RunAgentLoopOptions): Promise<LoopOu
     if (events !== undefined && events.listenerCount('agent.turn') > 0) {
       events.emit('agent.turn', { agentId: state.agentId, turn: state.turns + 1, at: clock.now() });
     }
-    specs ??= [...tools.values()].map((t) => t.spec);
     let message: AssistantMessage;
     let usage: Usage | undefined;
     try {

@@ -43,9 +43,11 @@ const CODES: Readonly<Record<CancelReason, number>> = { user: 1, parent: 2, dead
 // ── Buffer layout ────────────────────────────────────────────────────────────
 // [header: 64 bytes][slot 0][slot 1]...; a slot is a multiple of 64 bytes so two
 // slots never share a cache line (a polling worker does not slow its neighbour).
-// Slot, in int32 words: RUN, ACTIVITY, LANE_0..LANE_{L-1}, padding to 8 bytes;
+// Slot, in int32 words: RUN, ACTIVITY, OWNER, LANE_0..LANE_{L-1}, padding to 8 bytes;
 // then int64 words: RUN_DEADLINE, LANE_DEADLINE_0..L-1 (integer µs since the
 // epoch, 0 = none; BigInt64 so Atomics reads them tear-free).
+// OWNER: the threadId of the worker running the run (0: not started), so the
+// supervisor can kill exactly that worker without an AbortController per task.
 // ACTIVITY: bit i = lane i is open; bit 16 = a signal bridge waits on this slot
 // in this generation (sticky until the slot is claimed again).
 const MAGIC = 0x54525053; // "TRPS"
@@ -57,7 +59,8 @@ const H_CAPACITY = 3;
 const H_MAX_CAPACITY = 4;
 const RUN = 0;
 const ACTIVITY = 1;
-const LANE0 = 2;
+const OWNER = 2;
+const LANE0 = 3;
 const WAITERS = 1 << 16;
 const LANE_BITS = 0xffff;
 const MAX_DEADLINE_US = BigInt(Number.MAX_SAFE_INTEGER);
@@ -311,9 +314,30 @@ export class CancelSlots {
     const d = index * this.#stride64 + this.#deadline64;
     for (let i = 0; i <= this.lanes; i++) Atomics.store(this.#deadlines, d + i, 0n);
     Atomics.store(words, base + ACTIVITY, 0);
+    Atomics.store(words, base + OWNER, 0);
     // Last: the new live value publishes a clean slot.
     Atomics.store(words, base + RUN, generation << CODE_BITS);
     return { index, generation };
+  }
+
+  /**
+   * Record which thread runs `handle`'s run (the worker, when it starts it).
+   * Ignored when the slot holds another generation (the run already ended).
+   */
+  setOwner(handle: SlotHandle, threadId: number): void {
+    this.ensure(handle.index);
+    const base = handle.index * this.#strideWords;
+    Atomics.store(this.#words, base + OWNER, threadId);
+    // A slot reclaimed meanwhile belongs to another run: undo.
+    if (Atomics.load(this.#words, base + RUN) >>> CODE_BITS !== handle.generation) {
+      Atomics.compareExchange(this.#words, base + OWNER, threadId, 0);
+    }
+  }
+
+  /** The threadId of the worker running the slot's run, or 0 when none has started it. */
+  owner(index: number): number {
+    this.ensure(index);
+    return Atomics.load(this.#words, index * this.#strideWords + OWNER);
   }
 
   /**

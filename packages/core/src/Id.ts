@@ -18,13 +18,25 @@ export type IdKind = 'agent' | 'run' | 'req' | 'call';
 // URL-safe, no '-' so that `<parentId>-sub-<n>` stays unambiguous to split.
 const random = customAlphabet('0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ', 16);
 
-/** The one factory of ids: `<kind>_<16 random chars>`. */
+// Ids minted on hot paths (one per run) are a random prefix drawn once per
+// thread plus a counter: unique across threads and processes with the odds of
+// the 10-character prefix, at the cost of a string concatenation rather than
+// a crypto draw. Request ids are handed to people and persisted: fully random.
+const prefix = random().slice(0, 10);
+let counter = 0;
+
+/**
+ * The one factory of ids: `<kind>_<random>` — a per-thread random prefix and
+ * a counter for agents, runs and calls; 16 random characters for requests.
+ */
 export function createId(kind: 'agent'): AgentId;
 export function createId(kind: 'run'): RunId;
 export function createId(kind: 'req'): RequestId;
 export function createId(kind: 'call'): ToolCallId;
 export function createId(kind: IdKind): string {
-  return `${kind}_${random()}`;
+  if (kind === 'req') return `${kind}_${random()}`;
+  counter++;
+  return `${kind}_${prefix}${counter.toString(36)}`;
 }
 
 /** The id of the `n`th subagent (1-based) spawned by `parentId`: `<parentId>-sub-<n>`. */

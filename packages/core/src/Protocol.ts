@@ -2,6 +2,7 @@ import { z } from 'zod';
 import type { LoopState } from './AgentLoop.js';
 import type { Operation, SessionEvent } from './ContextUpdate.js';
 import { ErrorShape } from './ErrorShape.js';
+import type { Usage } from './Model.js';
 import { Answer, Request } from './Request.js';
 
 /**
@@ -16,10 +17,6 @@ export const AgentRef = z.object({ module: z.string().min(1), name: z.string().m
 /** See the {@link AgentRef} schema. */
 export type AgentRef = z.infer<typeof AgentRef>;
 
-/** A cancellation-table slot: index and the generation it was allocated with. */
-export const SlotRef = z.object({ index: z.number().int().nonnegative(), generation: z.number().int().nonnegative() });
-
-const UsageSchema = z.object({ inputTokens: z.number(), outputTokens: z.number() });
 
 // The loop state is produced by this library on the other side and its
 // parts are re-checked where they are used (operations by the reducer,
@@ -34,35 +31,160 @@ const LoopStateSchema = z.custom<LoopState>(
   { message: 'not a loop state' },
 );
 
-/**
- * Supervisor → worker: run (or resume) one subagent. Everything a run
- * needs crosses in this one message; functions never do.
- */
-export const SubagentTask = z.object({
-  v: z.literal(PROTOCOL_VERSION),
-  runId: z.string().min(1),
-  agent: AgentRef,
-  agentId: z.string().min(1),
+/** Bits of {@link SubagentTask.host}: what the host channel offers a run. */
+export const HostFeature = Object.freeze({ approval: 1, spawn: 2, telemetry: 4 });
+
+const ResumeSchema = z.object({ state: LoopStateSchema, answer: Answer, approvedCalls: z.array(z.string()) });
+
+/** The rarely used parts of a task, sent only when one of them is set. */
+const TaskExtras = z.object({
   parentAgentId: z.string().min(1).optional(),
   /** Agent ids from the root to this agent's parent. */
-  ancestry: z.array(z.string()),
-  /** The task's instructions (a fresh run's user message). */
-  input: z.string().optional(),
-  scope: z.unknown(),
-  /** Serialized size of the scope, measured on the sending side. */
-  scopeBytes: z.number().int().nonnegative(),
-  toolContext: z.record(z.string(), z.unknown()),
-  metadata: z.record(z.string(), z.unknown()),
-  slot: SlotRef,
-  /** Absolute deadline in the Clock base, or null. */
-  deadline: z.number().finite().nullable(),
+  ancestry: z.array(z.string()).optional(),
+  toolContext: z.record(z.string(), z.unknown()).optional(),
+  /** The metadata snapshot. */
+  metadata: z.record(z.string(), z.unknown()).optional(),
+  /** Absolute deadline in the Clock base. */
+  deadline: z.number().finite().nonnegative().optional(),
   /** Resume a suspended run: its state, the answer, and the calls the supervisor approved. */
-  resume: z.object({ state: LoopStateSchema, answer: Answer, approvedCalls: z.array(z.string()) }).optional(),
-  /** What the host channel offers this run. */
-  host: z.object({ approval: z.boolean(), telemetry: z.boolean(), spawn: z.boolean() }),
+  resume: ResumeSchema.optional(),
 });
-/** See the {@link SubagentTask} schema. */
-export type SubagentTask = z.infer<typeof SubagentTask>;
+
+/**
+ * Supervisor → worker, on the wire: run (or resume) one subagent, as
+ * `[v, module, agent, agentId, slot, generation, host, scope, input | null, extras | null]`.
+ *
+ * A tuple, because structured clone pays per object property on both
+ * threads and this message crosses on every spawn: as a tuple it costs about
+ * half of the same fields as an object. Parsed by hand at the port
+ * ({@link decodeSubagentTask}) for the same reason — a zod tuple parse costs
+ * microseconds per message; the rare `extras` are parsed with zod.
+ */
+export type SubagentTaskWire = [
+  version: typeof PROTOCOL_VERSION,
+  module: string,
+  agent: string,
+  agentId: string,
+  slot: number,
+  generation: number,
+  host: number,
+  scope: unknown,
+  input: string | null,
+  extras: z.infer<typeof TaskExtras> | null,
+];
+
+/** One subagent run, as both threads handle it; crosses as a {@link SubagentTaskWire}. */
+export interface SubagentTask {
+  readonly module: string;
+  readonly agent: string;
+  readonly agentId: string;
+  readonly slot: number;
+  readonly generation: number;
+  readonly host: number;
+  readonly scope: unknown;
+  readonly input?: string | undefined;
+  readonly parentAgentId?: string | undefined;
+  readonly ancestry?: readonly string[] | undefined;
+  readonly toolContext?: Readonly<Record<string, unknown>> | undefined;
+  readonly metadata?: Readonly<Record<string, unknown>> | undefined;
+  readonly deadline?: number | undefined;
+  readonly resume?: z.infer<typeof ResumeSchema> | undefined;
+}
+
+/** Encode a task for the wire; the rarely used fields travel only when set. */
+export function encodeSubagentTask(task: SubagentTask): SubagentTaskWire {
+  let extras: z.infer<typeof TaskExtras> | null = null;
+  if (
+    task.parentAgentId !== undefined ||
+    task.ancestry !== undefined ||
+    task.toolContext !== undefined ||
+    task.metadata !== undefined ||
+    task.deadline !== undefined ||
+    task.resume !== undefined
+  ) {
+    const e: {
+      parentAgentId?: string;
+      ancestry?: string[];
+      toolContext?: Record<string, unknown>;
+      metadata?: Record<string, unknown>;
+      deadline?: number;
+      resume?: z.infer<typeof ResumeSchema>;
+    } = {};
+    if (task.parentAgentId !== undefined) e.parentAgentId = task.parentAgentId;
+    if (task.ancestry !== undefined) e.ancestry = [...task.ancestry];
+    if (task.toolContext !== undefined) e.toolContext = task.toolContext as Record<string, unknown>;
+    if (task.metadata !== undefined) e.metadata = task.metadata as Record<string, unknown>;
+    if (task.deadline !== undefined) e.deadline = task.deadline;
+    if (task.resume !== undefined) e.resume = task.resume;
+    extras = e;
+  }
+  return [
+    PROTOCOL_VERSION,
+    task.module,
+    task.agent,
+    task.agentId,
+    task.slot,
+    task.generation,
+    task.host,
+    task.scope,
+    task.input ?? null,
+    extras,
+  ];
+}
+
+const isNonEmptyString = (v: unknown): v is string => typeof v === 'string' && v.length > 0;
+const isIndex = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) >= 0;
+
+/** Parse a task at the worker's port; `error` says what was wrong. */
+export function decodeSubagentTask(
+  raw: unknown,
+): { task: SubagentTask; error?: never } | { task?: never; error: string } {
+  if (!Array.isArray(raw) || raw.length !== 10) return { error: 'a task is a 10-element array' };
+  const v: unknown = raw[0];
+  const module: unknown = raw[1];
+  const agent: unknown = raw[2];
+  const agentId: unknown = raw[3];
+  const slot: unknown = raw[4];
+  const generation: unknown = raw[5];
+  const host: unknown = raw[6];
+  const scope: unknown = raw[7];
+  const input: unknown = raw[8];
+  const extras: unknown = raw[9];
+  if (v !== PROTOCOL_VERSION) return { error: `protocol version ${String(v)}, this worker speaks ${PROTOCOL_VERSION}` };
+  if (!isNonEmptyString(module)) return { error: 'module must be a URL' };
+  if (!isNonEmptyString(agent)) return { error: 'agent must be a name' };
+  if (!isNonEmptyString(agentId)) return { error: 'agentId must be a string' };
+  if (!isIndex(slot)) return { error: 'slot must be a non-negative integer' };
+  if (!isIndex(generation) || generation === 0) return { error: 'generation must be a positive integer' };
+  if (!isIndex(host) || host > 7) return { error: 'host must be HostFeature bits' };
+  if (input !== null && typeof input !== 'string') return { error: 'input must be a string or null' };
+  if (extras === null)
+    return { task: { module, agent, agentId, slot, generation, host, scope, input: input ?? undefined } };
+  const parsed = TaskExtras.safeParse(extras);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    return { error: `extras.${issue?.path.join('.') ?? ''} ${issue?.message ?? 'invalid'}` };
+  }
+  const e = parsed.data;
+  return {
+    task: {
+      module,
+      agent,
+      agentId,
+      slot,
+      generation,
+      host,
+      scope,
+      input: input ?? undefined,
+      parentAgentId: e.parentAgentId,
+      ancestry: e.ancestry,
+      toolContext: e.toolContext,
+      metadata: e.metadata,
+      deadline: e.deadline,
+      resume: e.resume,
+    },
+  };
+}
 
 const OperationSchema = z.custom<Operation>(
   (v) => typeof v === 'object' && v !== null && typeof (v as { op?: unknown }).op === 'string',
@@ -77,36 +199,110 @@ const SessionEventSchema = z.custom<SessionEvent>(
   { message: 'not a session event' },
 );
 
-const common = {
-  v: z.literal(PROTOCOL_VERSION),
-  runId: z.string(),
-  agentId: z.string(),
-  usage: UsageSchema,
-  turns: z.number().int().nonnegative(),
-  /** Session-log events of the run, each with the agent id that recorded it. */
-  events: z.array(SessionEventSchema),
-};
-
 /** Worker → supervisor: how a run ended (a crash is detected by the supervisor, never sent). */
-export const SubagentResult = z.discriminatedUnion('status', [
-  z.object({
-    ...common,
-    status: z.literal('done'),
-    text: z.string(),
-    /** Metadata operations the run applied, in order (for a merge-back through the reducer). */
-    updates: z.array(OperationSchema),
-  }),
-  z.object({ ...common, status: z.literal('failed'), error: ErrorShape }),
-  z.object({ ...common, status: z.literal('incomplete') }),
-  z.object({
-    ...common,
-    status: z.literal('cancelled'),
-    reason: z.enum(['user', 'parent', 'deadline', 'shutdown']),
-  }),
-  z.object({ ...common, status: z.literal('suspended'), request: Request, state: LoopStateSchema }),
-]);
-/** See the {@link SubagentResult} schema. */
-export type SubagentResult = z.infer<typeof SubagentResult>;
+export type SubagentResult = {
+  readonly turns: number;
+  readonly usage?: Usage | undefined;
+  readonly events?: readonly SessionEvent[] | undefined;
+} & (
+  | { readonly status: 'done'; readonly text: string; readonly updates?: readonly Operation[] | undefined }
+  | { readonly status: 'failed'; readonly error: ErrorShape }
+  | { readonly status: 'incomplete' }
+  | { readonly status: 'cancelled'; readonly reason: 'user' | 'parent' | 'deadline' | 'shutdown' }
+  | { readonly status: 'suspended'; readonly request: Request; readonly state: LoopState }
+);
+
+// On the wire a result is a tuple too: [status, v, turns, usage | null, events | null, ...by status].
+
+/** Encode a result for the wire (see {@link SubagentTaskWire} for why a tuple). */
+export function encodeSubagentResult(result: SubagentResult): unknown[] {
+  const usage = result.usage ?? null;
+  const events = result.events ?? null;
+  switch (result.status) {
+    case 'done':
+      return ['done', PROTOCOL_VERSION, result.turns, usage, events, result.text, result.updates ?? null];
+    case 'failed':
+      return ['failed', PROTOCOL_VERSION, result.turns, usage, events, result.error];
+    case 'incomplete':
+      return ['incomplete', PROTOCOL_VERSION, result.turns, usage, events];
+    case 'cancelled':
+      return ['cancelled', PROTOCOL_VERSION, result.turns, usage, events, result.reason];
+    case 'suspended':
+      return ['suspended', PROTOCOL_VERSION, result.turns, usage, events, result.request, result.state];
+  }
+}
+
+const REASONS: ReadonlySet<unknown> = new Set(['user', 'parent', 'deadline', 'shutdown']);
+
+function checkUsage(v: unknown): v is Usage | null {
+  return (
+    v === null ||
+    (typeof v === 'object' &&
+      typeof (v as Usage).inputTokens === 'number' &&
+      typeof (v as Usage).outputTokens === 'number')
+  );
+}
+
+function checkEvents(v: unknown): v is SessionEvent[] | null {
+  if (v === null) return true;
+  if (!Array.isArray(v)) return false;
+  for (const e of v) if (!SessionEventSchema.safeParse(e).success) return false;
+  return true;
+}
+
+/**
+ * Parse a result at the supervisor's port, by hand for the hot fields (see
+ * {@link SubagentTaskWire}) and with zod for the rare nested ones (an error,
+ * a request, a suspended state); `error` says what was wrong.
+ */
+export function decodeSubagentResult(raw: unknown): { result: SubagentResult; error?: never } | { result?: never; error: string } {
+  // Indexing, not destructuring or spreads: this runs for every run's result.
+  if (!Array.isArray(raw) || raw.length < 5) return { error: 'a result is an array [status, v, turns, usage, events, ...]' };
+  const status: unknown = raw[0];
+  const turns: unknown = raw[2];
+  const usage: unknown = raw[3];
+  const events: unknown = raw[4];
+  if (raw[1] !== PROTOCOL_VERSION) {
+    return { error: `protocol version ${String(raw[1])}, this supervisor speaks ${PROTOCOL_VERSION}` };
+  }
+  if (!isIndex(turns)) return { error: 'turns must be a non-negative integer' };
+  if (!checkUsage(usage)) return { error: 'usage must be { inputTokens, outputTokens } or null' };
+  if (!checkEvents(events)) return { error: 'events must be session events or null' };
+  const u = usage ?? undefined;
+  const e = events ?? undefined;
+  switch (status) {
+    case 'done': {
+      const text: unknown = raw[5];
+      const updates: unknown = raw[6];
+      if (typeof text !== 'string') return { error: 'done: text must be a string' };
+      if (updates !== null && !(Array.isArray(updates) && updates.every((o) => OperationSchema.safeParse(o).success))) {
+        return { error: 'done: updates must be operations or null' };
+      }
+      return {
+        result: { turns, usage: u, events: e, status: 'done', text, updates: (updates ?? undefined) as Operation[] | undefined },
+      };
+    }
+    case 'failed': {
+      const error = ErrorShape.safeParse(raw[5]);
+      if (!error.success) return { error: 'failed: not an error shape' };
+      return { result: { turns, usage: u, events: e, status: 'failed', error: error.data } };
+    }
+    case 'incomplete':
+      return { result: { turns, usage: u, events: e, status: 'incomplete' } };
+    case 'cancelled':
+      if (!REASONS.has(raw[5])) return { error: `cancelled: unknown reason ${JSON.stringify(raw[5])}` };
+      return { result: { turns, usage: u, events: e, status: 'cancelled', reason: raw[5] as 'user' } };
+    case 'suspended': {
+      const request = Request.safeParse(raw[5]);
+      const state = LoopStateSchema.safeParse(raw[6]);
+      if (!request.success) return { error: 'suspended: not a request' };
+      if (!state.success) return { error: 'suspended: not a loop state' };
+      return { result: { turns, usage: u, events: e, status: 'suspended', request: request.data, state: state.data } };
+    }
+    default:
+      return { error: `unknown result status ${JSON.stringify(status)}` };
+  }
+}
 
 /** The marker of the worker → supervisor message that opens a run's host channel. */
 export const HOST_OPEN = 'troupe.host.open';

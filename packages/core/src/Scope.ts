@@ -90,6 +90,13 @@ export function rememberSerializedSize(value: object, bytes: number): void {
  */
 export function deepFreeze<T>(value: T): DeepReadonly<T> {
   if (typeof value !== 'object' || value === null || deeplyFrozen.has(value)) return value as DeepReadonly<T>;
+  // Fast path for the common lean value (a scope of ids, a small metadata
+  // record): a plain object of primitives needs no walk and no visited set.
+  if (Object.getPrototypeOf(value) === Object.prototype && isFlat(value as Record<string, unknown>)) {
+    Object.freeze(value);
+    deeplyFrozen.add(value);
+    return value as DeepReadonly<T>;
+  }
   const seen = new Set<object>();
   const stack: object[] = [value];
   let sealable = true;
@@ -121,6 +128,14 @@ export function deepFreeze<T>(value: T): DeepReadonly<T> {
   }
   if (sealable) for (const o of seen) deeplyFrozen.add(o);
   return value as DeepReadonly<T>;
+}
+
+function isFlat(value: Record<string, unknown>): boolean {
+  for (const key in value) {
+    const item = value[key];
+    if (typeof item === 'object' && item !== null) return false;
+  }
+  return true;
 }
 
 function formatBytes(n: number): string {

@@ -45,6 +45,35 @@ export interface TaskSpawner {
   runTask(request: TaskRequest): Promise<TaskResult>;
 }
 
+interface TaskShape {
+  readonly byName: ReadonlyMap<string, Agent>;
+  readonly description: string;
+  readonly parameters: z.ZodObject<{ subagent: z.ZodEnum<Record<string, string>>; instructions: z.ZodString }>;
+}
+
+// The tool is made per run (it closes over the run's spawner) but its schema
+// and description depend only on the subagent list: build those once.
+const shapes = new WeakMap<readonly Agent[], TaskShape>();
+
+function shapeOf(subagents: readonly Agent[]): TaskShape {
+  let shape = shapes.get(subagents);
+  if (shape === undefined) {
+    const byName = new Map(subagents.map((a) => [a.name, a]));
+    const names = [...byName.keys()] as [string, ...string[]];
+    const catalogue = subagents.map((a) => `- ${a.name}${a.description ? `: ${a.description}` : ''}`).join('\n');
+    shape = {
+      byName,
+      description: `Delegate a task to a subagent, which works on it alone and returns its answer. Subagents:\n${catalogue}`,
+      parameters: z.object({
+        subagent: z.enum(names).describe('which subagent does the task'),
+        instructions: z.string().min(1).describe('what the subagent must do, self-contained'),
+      }),
+    };
+    shapes.set(subagents, shape);
+  }
+  return shape;
+}
+
 /**
  * The built-in `task` tool of an agent with subagents: its model names one of
  * the declared subagents and gives instructions. Several task calls in one
@@ -56,16 +85,11 @@ export function createTaskTool(
   spawner: TaskSpawner,
   deliver: (toolCallId: ToolCallId, events: readonly SessionEvent[]) => void,
 ): AnyTool {
-  const byName = new Map(subagents.map((a) => [a.name, a]));
-  const names = [...byName.keys()] as [string, ...string[]];
-  const catalogue = subagents.map((a) => `- ${a.name}${a.description ? `: ${a.description}` : ''}`).join('\n');
+  const { byName, description, parameters } = shapeOf(subagents);
   return defineTool({
     name: TASK_TOOL_NAME,
-    description: `Delegate a task to a subagent, which works on it alone and returns its answer. Subagents:\n${catalogue}`,
-    parameters: z.object({
-      subagent: z.enum(names).describe('which subagent does the task'),
-      instructions: z.string().min(1).describe('what the subagent must do, self-contained'),
-    }),
+    description,
+    parameters,
     retries: 0,
     // A subagent run is bounded by its own deadline and the parent's, not by a tool timeout.
     timeoutMs: null,

@@ -71,16 +71,21 @@ export type {
 } from './Model.js';
 export {
   AgentRef,
+  decodeSubagentResult,
+  decodeSubagentTask,
+  encodeSubagentResult,
+  encodeSubagentTask,
   HOST_OPEN,
   type HostApi,
   HostApprovalRequest,
+  HostFeature,
   HostTaskRequest,
   HostTaskResult,
   HostTelemetry,
   PROTOCOL_VERSION,
-  SlotRef,
-  SubagentResult,
-  SubagentTask,
+  type SubagentResult,
+  type SubagentTask,
+  type SubagentTaskWire,
 } from './Protocol.js';
 export { Answer, Request } from './Request.js';
 export {

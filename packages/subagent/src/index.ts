@@ -3,7 +3,7 @@
  * (`@troupe/subagent/worker`) that loads an agent module, rebuilds its
  * context, bridges its cancellation slot and runs its loop.
  */
-export { loadAgent } from './loadAgent.js';
+export { loadAgent, loadedAgent } from './loadAgent.js';
 export { portEndpoint } from './portEndpoint.js';
 export { runSubagentTask, type SubagentWorkerData } from './runSubagentTask.js';
 export { systemClock } from './systemClock.js';

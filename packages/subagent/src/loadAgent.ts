@@ -3,12 +3,12 @@ import { type Agent, findAgentExport, TroupeError } from '@troupe/core';
 // One import per module per worker; the promise is cached so concurrent
 // first uses share it. A failed import is not cached, so a fixed file loads.
 const modules = new Map<string, Promise<Record<string, unknown>>>();
-// Agents already found, by `module#name`: the hot path of every run is one lookup.
-const agents = new Map<string, Agent>();
+// Agents already found, by module then name: the hot path of every run is two lookups.
+const agents = new Map<string, Map<string, Agent>>();
 
 /** The agent if this thread has loaded it already, else `undefined` (then call {@link loadAgent}). */
 export function loadedAgent(module: string, name: string): Agent | undefined {
-  return agents.get(`${module}#${name}`);
+  return agents.get(module)?.get(name);
 }
 
 /**
@@ -33,7 +33,14 @@ export async function loadAgent(module: string, name: string): Promise<Agent> {
     );
   }
   const agent = findAgentExport(exports, name);
-  if (agent !== undefined) agents.set(`${module}#${name}`, agent);
+  if (agent !== undefined) {
+    let byName = agents.get(module);
+    if (byName === undefined) {
+      byName = new Map();
+      agents.set(module, byName);
+    }
+    byName.set(name, agent);
+  }
   if (agent === undefined) {
     throw new TroupeError(
       `module ${module} exports no agent named "${name}"; export the value returned by defineAgent({ name: "${name}", ... })`,

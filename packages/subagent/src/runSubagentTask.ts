@@ -1,24 +1,24 @@
-import { workerData } from 'node:worker_threads';
+import { threadId, workerData } from 'node:worker_threads';
 import {
   type AgentId,
   type ApprovalHandler,
   CancelledError,
   CancelSlots,
   decodeError,
+  decodeSubagentTask,
   deepFreeze,
   encodeError,
+  encodeSubagentResult,
+  HostFeature,
   HostTaskResult,
   initialLoopState,
   type LoopEventSink,
   type LoopEvents,
   type LoopOutcome,
-  type Operation,
-  PROTOCOL_VERSION,
   type RunContext,
   runAgentLoop,
   type Scope,
   type SubagentResult,
-  SubagentTask,
   slotRunCancellation,
   type TaskResult,
   type TaskSpawner,
@@ -33,8 +33,6 @@ export interface SubagentWorkerData {
   /** The cancellation table's buffer, shared by every thread. */
   readonly cancelBuffer: SharedArrayBuffer;
 }
-
-const ZERO_USAGE = Object.freeze({ inputTokens: 0, outputTokens: 0 });
 
 let attached: CancelSlots | undefined;
 
@@ -86,48 +84,37 @@ function decodeTaskResult(raw: unknown): TaskResult {
   }
 }
 
-// Object literals, not spreads: this runs once per subagent run.
-function toResult(task: SubagentTask, outcome: LoopOutcome): SubagentResult {
+const EMPTY: Readonly<Record<string, unknown>> = Object.freeze({});
+
+// Defaults are left out (see SubagentTask): every property costs on both threads.
+function toResult(outcome: LoopOutcome): SubagentResult {
   const { state } = outcome;
-  const v = PROTOCOL_VERSION;
-  const { runId, agentId } = task;
-  const { usage, turns } = state;
-  const events = state.events as SubagentResult['events'];
+  const turns = state.turns;
+  const usage = state.usage.inputTokens !== 0 || state.usage.outputTokens !== 0 ? state.usage : undefined;
+  const events = state.events.length > 0 ? state.events : undefined;
   switch (outcome.status) {
     case 'done':
       return {
-        v,
-        runId,
-        agentId,
-        usage,
         turns,
+        usage,
         events,
         status: 'done',
         text: outcome.text,
-        updates: state.updates as Operation[],
+        updates: state.updates.length === 0 ? undefined : state.updates,
       };
     case 'failed':
-      return { v, runId, agentId, usage, turns, events, status: 'failed', error: encodeError(outcome.error) };
+      return { turns, usage, events, status: 'failed', error: encodeError(outcome.error) };
     case 'incomplete':
-      return { v, runId, agentId, usage, turns, events, status: 'incomplete' };
+      return { turns, usage, events, status: 'incomplete' };
     case 'cancelled':
-      return { v, runId, agentId, usage, turns, events, status: 'cancelled', reason: outcome.reason };
+      return { turns, usage, events, status: 'cancelled', reason: outcome.reason };
     case 'suspended':
-      return { v, runId, agentId, usage, turns, events, status: 'suspended', request: outcome.request, state };
+      return { turns, usage, events, status: 'suspended', request: outcome.request, state };
   }
 }
 
-function failedResult(runId: string, agentId: string, error: unknown): SubagentResult {
-  return {
-    v: PROTOCOL_VERSION,
-    runId,
-    agentId,
-    usage: ZERO_USAGE,
-    turns: 0,
-    events: [],
-    status: 'failed',
-    error: encodeError(error),
-  };
+function failedResult(error: unknown): SubagentResult {
+  return { turns: 0, status: 'failed', error: encodeError(error) };
 }
 
 /**
@@ -136,73 +123,76 @@ function failedResult(runId: string, agentId: string, error: unknown): SubagentR
  * slot, run the loop and return the outcome. Never throws: every failure is
  * a `failed` result (a worker that dies is reported by the supervisor).
  */
-export async function runSubagentTask(raw: unknown): Promise<SubagentResult> {
-  const parsed = SubagentTask.safeParse(raw);
-  if (!parsed.success) {
-    const r = raw as { runId?: unknown; agentId?: unknown } | null;
-    return failedResult(
-      typeof r?.runId === 'string' ? r.runId : '',
-      typeof r?.agentId === 'string' ? r.agentId : '',
-      new TroupeError(`malformed subagent task: ${parsed.error.issues[0]?.message ?? 'invalid'}`, {
-        code: 'ERR_PROTOCOL',
-      }),
-    );
+export async function runSubagentTask(raw: unknown): Promise<unknown[]> {
+  return encodeSubagentResult(await runTask(raw));
+}
+
+async function runTask(raw: unknown): Promise<SubagentResult> {
+  const decoded = decodeSubagentTask(raw);
+  if (decoded.error !== undefined) {
+    return failedResult(new TroupeError(`malformed subagent task: ${decoded.error}`, { code: 'ERR_PROTOCOL' }));
   }
-  const task = parsed.data;
+  const task = decoded.task;
   let cancellation: ReturnType<typeof slotRunCancellation>;
   try {
-    cancellation = slotRunCancellation(cancelSlots(), task.slot, {
-      deadline: task.deadline ?? undefined,
-      clock: systemClock,
-    });
+    const slots = cancelSlots();
+    const handle = { index: task.slot, generation: task.generation };
+    cancellation = slotRunCancellation(slots, handle, { deadline: task.deadline, clock: systemClock });
+    // Tell the supervisor which thread to kill if this run has to be stopped by force.
+    slots.setOwner(handle, threadId);
   } catch (error) {
-    return failedResult(task.runId, task.agentId, error);
+    return failedResult(error);
   }
-  const host = new HostLink(task.runId, cancellation);
+  const host = new HostLink(task.agentId, cancellation);
   try {
-    const agent =
-      loadedAgent(task.agent.module, task.agent.name) ?? (await loadAgent(task.agent.module, task.agent.name));
+    const agent = loadedAgent(task.module, task.agent) ?? (await loadAgent(task.module, task.agent));
     const scope = deepFreeze(task.scope) as Scope;
     const run: RunContext = {
       scope,
-      toolContext: deepFreeze(task.toolContext),
+      toolContext: task.toolContext === undefined ? EMPTY : deepFreeze(task.toolContext),
       agentId: task.agentId as AgentId,
       parentAgentId: task.parentAgentId as AgentId | undefined,
     };
     const resume = task.resume;
     const state =
       resume === undefined
-        ? initialLoopState(run.agentId, agent.instructions, deepFreeze(task.metadata))
+        ? initialLoopState(
+            run.agentId,
+            agent.instructions,
+            task.metadata === undefined ? EMPTY : deepFreeze(task.metadata),
+          )
         : { ...resume.state, metadata: deepFreeze(resume.state.metadata) };
-    const approval: ApprovalHandler | undefined = task.host.approval
-      ? (request) =>
-          host.call((api) =>
-            api.approve({ toolName: request.toolName, toolCallId: request.toolCallId, arguments: request.arguments }),
-          ) as ReturnType<ApprovalHandler>
-      : undefined;
-    const spawner: TaskSpawner | undefined = task.host.spawn
-      ? {
-          runTask: (request) =>
-            host
-              .call<unknown>((api) =>
-                (api.runTask as (r: unknown) => Promise<unknown>)({
-                  subagent: request.subagent.name,
-                  instructions: request.instructions,
-                  toolCallId: request.toolCallId,
-                  metadata: request.metadata as Record<string, unknown>,
-                  ...(request.answer === undefined ? {} : { answer: request.answer }),
-                }),
-              )
-              .then(
-                decodeTaskResult,
-                (error: unknown): TaskResult => ({
-                  status: 'error',
-                  error: error instanceof Error ? error : new CancelledError('user'),
-                  events: [],
-                }),
-              ),
-        }
-      : undefined;
+    const approval: ApprovalHandler | undefined =
+      (task.host & HostFeature.approval) !== 0
+        ? (request) =>
+            host.call((api) =>
+              api.approve({ toolName: request.toolName, toolCallId: request.toolCallId, arguments: request.arguments }),
+            ) as ReturnType<ApprovalHandler>
+        : undefined;
+    const spawner: TaskSpawner | undefined =
+      (task.host & HostFeature.spawn) !== 0
+        ? {
+            runTask: (request) =>
+              host
+                .call<unknown>((api) =>
+                  (api.runTask as (r: unknown) => Promise<unknown>)({
+                    subagent: request.subagent.name,
+                    instructions: request.instructions,
+                    toolCallId: request.toolCallId,
+                    metadata: request.metadata as Record<string, unknown>,
+                    ...(request.answer === undefined ? {} : { answer: request.answer }),
+                  }),
+                )
+                .then(
+                  decodeTaskResult,
+                  (error: unknown): TaskResult => ({
+                    status: 'error',
+                    error: error instanceof Error ? error : new CancelledError('user'),
+                    events: [],
+                  }),
+                ),
+          }
+        : undefined;
     const outcome = await runAgentLoop({
       agent,
       run,
@@ -214,11 +204,11 @@ export async function runSubagentTask(raw: unknown): Promise<SubagentResult> {
       cancellation,
       approval,
       spawner,
-      events: task.host.telemetry ? telemetrySink(host) : undefined,
+      events: (task.host & HostFeature.telemetry) !== 0 ? telemetrySink(host) : undefined,
     });
-    return toResult(task, outcome);
+    return toResult(outcome);
   } catch (error) {
-    return failedResult(task.runId, task.agentId, error);
+    return failedResult(error);
   } finally {
     host.close();
     cancellation.close();

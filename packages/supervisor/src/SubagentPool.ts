@@ -14,10 +14,13 @@ import {
   createId,
   DEFAULT_SCOPE_BUDGET_BYTES,
   decodeError,
+  decodeSubagentResult,
   deepFreeze,
+  encodeSubagentTask,
   HOST_OPEN,
   type HostApi,
   HostApprovalRequest,
+  HostFeature,
   HostTaskRequest,
   type HostTaskResult,
   HostTelemetry,
@@ -26,17 +29,14 @@ import {
   isTroupeError,
   type LoopState,
   type Metadata,
-  PROTOCOL_VERSION,
   type RunId,
-  SubagentResult,
   type SubagentTask,
   sealScope,
-  serializedSize,
   ToolTimeoutError,
   TroupeError,
   WorkerCrashedError,
 } from '@troupe/core';
-import { loadAgent, portEndpoint, systemClock, WORKER_URL } from '@troupe/subagent';
+import { loadAgent, loadedAgent, portEndpoint, systemClock, WORKER_URL } from '@troupe/subagent';
 import { expose } from 'comlink';
 import { Piscina } from 'piscina';
 import { z } from 'zod';
@@ -132,9 +132,10 @@ export interface SpawnSpec {
 interface InFlight {
   readonly runId: RunId;
   readonly agentId: AgentId;
-  readonly controller: AbortController;
+  readonly slot: number;
   readonly host: RunHost | undefined;
-  readonly ports: MessagePort[];
+  /** Host channels the worker opened for this run (usually none). */
+  ports: MessagePort[] | undefined;
   kill: WatchdogKillCause | undefined;
 }
 
@@ -148,7 +149,13 @@ export interface SubagentPoolStats {
   readonly completed: number;
 }
 
+type Mutable<T> = { -readonly [K in keyof T]: T[K] };
+
 const EXIT_CODE = /worker exited with code: (-?\d+)/;
+const EMPTY: Readonly<Record<string, unknown>> = Object.freeze({});
+const NO_EVENTS: readonly never[] = Object.freeze([]);
+const NO_UPDATES: readonly never[] = Object.freeze([]);
+const ZERO_USAGE = Object.freeze({ inputTokens: 0, outputTokens: 0 });
 
 /**
  * A warm pool of worker threads running subagents (piscina underneath).
@@ -172,9 +179,7 @@ export class SubagentPool {
   readonly #threads: number;
   readonly #maxQueue: number;
   readonly #scopeBudget: number;
-  readonly #inflight = new Map<string, InFlight>();
   readonly #byAgent = new Map<string, InFlight>();
-  readonly #checkedRefs = new Map<string, Promise<void>>();
   readonly #checkedToolContexts = new WeakSet<object>();
   readonly #drainWaiters: (() => void)[] = [];
   #running = 0;
@@ -182,6 +187,7 @@ export class SubagentPool {
   #openPorts = 0;
   #closing: Promise<void> | undefined;
   #closed = false;
+  #destroyed = false;
   readonly #ready: Promise<void>;
 
   constructor(options: SubagentPoolOptions = {}) {
@@ -278,26 +284,30 @@ export class SubagentPool {
    * (`BackpressureError`) or a closed pool (`ClosedError`); every way the run
    * itself can end is an outcome.
    */
-  async run(spec: SpawnSpec): Promise<SubagentOutcome> {
-    if (this.#closed || this.#closing !== undefined) {
-      throw new ClosedError('the subagent pool is closed: create a new one');
+  run(spec: SpawnSpec): Promise<SubagentOutcome> {
+    // Synchronous up to the post when the agent's module is already loaded:
+    // every await on this path is paid by every run. Errors still reject.
+    try {
+      if (this.#closed || this.#closing !== undefined) {
+        throw new ClosedError('the subagent pool is closed: create a new one');
+      }
+      if (typeof spec !== 'object' || spec === null) {
+        throw new InvalidArgumentError('run(spec): pass a spawn spec object');
+      }
+      const ref = agentRefOf(spec.agent);
+      if (loadedAgent(ref.module, ref.name) === undefined) {
+        return this.#checkAgent(ref).then(() => this.run(spec));
+      }
+      return this.#dispatch(this.#prepare(spec, ref), spec);
+    } catch (error) {
+      return Promise.reject(error);
     }
-    const task = await this.#prepare(spec);
-    if (this.#closed || this.#closing !== undefined) {
-      this.#table.release(task.agentId);
-      throw new ClosedError('the subagent pool is closed: create a new one');
-    }
-    return this.#dispatch(task, spec);
   }
 
-  async #prepare(spec: SpawnSpec): Promise<SubagentTask> {
-    if (typeof spec !== 'object' || spec === null)
-      throw new InvalidArgumentError('run(spec): pass a spawn spec object');
-    const ref = agentRefOf(spec.agent);
-    await this.#checkAgent(ref);
+  #prepare(spec: SpawnSpec, ref: AgentRef): SubagentTask {
     const scope = this.#sealScope(spec.scope);
-    const toolContext = this.#checkToolContext(spec.toolContext ?? {});
-    const metadata = spec.metadata ?? {};
+    const toolContext = spec.toolContext === undefined ? EMPTY : this.#checkToolContext(spec.toolContext);
+    const metadata = spec.metadata ?? EMPTY;
     if (!Object.isFrozen(metadata)) assertCloneable(metadata, 'metadata');
     if (spec.input !== undefined && typeof spec.input !== 'string')
       throw new InvalidArgumentError('input must be a string');
@@ -326,79 +336,80 @@ export class SubagentPool {
       ...(parent === undefined ? {} : { parent }),
       ...(deadline === undefined ? {} : { deadline }),
     });
-    return {
-      v: PROTOCOL_VERSION,
-      runId: createId('run'),
-      agent: ref,
+    // Defaults are left out: every property is paid for on both threads (see SubagentTaskWire).
+    const task: Mutable<SubagentTask> = {
+      module: ref.module,
+      agent: ref.name,
       agentId,
-      ...(spec.parentAgentId === undefined ? {} : { parentAgentId: spec.parentAgentId }),
-      ancestry: [...(spec.ancestry ?? [])],
-      ...(spec.input === undefined ? {} : { input: spec.input }),
       scope,
-      scopeBytes: serializedSize(scope),
-      toolContext: toolContext as Record<string, unknown>,
-      metadata: metadata as Record<string, unknown>,
-      slot: { index: slot.index, generation: slot.generation },
-      deadline: slot.deadline ?? null,
-      ...(spec.resume === undefined
-        ? {}
-        : {
-            resume: {
-              state: spec.resume.state,
-              answer: spec.resume.answer,
-              approvedCalls: [...(spec.resume.approvedCalls ?? [])],
-            },
-          }),
-      host: {
-        approval: spec.host?.approve !== undefined,
-        spawn: spec.host?.runTask !== undefined,
-        telemetry: spec.telemetry === true && spec.host?.telemetry !== undefined,
-      },
+      slot: slot.index,
+      generation: slot.generation,
+      host:
+        (spec.host?.approve === undefined ? 0 : HostFeature.approval) |
+        (spec.host?.runTask === undefined ? 0 : HostFeature.spawn) |
+        (spec.telemetry === true && spec.host?.telemetry !== undefined ? HostFeature.telemetry : 0),
     };
+    if (spec.parentAgentId !== undefined) task.parentAgentId = spec.parentAgentId;
+    if (spec.ancestry !== undefined && spec.ancestry.length > 0) task.ancestry = [...spec.ancestry];
+    if (spec.input !== undefined) task.input = spec.input;
+    if (toolContext !== EMPTY && Object.keys(toolContext).length > 0)
+      task.toolContext = toolContext as Record<string, unknown>;
+    if (Object.keys(metadata).length > 0) task.metadata = metadata as Record<string, unknown>;
+    if (slot.deadline !== undefined) task.deadline = slot.deadline;
+    if (spec.resume !== undefined) {
+      task.resume = {
+        state: spec.resume.state,
+        answer: spec.resume.answer,
+        approvedCalls: [...(spec.resume.approvedCalls ?? [])],
+      };
+    }
+    return task;
   }
 
   async #dispatch(task: SubagentTask, spec: SpawnSpec): Promise<SubagentOutcome> {
     const agentId = task.agentId as AgentId;
-    const runId = task.runId as RunId;
+    const runId = createId('run');
     const flight: InFlight = {
       runId,
       agentId,
-      controller: new AbortController(),
+      slot: task.slot,
       host: spec.host,
-      ports: [],
+      ports: undefined,
       kill: undefined,
     };
-    this.#inflight.set(runId, flight);
     this.#byAgent.set(agentId, flight);
     this.#running++;
     this.#watchdog.track(agentId);
     const signal = spec.signal;
-    const onAbort = (): void => {
-      this.cancel(agentId, 'user');
-    };
+    let onAbort: (() => void) | undefined;
     if (signal !== undefined) {
+      onAbort = () => {
+        this.cancel(agentId, 'user');
+      };
       if (signal.aborted) onAbort();
       else signal.addEventListener('abort', onAbort, { once: true });
     }
     let outcome: SubagentOutcome;
     try {
-      const raw: unknown = await this.#piscina.run(task, { signal: flight.controller.signal });
+      // No AbortSignal per task: a forced stop terminates the worker that owns the slot (see #kill).
+      const raw: unknown = await this.#piscina.run(encodeSubagentTask(task));
       outcome = this.#fromResult(raw, flight);
     } catch (error) {
       outcome = this.#fromRejection(error, flight);
     } finally {
-      signal?.removeEventListener('abort', onAbort);
+      if (onAbort !== undefined) signal?.removeEventListener('abort', onAbort);
       this.#watchdog.untrack(agentId);
-      for (const port of flight.ports) {
-        port.close();
-        this.#openPorts--;
+      if (flight.ports !== undefined) {
+        for (const port of flight.ports) {
+          port.close();
+          this.#openPorts--;
+        }
+        flight.ports = undefined;
       }
-      flight.ports.length = 0;
-      this.#inflight.delete(runId);
       this.#byAgent.delete(agentId);
       this.#running--;
       this.#completed++;
-      if (this.#inflight.size === 0 && this.#drainWaiters.length > 0) {
+      if (this.#byAgent.size === 0 && this.#drainWaiters.length > 0) {
         for (const resolve of this.#drainWaiters.splice(0)) resolve();
       }
     }
@@ -418,13 +429,13 @@ export class SubagentPool {
   }
 
   #fromResult(raw: unknown, flight: InFlight): SubagentOutcome {
-    const parsed = SubagentResult.safeParse(raw);
-    if (!parsed.success) {
+    const parsed = decodeSubagentResult(raw);
+    if (parsed.error !== undefined) {
       return {
         status: 'failed',
         agentId: flight.agentId,
         runId: flight.runId,
-        error: new TroupeError(`the worker returned a malformed result: ${parsed.error.issues[0]?.message ?? ''}`, {
+        error: new TroupeError(`the worker returned a malformed result: ${parsed.error}`, {
           code: 'ERR_PROTOCOL',
         }),
         events: [],
@@ -432,19 +443,32 @@ export class SubagentPool {
         turns: 0,
       };
     }
-    const r = parsed.data;
-    const base = { agentId: flight.agentId, runId: flight.runId, events: r.events, usage: r.usage, turns: r.turns };
+    const r = parsed.result;
+    // Literals, not spreads: this runs for every run.
+    const { agentId, runId } = flight;
+    const events = r.events ?? NO_EVENTS;
+    const usage = r.usage ?? ZERO_USAGE;
+    const turns = r.turns;
     switch (r.status) {
       case 'done':
-        return { ...base, status: 'done', result: r.text, updates: r.updates };
+        return {
+          agentId,
+          runId,
+          events,
+          usage,
+          turns,
+          status: 'done',
+          result: r.text,
+          updates: r.updates ?? NO_UPDATES,
+        };
       case 'failed':
-        return { ...base, status: 'failed', error: decodeError(r.error) };
+        return { agentId, runId, events, usage, turns, status: 'failed', error: decodeError(r.error) };
       case 'incomplete':
-        return { ...base, status: 'incomplete' };
+        return { agentId, runId, events, usage, turns, status: 'incomplete' };
       case 'cancelled':
-        return { agentId: flight.agentId, runId: flight.runId, status: 'cancelled', reason: r.reason, forced: false };
+        return { agentId, runId, status: 'cancelled', reason: r.reason, forced: false };
       case 'suspended':
-        return { ...base, status: 'suspended', request: r.request, state: r.state };
+        return { agentId, runId, events, usage, turns, status: 'suspended', request: r.request, state: r.state };
     }
   }
 
@@ -465,8 +489,8 @@ export class SubagentPool {
       return { ...base, status: 'cancelled', reason: kill.reason, forced: true };
     }
     const err = error instanceof Error ? error : new Error(String(error));
-    if (err.name === 'AbortError') {
-      // Aborted without a recorded cause: destroy() tore the pool down.
+    if (this.#destroyed) {
+      // destroy() tore the pool down under the run.
       return { ...base, status: 'cancelled', reason: 'shutdown', forced: true };
     }
     const match = EXIT_CODE.exec(err.message);
@@ -490,36 +514,41 @@ export class SubagentPool {
   #kill(agentId: string, cause: WatchdogKillCause): void {
     const flight = this.#byAgent.get(agentId);
     if (flight === undefined || flight.kill !== undefined) return;
+    const owner = this.#table.slots.owner(flight.slot);
+    const worker = owner === 0 ? undefined : this.#piscina.threads.find((w) => w.threadId === owner);
+    if (worker === undefined) {
+      // Not started yet (still queued): it will see its cancel when it starts.
+      // Keep watching, in case it starts and then ignores it.
+      this.#watchdog.track(agentId);
+      return;
+    }
     flight.kill = cause;
-    flight.controller.abort();
+    // Piscina sees the exit, rejects the task and starts a replacement.
+    void worker.terminate();
   }
 
   #onWorkerMessage(message: unknown): void {
     if (typeof message !== 'object' || message === null) return;
-    const runId = (message as Record<string, unknown>)[HOST_OPEN];
+    const agentId = (message as Record<string, unknown>)[HOST_OPEN];
     const port = (message as { port?: MessagePort }).port;
-    if (typeof runId !== 'string' || port === undefined) return;
-    const flight = this.#inflight.get(runId);
+    if (typeof agentId !== 'string' || port === undefined) return;
+    const flight = this.#byAgent.get(agentId);
     if (flight === undefined) {
       // The run already ended: nobody will answer, so close the worker's end at once.
       port.close();
       return;
     }
-    flight.ports.push(port);
+    if (flight.ports === undefined) flight.ports = [port];
+    else flight.ports.push(port);
     this.#openPorts++;
     expose(hostApiFor(flight.host), portEndpoint(port));
   }
 
+  // Import the agent's module on this thread once (cached by loadAgent), so a
+  // module that does not export the agent is refused before anything is posted.
   async #checkAgent(ref: AgentRef): Promise<void> {
-    const key = `${ref.module}#${ref.name}`;
-    let checking = this.#checkedRefs.get(key);
-    if (checking === undefined) {
-      checking = loadAgent(ref.module, ref.name).then(() => undefined);
-      this.#checkedRefs.set(key, checking);
-      checking.catch(() => this.#checkedRefs.delete(key));
-    }
     try {
-      await checking;
+      await loadAgent(ref.module, ref.name);
     } catch (error) {
       throw new InvalidArgumentError((error as Error).message, { code: 'ERR_UNKNOWN_AGENT', cause: error });
     }
@@ -554,9 +583,9 @@ export class SubagentPool {
     if (this.#closing !== undefined) return this.#closing;
     const timeoutMs = options.timeoutMs ?? 30_000;
     this.#closing = (async () => {
-      if (this.#inflight.size > 0) {
+      if (this.#byAgent.size > 0) {
         const timer = this.#clock.setTimeout(() => {
-          for (const flight of this.#inflight.values()) this.cancel(flight.agentId, 'shutdown');
+          for (const flight of this.#byAgent.values()) this.cancel(flight.agentId, 'shutdown');
         }, timeoutMs);
         await new Promise<void>((resolve) => this.#drainWaiters.push(resolve));
         this.#clock.clearTimeout(timer);
@@ -571,11 +600,10 @@ export class SubagentPool {
   /** Tear down at once: in-flight runs end `cancelled` (shutdown, forced). Idempotent. */
   async destroy(): Promise<void> {
     this.#closed = true;
+    this.#destroyed = true;
     this.#closing ??= Promise.resolve();
-    for (const flight of this.#inflight.values()) {
-      this.#table.cancel(flight.agentId, 'shutdown');
-      this.#kill(flight.agentId, { kind: 'cancelled', reason: 'shutdown' });
-    }
+    // Cancel first so nested runs stop cooperatively; piscina then terminates every worker.
+    for (const flight of this.#byAgent.values()) this.#table.cancel(flight.agentId, 'shutdown');
     this.#watchdog.close();
     await this.#piscina.destroy();
   }

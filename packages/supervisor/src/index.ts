@@ -14,6 +14,14 @@ export {
   type RegisterOptions,
 } from './CancellationTable.js';
 export {
+  MAX_MEASURED_HOPS,
+  type MeasureScopeCostOptions,
+  measureScopeCost,
+  type ScopeCost,
+  type ScopeCostQuantiles,
+  type ScopeKeyCost,
+} from './measureScopeCost.js';
+export {
   type AgentStateEnvelope,
   MemoryPersistence,
   type PendingRequestRecord,
