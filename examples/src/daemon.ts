@@ -140,6 +140,10 @@ async function shutdown(signal: string): Promise<void> {
   log(
     `supervisor closed in ${Math.round(performance.now() - t0)} ms: ${pool.threads} threads, ${pool.running} running, ${agents} agents, ${pendingRequests} pending requests`,
   );
+  // Every run has answered by now; a client that keeps its socket open past a
+  // second is cut off rather than allowed to hold the process.
+  server.closeIdleConnections();
+  setTimeout(() => server.closeAllConnections(), 1000).unref();
   await serverClosed;
   log('http server closed; bye');
   // No process.exit(): with every worker gone and the server closed, the
@@ -155,7 +159,8 @@ let stopping: Promise<void> | undefined;
 function onSignal(signal: NodeJS.Signals): void {
   if (stopping !== undefined) {
     log(`${signal} again: destroying now`);
-    void supervisor.destroy().then(() => server.closeAllConnections());
+    // The drain in progress resolves as soon as destroy() has stopped everything.
+    void supervisor.destroy();
     return;
   }
   stopping = shutdown(signal).catch((error: unknown) => {

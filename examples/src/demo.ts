@@ -16,9 +16,9 @@ import type { Inspection } from './agents/analyst.js';
 import { coordinator, type TaskReport } from './agents/coordinator.js';
 import { CRUNCH_TIMEOUT_MS } from './agents/cpu.js';
 import { echo } from './agents/echo.js';
-import { createProbe, Probe } from './agents/probe.js';
+import { createProbe, Probe, sharedNow, stampOf } from './agents/probe.js';
 import { DemoFailure, formatBytes, formatDuration, Narrator } from './demo/Narrator.js';
-import { probeReached, spinUntil } from './demo/watchProbe.js';
+import { probeReached } from './demo/watchProbe.js';
 import { TenantScope } from './scope.js';
 
 const THREADS = 2;
@@ -99,7 +99,7 @@ async function leanAndHeavyScope(tour: Narrator, supervisor: Supervisor): Promis
     'heavy scope (400 permissions preloaded) refused before anything was spawned: ERR_SCOPE_OVER_BUDGET',
     refused,
   );
-  tour.say(`"${(refused as Error).message.split(':')[0]}: ${(refused as Error).message.split(': ')[1] ?? ''}…"`);
+  tour.say(`"${(refused as Error).message}"`);
 }
 
 async function delegation(tour: Narrator, supervisor: Supervisor): Promise<void> {
@@ -203,26 +203,44 @@ async function runawayTool(tour: Narrator, supervisor: Supervisor): Promise<void
   );
 }
 
-async function politeCancel(tour: Narrator, supervisor: Supervisor): Promise<void> {
-  tour.scene('4. A CPU-bound tool that checks ctx.isCancelled(), stopped by a cancel');
+/** Start a run whose tool spins politely, cancel its parent once the tool runs, and time both ends. */
+async function cancelPoliteRun(supervisor: Supervisor, agentId: string) {
   const probe = createProbe();
-  const math = await supervisor.startAgent(coordinator, { agentId: 'math', scope, toolContext: { probe } });
-  const cancelled = nextEvent(supervisor, 'subagent.cancelled', (e) => e.parentAgentId === 'math');
+  const math = await supervisor.startAgent(coordinator, { agentId, scope, toolContext: { probe } });
+  const cancelled = nextEvent(supervisor, 'subagent.cancelled', (e) => e.parentAgentId === agentId);
   const replied = math.send('cruncher: sum primes');
   await probeReached(probe, Probe.pollStarted);
-  const t0 = performance.now();
+  const t0 = sharedNow();
   math.cancel('user');
-  const noticed = spinUntil(probe, Probe.pollNoticed) - t0;
+  // Wait without spinning: on a small machine the worker needs this CPU more than we do.
   const reply = await replied;
-  const settled = performance.now() - t0;
-  const child = await cancelled;
+  return {
+    reply,
+    child: await cancelled,
+    noticed: stampOf(probe, Probe.pollNoticed) - t0,
+    settled: sharedNow() - t0,
+  };
+}
+
+async function politeCancel(tour: Narrator, supervisor: Supervisor): Promise<void> {
+  tour.scene('4. A CPU-bound tool that checks ctx.isCancelled(), stopped by a cancel');
+  const runs = [];
+  for (let i = 1; i <= 5; i++) runs.push(await cancelPoliteRun(supervisor, `math-${i}`));
+  const median = (values: number[]): number => values.sort((a, b) => a - b)[values.length >> 1] ?? Number.NaN;
+  const noticed = runs.map((r) => r.noticed);
   tour.say(
-    `cancel → the tool saw it: ${formatDuration(noticed)} (the parent's cancel is pushed down to math-sub-1's slot; the tool's check is one Atomics.load)`,
+    `5 runs cancelled while their tool spun: cancel → the tool saw it in ${formatDuration(median(noticed))} (median; min ${formatDuration(Math.min(...noticed))}, max ${formatDuration(Math.max(...noticed))})`,
+  );
+  tour.say(
+    "the parent's cancel is pushed down to its child's slot in shared memory; the tool's check is one Atomics.load",
   );
   tour.check(
-    reply.status === 'cancelled' && reply.reason === 'user' && child.reason === 'parent' && !child.forced,
-    `math ended cancelled (user), math-sub-1 cancelled (parent) with forced: false — it stopped by itself within the ${GRACE_MS} ms grace, its worker lives on; ${formatDuration(settled)} from cancel to reply`,
-    { reply, child },
+    runs.every(
+      (r) =>
+        r.reply.status === 'cancelled' && r.reply.reason === 'user' && r.child.reason === 'parent' && !r.child.forced,
+    ),
+    `each parent ended cancelled (user), its child cancelled (parent) with forced: false: the tool stopped by itself, no worker was killed; cancel → reply ${formatDuration(median(runs.map((r) => r.settled)))} (median)`,
+    runs.map((r) => [r.reply, r.child.reason, r.child.forced]),
   );
 }
 
@@ -240,7 +258,7 @@ async function humanInTheLoop(tour: Narrator, supervisor: Supervisor): Promise<v
   const stats = supervisor.stats();
   tour.check(
     stats.pool.running === 0 && stats.pendingRequests === 1 && stats.suspendedSubagents === 1,
-    'while a person thinks, no worker is held: 0 running, 1 pending request, 1 suspended subagent (its state saved)',
+    'while a person thinks, no worker is held: 0 running, 1 pending request, 1 suspended subagent kept as state',
     stats,
   );
   const requestId = supervisor.pendingRequests()[0]?.request.id ?? '';

@@ -1,11 +1,11 @@
 // A subagent that runs on a worker thread: it inspects one service and
 // reports what it saw of the three context channels.
-import { performance } from 'node:perf_hooks';
 import { threadId } from 'node:worker_threads';
 import { ContextUpdate, defineAgent, defineTool, ToolResult } from '@troupe/core';
 import { ScriptedModel } from '@troupe/core/testing';
 import { z } from 'zod';
 import { lastUserMessage } from './lastUserMessage.js';
+import { sharedNow } from './probe.js';
 
 /** What the analyst's tool saw and found: plain data, because it crosses back to the supervisor thread. */
 export interface Inspection {
@@ -22,7 +22,7 @@ export interface Inspection {
   readonly requestId: string;
   /** From the metadata snapshot the child started with. */
   readonly incident: string;
-  /** Epoch ms (every thread shares the base: `performance.timeOrigin + performance.now()`). */
+  /** Epoch ms, in the base every thread shares (`sharedNow`). */
   readonly startedAt: number;
   readonly endedAt: number;
 }
@@ -42,14 +42,12 @@ function countErrors(service: string): number {
   return errors;
 }
 
-const now = (): number => performance.timeOrigin + performance.now();
-
 const inspectLogs = defineTool({
   name: 'inspect_logs',
   description: "Count the errors in a service's recent logs",
   parameters: z.object({ service: z.string().min(1) }),
   execute: ({ service }, ctx) => {
-    const startedAt = now();
+    const startedAt = sharedNow();
     const errors = countErrors(service);
     const scope = ctx.scope as { readonly tenantId: string };
     const inspection: Inspection = {
@@ -63,7 +61,7 @@ const inspectLogs = defineTool({
       requestId: String(ctx.toolContext.requestId),
       incident: String(ctx.state.metadata.incident),
       startedAt,
-      endedAt: now(),
+      endedAt: sharedNow(),
     };
     // The child's metadata change; it reaches the parent only because the
     // parent lists this agent in `mergeMetadataFrom`.

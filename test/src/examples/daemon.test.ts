@@ -78,6 +78,26 @@ describe('examples/daemon', { timeout: 30_000 }, () => {
     assert.ok(indexOf(lines, /supervisor closed in \d+ ms: 0 threads, 0 running/) >= 0, lines.join('\n'));
   });
 
+  it('a second signal during the drain tears down at once: the run ends cancelled (forced), exit 0', async (t) => {
+    const daemon = startProcess(DAEMON, { TROUPE_CLOSE_TIMEOUT_MS: '10000' });
+    t.after(() => daemon.child.kill('SIGKILL'));
+    const port = Number((await daemon.line(/ready http:\/\/127\.0\.0\.1:(\d+)/))[1]);
+
+    const inFlight = postTask(port, 'fetcher: 30000');
+    await daemon.line(/-sub-1 spawned \(fetcher/);
+    daemon.child.kill('SIGTERM');
+    await daemon.line(/SIGTERM: shutting down/);
+    daemon.child.kill('SIGINT');
+
+    const { body } = await inFlight;
+    assert.deepEqual(body.reply, { status: 'cancelled', reason: 'shutdown' });
+    assert.deepEqual(await daemon.exited, { code: 0, signal: null }, daemon.stderr());
+    const lines = daemon.lines;
+    assert.ok(indexOf(lines, /SIGINT again: destroying now/) >= 0, lines.join('\n'));
+    assert.ok(indexOf(lines, /-sub-1 cancelled \(shutdown, forced\)/) >= 0, lines.join('\n'));
+    assert.ok(indexOf(lines, /supervisor closed in \d+ ms: 0 threads, 0 running/) >= 0, lines.join('\n'));
+  });
+
   it('answers a bad scope with 400 at the edge and SIGINT stops an idle daemon', async (t) => {
     const daemon = startProcess(DAEMON);
     t.after(() => daemon.child.kill('SIGKILL'));
