@@ -1,6 +1,6 @@
 import type { Agent } from './Agent.js';
 import { findUncloneable } from './assertCloneable.js';
-import type { RunCancellation } from './CancelToken.js';
+import type { CancelToken, RunCancellation } from './CancelToken.js';
 import type { Clock } from './Clock.js';
 import {
   applyContextUpdate,
@@ -12,7 +12,7 @@ import {
 } from './ContextUpdate.js';
 import { type ApprovalHandler, executeTool, type ToolExecution } from './executeTool.js';
 import { type AgentId, createId, type ToolCallId } from './Id.js';
-import type { AssistantMessage, Message, ModelToolCall, Todo, ToolMessage, Usage } from './Model.js';
+import type { AssistantMessage, Message, ModelRequest, ModelToolCall, Todo, ToolMessage, Usage } from './Model.js';
 import type { Answer, Request } from './Request.js';
 import { createTaskTool, type TaskSpawner } from './TaskTool.js';
 import type { AnyTool, ToolSpec } from './Tool.js';
@@ -225,6 +225,25 @@ function normaliseCalls(message: AssistantMessage): { calls: ModelToolCall[]; ma
   return { calls, malformed };
 }
 
+/**
+ * A model request whose `signal` is created on first read (a signal over a
+ * shared slot costs a waitAsync bridge). A class, not an object literal with a
+ * getter: this is built on every model turn.
+ */
+class LazySignalRequest implements ModelRequest {
+  readonly messages: readonly Message[];
+  readonly tools: readonly ToolSpec[];
+  readonly #token: CancelToken;
+  constructor(messages: readonly Message[], tools: readonly ToolSpec[], token: CancelToken) {
+    this.messages = messages;
+    this.tools = tools;
+    this.#token = token;
+  }
+  get signal(): AbortSignal {
+    return this.#token.signal;
+  }
+}
+
 interface ToolIndex {
   readonly byName: ReadonlyMap<string, AnyTool>;
   readonly specs: readonly ToolSpec[];
@@ -319,9 +338,12 @@ export async function runAgentLoop(options: RunAgentLoopOptions): Promise<LoopOu
     } else if (tool === undefined) {
       execution = {
         status: 'error',
-        error: new TroupeError(`unknown tool "${call.name}"; available: ${specs.map((t) => t.name).join(', ') || 'none'}`, {
-          code: 'ERR_TOOL_UNKNOWN',
-        }),
+        error: new TroupeError(
+          `unknown tool "${call.name}"; available: ${specs.map((t) => t.name).join(', ') || 'none'}`,
+          {
+            code: 'ERR_TOOL_UNKNOWN',
+          },
+        ),
         kind: 'unknown_tool',
         update: undefined,
         attempts: 0,
@@ -430,13 +452,7 @@ export async function runAgentLoop(options: RunAgentLoopOptions): Promise<LoopOu
     let message: AssistantMessage;
     let usage: Usage | undefined;
     try {
-      const response = await agent.model.generate({
-        messages: state.messages,
-        tools: specs,
-        get signal() {
-          return token.signal;
-        },
-      });
+      const response = await agent.model.generate(new LazySignalRequest(state.messages, specs, token));
       message = response?.message;
       usage = response?.usage;
       if (

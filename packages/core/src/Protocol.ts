@@ -17,7 +17,6 @@ export const AgentRef = z.object({ module: z.string().min(1), name: z.string().m
 /** See the {@link AgentRef} schema. */
 export type AgentRef = z.infer<typeof AgentRef>;
 
-
 // The loop state is produced by this library on the other side and its
 // parts are re-checked where they are used (operations by the reducer,
 // answers against the pending request); here its outer shape is checked.
@@ -255,9 +254,12 @@ function checkEvents(v: unknown): v is SessionEvent[] | null {
  * {@link SubagentTaskWire}) and with zod for the rare nested ones (an error,
  * a request, a suspended state); `error` says what was wrong.
  */
-export function decodeSubagentResult(raw: unknown): { result: SubagentResult; error?: never } | { result?: never; error: string } {
+export function decodeSubagentResult(
+  raw: unknown,
+): { result: SubagentResult; error?: never } | { result?: never; error: string } {
   // Indexing, not destructuring or spreads: this runs for every run's result.
-  if (!Array.isArray(raw) || raw.length < 5) return { error: 'a result is an array [status, v, turns, usage, events, ...]' };
+  if (!Array.isArray(raw) || raw.length < 5)
+    return { error: 'a result is an array [status, v, turns, usage, events, ...]' };
   const status: unknown = raw[0];
   const turns: unknown = raw[2];
   const usage: unknown = raw[3];
@@ -279,7 +281,14 @@ export function decodeSubagentResult(raw: unknown): { result: SubagentResult; er
         return { error: 'done: updates must be operations or null' };
       }
       return {
-        result: { turns, usage: u, events: e, status: 'done', text, updates: (updates ?? undefined) as Operation[] | undefined },
+        result: {
+          turns,
+          usage: u,
+          events: e,
+          status: 'done',
+          text,
+          updates: (updates ?? undefined) as Operation[] | undefined,
+        },
       };
     }
     case 'failed': {

@@ -87,14 +87,19 @@ export function rememberSerializedSize(value: object, bytes: number): void {
  * frozen `Map`/`Set` can still be changed with `set`/`add`, so a value
  * holding one of them is frozen as far as possible but never counts as
  * sealed (its serialized size is not remembered).
+ *
+ * `remember: false` skips recording the value as sealed (a WeakSet insertion
+ * per object): for a copy that is never measured, like a worker's received scope.
  */
-export function deepFreeze<T>(value: T): DeepReadonly<T> {
+export function deepFreeze<T>(value: T, options?: { readonly remember?: boolean }): DeepReadonly<T> {
   if (typeof value !== 'object' || value === null || deeplyFrozen.has(value)) return value as DeepReadonly<T>;
   // Fast path for the common lean value (a scope of ids, a small metadata
   // record): a plain object of primitives needs no walk and no visited set.
   if (Object.getPrototypeOf(value) === Object.prototype && isFlat(value as Record<string, unknown>)) {
     Object.freeze(value);
-    deeplyFrozen.add(value);
+    // Remembering costs a WeakSet insertion (and ephemeron work for the GC):
+    // skipped for values that are never measured (a worker's received copy).
+    if (options?.remember !== false) deeplyFrozen.add(value);
     return value as DeepReadonly<T>;
   }
   const seen = new Set<object>();
@@ -126,7 +131,7 @@ export function deepFreeze<T>(value: T): DeepReadonly<T> {
       }
     }
   }
-  if (sealable) for (const o of seen) deeplyFrozen.add(o);
+  if (sealable && options?.remember !== false) for (const o of seen) deeplyFrozen.add(o);
   return value as DeepReadonly<T>;
 }
 

@@ -85,6 +85,7 @@ function decodeTaskResult(raw: unknown): TaskResult {
 }
 
 const EMPTY: Readonly<Record<string, unknown>> = Object.freeze({});
+const NOT_REMEMBERED = Object.freeze({ remember: false });
 
 // Defaults are left out (see SubagentTask): every property costs on both threads.
 function toResult(outcome: LoopOutcome): SubagentResult {
@@ -146,10 +147,11 @@ async function runTask(raw: unknown): Promise<SubagentResult> {
   const host = new HostLink(task.agentId, cancellation);
   try {
     const agent = loadedAgent(task.module, task.agent) ?? (await loadAgent(task.module, task.agent));
-    const scope = deepFreeze(task.scope) as Scope;
+    // Received copies are frozen but never measured here: no need to remember them.
+    const scope = deepFreeze(task.scope, NOT_REMEMBERED) as Scope;
     const run: RunContext = {
       scope,
-      toolContext: task.toolContext === undefined ? EMPTY : deepFreeze(task.toolContext),
+      toolContext: task.toolContext === undefined ? EMPTY : deepFreeze(task.toolContext, NOT_REMEMBERED),
       agentId: task.agentId as AgentId,
       parentAgentId: task.parentAgentId as AgentId | undefined,
     };
@@ -159,7 +161,7 @@ async function runTask(raw: unknown): Promise<SubagentResult> {
         ? initialLoopState(
             run.agentId,
             agent.instructions,
-            task.metadata === undefined ? EMPTY : deepFreeze(task.metadata),
+            task.metadata === undefined ? EMPTY : deepFreeze(task.metadata, NOT_REMEMBERED),
           )
         : { ...resume.state, metadata: deepFreeze(resume.state.metadata) };
     const approval: ApprovalHandler | undefined =
