@@ -1,3 +1,5 @@
+import type { TopLevelSpec } from 'vega-lite';
+
 /** One measured figure, as written to the bench JSON. */
 export interface Figure {
   readonly suite: string;
@@ -26,13 +28,25 @@ export interface SuiteContext {
   readonly args: readonly string[];
 }
 
+/** A chart of a suite's figures: a Vega-Lite spec, rendered to `bench/results/<name>.svg`. */
+export interface Chart {
+  /** File name without extension, e.g. `scope-hop-vs-size`. */
+  readonly name: string;
+  readonly spec: TopLevelSpec;
+}
+
 /** A benchmark suite: a program that measures and returns figures. */
 export interface Suite {
   readonly name: string;
   readonly description: string;
-  /** Latency suites are run under both placements (or pinned only with `--pin`). */
-  readonly placementSensitive: boolean;
+  /**
+   * Latency suites are run under both placements (or pinned only with `--pin`).
+   * A function decides from the suite's own arguments (e.g. a one-off `--file` measurement runs once).
+   */
+  readonly placementSensitive: boolean | ((args: readonly string[]) => boolean);
   /** Whether `pnpm bench` with no suite named runs it. */
   readonly inDefaultRun: boolean;
   run(context: SuiteContext): Promise<Figure[]>;
+  /** Charts of this suite's figures from one `pnpm bench` run (both placements); none when empty. */
+  charts?(figures: readonly Figure[]): readonly Chart[];
 }

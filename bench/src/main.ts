@@ -2,14 +2,21 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
-import { dirname, resolve } from 'node:path';
+import { dirname, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { BenchInputError } from './BenchInputError.js';
+import { renderCharts } from './renderCharts.js';
 import type { Figure, Suite } from './Suite.js';
 import { round } from './stats.js';
 import { findSuite, suites } from './suites/index.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const repoRoot = resolve(here, '..', '..');
+
+/** Where charts go: bench/results/ for full runs (committed), bench/results/quick/ for --quick (ignored). */
+function chartDir(quick: boolean): string {
+  return resolve(repoRoot, 'bench', 'results', ...(quick ? ['quick'] : []));
+}
 
 interface Options {
   readonly quick: boolean;
@@ -22,10 +29,14 @@ interface Options {
 function usage(): string {
   return [
     'usage: pnpm bench [suite ...] [--quick] [--pin] [--json <file>]',
+    '       pnpm bench scope --file my-scope.json [--hops n] [--samples n] [--budget bytes]',
     '  --quick   reduced run (under a minute)',
     '  --pin     run latency suites pinned to one CPU only (default: pinned and unpinned)',
     '  --json    write machine-readable figures to <file>',
-    `suites: ${suites.map((s) => s.name).join(', ')}`,
+    '  --file    (scope) measure your own scope: per-hop cost, size against the budget, heaviest keys',
+    `charts: SVG files in ${chartDir(false)} (full runs) or ${chartDir(true)} (--quick)`,
+    'suites:',
+    ...suites.map((s) => `  ${s.name.padEnd(8)} ${s.description}`),
   ].join('\n');
 }
 
@@ -72,9 +83,11 @@ function parse(argv: readonly string[]): Options {
 
 const hasTaskset = spawnSync('taskset', ['-c', '0', 'true']).status === 0;
 const tty = process.stderr.isTTY === true;
+const startedAt = Date.now();
 let progressLine = '';
 
-function progress(message: string): void {
+function progress(raw: string): void {
+  const message = `${((Date.now() - startedAt) / 1000).toFixed(1).padStart(5)} s  ${raw}`;
   if (tty) {
     const line = message.slice(0, (process.stderr.columns ?? 100) - 1);
     process.stderr.write(`\r${line}${' '.repeat(Math.max(0, progressLine.length - line.length))}`);
@@ -107,14 +120,19 @@ function runChild(suite: Suite, placement: 'pinned' | 'unpinned', options: Optio
     });
     let figures: Figure[] | undefined;
     let failure: string | undefined;
-    child.on('message', (m: { type: string; message?: string; figures?: Figure[] }) => {
+    let inputError = false;
+    child.on('message', (m: { type: string; message?: string; figures?: Figure[]; input?: boolean }) => {
       if (m.type === 'progress') progress(`[${suite.name}/${placement}] ${m.message ?? ''}`);
       else if (m.type === 'figures') figures = m.figures;
-      else if (m.type === 'error') failure = m.message;
+      else if (m.type === 'error') {
+        failure = m.message;
+        inputError = m.input === true;
+      }
     });
     child.on('error', reject);
     child.on('exit', (code) => {
       if (figures !== undefined) resolvePromise(figures.map((f) => ({ placement, ...f })));
+      else if (inputError) reject(new BenchInputError(`${suite.name}: ${failure ?? 'bad input'}`));
       else
         reject(
           new Error(
@@ -126,6 +144,7 @@ function runChild(suite: Suite, placement: 'pinned' | 'unpinned', options: Optio
 }
 
 function printTable(figures: readonly Figure[]): void {
+  if (figures.length === 0) return;
   const rows = figures.map((f) => [
     f.name,
     f.placement ?? '',
@@ -147,7 +166,15 @@ function printTable(figures: readonly Figure[]): void {
       .trimEnd();
   console.log(line(header));
   console.log(widths.map((w) => '-'.repeat(w)).join('  '));
-  for (const r of rows) console.log(line(r));
+  let suite: string | undefined;
+  rows.forEach((r, i) => {
+    const f = figures[i] as Figure;
+    // A blank line between suites and between placements keeps long tables readable.
+    const group = `${f.suite}/${f.placement ?? ''}`;
+    if (suite !== undefined && group !== suite) console.log('');
+    suite = group;
+    console.log(line(r));
+  });
 }
 
 async function main(): Promise<void> {
@@ -164,7 +191,11 @@ async function main(): Promise<void> {
   const figures: Figure[] = [];
   let failed = false;
   for (const suite of options.selected) {
-    const placements: ('pinned' | 'unpinned')[] = !suite.placementSensitive
+    const sensitive =
+      typeof suite.placementSensitive === 'function'
+        ? suite.placementSensitive(options.suiteArgs)
+        : suite.placementSensitive;
+    const placements: ('pinned' | 'unpinned')[] = !sensitive
       ? ['unpinned']
       : options.pin
         ? ['pinned']
@@ -176,6 +207,10 @@ async function main(): Promise<void> {
         failed = true;
         clearProgress();
         console.error((error as Error).message);
+        if (error instanceof BenchInputError) {
+          process.exitCode = 2;
+          return;
+        }
       }
     }
   }
@@ -198,13 +233,18 @@ async function main(): Promise<void> {
     },
     figures,
   };
+  const charts = options.selected.flatMap((suite) => suite.charts?.(figures) ?? []);
+  if (charts.length > 0) {
+    const written = await renderCharts(charts, chartDir(options.quick));
+    console.log(`charts: ${written.map((f) => relative(process.env.INIT_CWD ?? process.cwd(), f)).join(', ')}`);
+  }
   if (options.json !== undefined) {
     const file = resolve(process.env.INIT_CWD ?? process.cwd(), options.json);
     mkdirSync(dirname(file), { recursive: true });
     writeFileSync(file, `${JSON.stringify(report, null, 2)}\n`);
     console.log(`figures written to ${file}`);
   }
-  if (failed) process.exitCode = 1;
+  if (failed) process.exitCode ??= 1;
 }
 
 await main();

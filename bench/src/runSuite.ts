@@ -1,5 +1,6 @@
 // Child-process entry: run one suite and send its figures to the harness over IPC.
 // Each suite runs in its own process so heaps, pools and CPU placement do not leak between suites.
+import { BenchInputError } from './BenchInputError.js';
 import type { Figure } from './Suite.js';
 import { findSuite } from './suites/index.js';
 
@@ -25,7 +26,13 @@ if (suite === undefined) {
     });
     send({ type: 'figures', figures });
   } catch (error) {
-    send({ type: 'error', message: error instanceof Error ? (error.stack ?? error.message) : String(error) });
-    process.exitCode = 1;
+    // Bad input (a missing or malformed file, a bad flag) is told in one line; anything else with its stack.
+    const input = error instanceof BenchInputError;
+    send({
+      type: 'error',
+      input,
+      message: error instanceof Error ? (input ? error.message : (error.stack ?? error.message)) : String(error),
+    });
+    process.exitCode = input ? 2 : 1;
   }
 }

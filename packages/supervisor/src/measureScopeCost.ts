@@ -204,9 +204,25 @@ function carryCopy(value: unknown, seen = new Map<object, unknown>()): unknown {
   return out;
 }
 
+// True when every object reachable from `value` is frozen (a sealed scope):
+// the supervisor's own deep-freeze of it then changes nothing the caller sees.
+function isDeepFrozen(value: unknown): boolean {
+  const seen = new Set<object>();
+  const stack: unknown[] = [value];
+  while (stack.length > 0) {
+    const v = stack.pop();
+    if (typeof v !== 'object' || v === null || seen.has(v)) continue;
+    // Typed arrays, Maps and Sets stay mutable even when frozen.
+    if (!Object.isFrozen(v) || ArrayBuffer.isView(v) || v instanceof Map || v instanceof Set) return false;
+    seen.add(v);
+    for (const key of Object.keys(v)) stack.push((v as Record<string, unknown>)[key]);
+  }
+  return true;
+}
+
 function cloneMedianUs(scope: unknown, bytes: number): number {
-  // About 50 ms of cloning at most (clone runs at ~200 MB/s), and never fewer than 5 clones.
-  const reps = Math.max(5, Math.min(1000, Math.floor(10_000_000 / Math.max(bytes, 1))));
+  // About 3 MB of cloning (15-50 ms), and never fewer than 3 clones.
+  const reps = Math.max(3, Math.min(1000, Math.floor(3_000_000 / Math.max(bytes, 1))));
   structuredClone(scope);
   const samples: number[] = [];
   for (let i = 0; i < reps; i++) {
@@ -232,7 +248,8 @@ function cloneMedianUs(scope: unknown, bytes: number): number {
  * unless `supervisor` is given) and takes about `(samples + warmup) × hops`
  * hops of time; the private pool is closed before the promise settles, also
  * on failure or abort. Your scope object is never frozen or changed: the
- * runs carry a copy. The times are wall-clock times on a shared machine:
+ * runs carry a copy of it (a deep-frozen scope, such as one your
+ * `ScopeDefinition` parsed, is carried as is). The times are wall-clock times on a shared machine:
  * compare them with `cloneUs` from the same call, not across machines.
  *
  * @throws InvalidArgumentError `ERR_NOT_CLONEABLE` naming the path of the
@@ -275,8 +292,10 @@ export async function measureScopeCost(scope: unknown, options: MeasureScopeCost
       `measureScopeCost: the supervisor's pool has ${o.supervisor.pool.stats().threads} threads, fewer than hops (${hops}): each link of the chain holds a thread while its child runs; give it at least ${hops} threads or omit supervisor`,
     );
   }
-  // The supervisor deep-freezes the scope it is given: hand it a copy, not the caller's object.
-  const carried = carryCopy(scope);
+  // The supervisor deep-freezes the scope it is given: hand it a copy, not the
+  // caller's object, unless that is deep-frozen already (sealed): freezing it
+  // again changes nothing, and a sealed scope is what a real spawn carries.
+  const carried = isDeepFrozen(scope) ? scope : carryCopy(scope);
   const carriedBytes = serialize(carried).byteLength;
   const supervisor =
     o.supervisor ??

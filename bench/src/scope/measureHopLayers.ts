@@ -1,0 +1,98 @@
+import { fileURLToPath } from 'node:url';
+import { decodeSubagentResult, encodeSubagentTask } from '@troupe/core';
+import { WORKER_URL } from '@troupe/subagent';
+import { CancellationTable, createSupervisor, SubagentPool } from '@troupe/supervisor';
+import { Piscina } from 'piscina';
+import { nowNs } from '../stats.js';
+import { leaf } from './scopeAgents.js';
+
+const piscinaTaskUrl = new URL('../workers/piscinaTask.js', import.meta.url);
+
+/** µs per one-hop run, layer by layer (samples interleaved, so every layer sees the same machine). */
+export interface HopLayers {
+  /** A raw piscina round trip carrying `{ scope }`. */
+  readonly piscina: number[];
+  /** piscina running the real subagent worker on a task encoded by hand: + the worker runtime. */
+  readonly worker: number[];
+  /** `SubagentPool.run`: + the pool's supervisor-thread work (prepare, slot, watchdog, result decode). */
+  readonly pool: number[];
+  /** `supervisor.spawn`: + the supervisor layer (scope seal check, host channel, delegation). */
+  readonly supervisor: number[];
+}
+
+/**
+ * Decompose a one-hop subagent run of `scope` into layers, each on its own
+ * one-thread pool: raw piscina, + the worker runtime, + the pool, + the
+ * supervisor. The difference between two layers is what the upper one adds.
+ */
+export async function measureHopLayers(scope: unknown, budgetMs: number): Promise<HopLayers> {
+  const table = new CancellationTable({ capacity: 16 });
+  const raw = new Piscina({
+    filename: fileURLToPath(piscinaTaskUrl),
+    minThreads: 1,
+    maxThreads: 1,
+    idleTimeout: Number.POSITIVE_INFINITY,
+  });
+  const runtime = new Piscina({
+    filename: fileURLToPath(WORKER_URL),
+    minThreads: 1,
+    maxThreads: 1,
+    idleTimeout: Number.POSITIVE_INFINITY,
+    workerData: { cancelBuffer: table.buffer },
+  });
+  const pool = new SubagentPool({ threads: 1 });
+  const supervisor = createSupervisor({ pool: { threads: 1 }, persistence: null, scopeBudgetBytes: 1 << 21 });
+  const layers: HopLayers = { piscina: [], worker: [], pool: [], supervisor: [] };
+  const rawTask = { scope };
+  let n = 0;
+  const runtimeRun = async (): Promise<void> => {
+    const agentId = `layer-${++n}`;
+    const slot = table.register(agentId);
+    try {
+      const result = decodeSubagentResult(
+        await runtime.run(
+          encodeSubagentTask({
+            module: leaf.module as string,
+            agent: leaf.name,
+            agentId,
+            slot: slot.index,
+            generation: slot.generation,
+            host: 0,
+            scope,
+            input: 'go',
+          }),
+        ),
+      );
+      if (result.result?.status !== 'done')
+        throw new Error(`hop layers: the worker answered ${result.error ?? 'not done'}`);
+    } finally {
+      table.release(agentId);
+    }
+  };
+  const done = (outcome: { status: string }): void => {
+    if (outcome.status !== 'done') throw new Error(`hop layers: a run ended ${outcome.status}`);
+  };
+  const steps: [keyof HopLayers, () => Promise<unknown>][] = [
+    ['piscina', () => raw.run(rawTask)],
+    ['worker', runtimeRun],
+    ['pool', () => pool.run({ agent: leaf, scope, input: 'go' }).then(done)],
+    ['supervisor', () => supervisor.spawn(leaf, { scope, input: 'go' }).then(done)],
+  ];
+  try {
+    await Promise.all([pool.ready(), supervisor.pool.ready()]);
+    // A third of the budget warms the four fresh workers up (each JIT-compiles on its own).
+    const warmUntil = nowNs() + (budgetMs / 3) * 1e6;
+    const until = nowNs() + budgetMs * 1e6;
+    for (let i = 0; (nowNs() < until && i < 20_000) || layers.piscina.length < 20; i++) {
+      const warming = nowNs() < warmUntil;
+      for (const [layer, step] of steps) {
+        const start = nowNs();
+        await step();
+        if (!warming) layers[layer].push((nowNs() - start) / 1000);
+      }
+    }
+  } finally {
+    await Promise.all([raw.close(), runtime.close(), pool.close(), supervisor.close()]);
+  }
+  return layers;
+}

@@ -1,0 +1,108 @@
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { isTroupeError } from '@troupe/core';
+import { MAX_MEASURED_HOPS, measureScopeCost } from '@troupe/supervisor';
+import { BenchInputError } from '../BenchInputError.js';
+import type { Figure } from '../Suite.js';
+import { round } from '../stats.js';
+
+/** `1.5 KiB`, `18.2 KiB`, `1.0 MiB`, `200 B`. */
+export function formatBytes(bytes: number): string {
+  if (bytes < 1024) return `${bytes} B`;
+  if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KiB`;
+  return `${(bytes / 1024 / 1024).toFixed(2)} MiB`;
+}
+
+function formatUs(us: number): string {
+  return us >= 10_000 ? `${(us / 1000).toFixed(1)} ms` : `${round(us)} µs`;
+}
+
+function intFlag(args: readonly string[], name: string, fallback: number, min: number, max: number): number {
+  const i = args.indexOf(name);
+  if (i < 0) return fallback;
+  const raw = args[i + 1];
+  const value = Number(raw);
+  if (raw === undefined || !Number.isSafeInteger(value) || value < min || value > max) {
+    throw new BenchInputError(`${name} needs an integer from ${min} to ${max}, got ${raw ?? 'nothing'}`);
+  }
+  return value;
+}
+
+/**
+ * `pnpm bench scope --file my-scope.json [--hops n] [--samples n] [--budget bytes]`:
+ * measure an integrator's own scope with `measureScopeCost` and print the
+ * per-hop cost, the size against the budget and the heaviest top-level keys.
+ */
+export async function measureScopeFile(args: readonly string[], progress: (m: string) => void): Promise<Figure[]> {
+  const at = args.indexOf('--file');
+  const name = args[at + 1];
+  if (name === undefined || name.startsWith('--')) throw new BenchInputError('--file needs the path of a JSON file');
+  const hops = intFlag(args, '--hops', 1, 1, MAX_MEASURED_HOPS);
+  const samples = intFlag(args, '--samples', 30, 1, 100_000);
+  const budgetBytes = intFlag(args, '--budget', 4096, 1, 2 ** 31);
+  // pnpm runs scripts from the workspace root; a relative path means the caller's directory.
+  const file = resolve(process.env.INIT_CWD ?? process.cwd(), name);
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (error) {
+    throw new BenchInputError(`${file}: cannot read it (${(error as NodeJS.ErrnoException).code ?? String(error)})`);
+  }
+  let scope: unknown;
+  try {
+    scope = JSON.parse(text);
+  } catch (error) {
+    throw new BenchInputError(`${file} is not JSON: ${(error as Error).message}; pass the scope as a JSON document`);
+  }
+  progress(`scope: measuring ${name} over ${hops} hop(s), ${samples} runs`);
+  let cost: Awaited<ReturnType<typeof measureScopeCost>>;
+  try {
+    cost = await measureScopeCost(scope, { hops, samples, budgetBytes });
+  } catch (error) {
+    if (isTroupeError(error, 'ERR_NOT_CLONEABLE') || isTroupeError(error, 'ERR_INVALID_ARGUMENT')) {
+      throw new BenchInputError(`${file}: ${(error as Error).message}`);
+    }
+    throw error;
+  }
+  const over = cost.bytes / cost.budgetBytes;
+  const lines = [
+    `${file}`,
+    `  size     ${formatBytes(cost.bytes)} (${cost.bytes} B) against a ${formatBytes(cost.budgetBytes)} budget: ${
+      cost.overBudget
+        ? `OVER by ${formatBytes(cost.bytes - cost.budgetBytes)} (${over.toFixed(1)}×): a supervisor refuses it; pass a lean projection or raise scopeBudgetBytes`
+        : `${Math.round(over * 100)}% of it`
+    }`,
+    `  per hop  median ${formatUs(cost.perHopUs.median)}, p95 ${formatUs(cost.perHopUs.p95)} (${cost.hops} hop(s), ${samples} runs; supervisor thread busy ${formatUs(cost.mainThreadPerHopUs.median)} per hop)`,
+    `  clone    structuredClone of the same scope: ${formatUs(cost.cloneUs)} (a hop costs ${(cost.perHopUs.median / cost.cloneUs).toFixed(1)}× a clone)`,
+  ];
+  if (cost.keys.length > 0) {
+    lines.push('  heaviest top-level keys:');
+    for (const k of cost.keys.slice(0, 8)) {
+      lines.push(
+        `    ${k.key.padEnd(24)} ${formatBytes(k.bytes).padStart(10)}  ${(k.share * 100).toFixed(1).padStart(5)}%`,
+      );
+    }
+    if (cost.keys.length > 8) lines.push(`    … and ${cost.keys.length - 8} more`);
+  }
+  if (hops === 1) lines.push('  (--hops n measures a chain of n subagents, each delegating to the next)');
+  console.log(`${lines.join('\n')}\n`);
+  return [
+    {
+      suite: 'scope',
+      name: 'scope.file.hop_us',
+      value: round(cost.perHopUs.median),
+      unit: 'µs',
+      baseline: { name: 'structuredClone of the same scope', value: round(cost.cloneUs) },
+      ratio: round(cost.perHopUs.median / cost.cloneUs),
+      detail: {
+        file: name,
+        bytes: cost.bytes,
+        budget: cost.budgetBytes,
+        hops: cost.hops,
+        p95: round(cost.perHopUs.p95),
+        main_us: round(cost.mainThreadPerHopUs.median),
+        samples,
+      },
+    },
+  ];
+}

@@ -1,0 +1,62 @@
+// Agents of the scope suite. The shared-scope stretch: a subagent whose one tool reads one
+// top-level key of its scope, copied (the product's path) or shared (the
+// prototype). Workers import this module by URL.
+import { defineAgent, defineTool } from '@troupe/core';
+import { ScriptedModel } from '@troupe/core/testing';
+import { z } from 'zod';
+import { readSharedKey, type SharedScopeHandle } from './SharedScope.js';
+
+const lastUser = (messages: readonly { role: string; content?: unknown }[]): string => {
+  for (let i = messages.length - 1; i >= 0; i--) if (messages[i]?.role === 'user') return String(messages[i]?.content);
+  return '';
+};
+
+// Turn 1: read the key named by the task's instructions; turn 2: answer with what the tool saw.
+const readOnce = new ScriptedModel([
+  ({ messages }) => ({ toolCalls: [{ id: 'read', name: 'read', arguments: { key: lastUser(messages) } }] }),
+  ({ lastToolResults }) => String(lastToolResults[0]?.content),
+]);
+
+// The tool answers with a short digest, never the value: the answer crosses back to the supervisor.
+const digest = (value: unknown): string =>
+  typeof value === 'object' && value !== null ? `object:${Object.keys(value).length}` : typeof value;
+
+/** Reads one key of a copied scope (`ctx.scope[key]`). */
+export const copyReader = defineAgent({
+  name: 'copyReader',
+  module: import.meta.url,
+  instructions: 'Read one key of the scope.',
+  model: readOnce,
+  tools: [
+    defineTool({
+      name: 'read',
+      description: 'read one top-level key of the scope',
+      parameters: z.object({ key: z.string() }),
+      execute: ({ key }, ctx) => digest((ctx.scope as Readonly<Record<string, unknown>>)[key]),
+    }),
+  ],
+});
+
+/** Reads one key of a shared scope (`readSharedKey(ctx.scope, key)`). */
+export const sharedReader = defineAgent({
+  name: 'sharedReader',
+  module: import.meta.url,
+  instructions: 'Read one key of the scope.',
+  model: readOnce,
+  tools: [
+    defineTool({
+      name: 'read',
+      description: 'read one top-level key of the scope',
+      parameters: z.object({ key: z.string() }),
+      execute: ({ key }, ctx) => digest(readSharedKey(ctx.scope as unknown as SharedScopeHandle, key)),
+    }),
+  ],
+});
+
+/** Answers at once, no tools: the leaf of the per-layer decomposition of a lean hop. */
+export const leaf = defineAgent({
+  name: 'leaf',
+  module: import.meta.url,
+  instructions: 'Answer.',
+  model: ScriptedModel.answering('done'),
+});
