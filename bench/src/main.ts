@@ -1,6 +1,6 @@
 // `pnpm bench [suite ...] [--quick] [--pin] [--json <file>]` — the one entry for every benchmark.
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { dirname, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -22,6 +22,8 @@ interface Options {
   readonly quick: boolean;
   readonly pin: boolean;
   readonly json: string | undefined;
+  /** Re-render the charts of a saved `--json` file instead of measuring. */
+  readonly chartsFrom: string | undefined;
   readonly selected: readonly Suite[];
   readonly suiteArgs: readonly string[];
 }
@@ -34,6 +36,7 @@ function usage(): string {
     '  --pin     run latency suites pinned to one CPU only (default: pinned and unpinned)',
     '  --json    write machine-readable figures to <file>',
     '  --file    (scope) measure your own scope: per-hop cost, size against the budget, heaviest keys',
+    '  --charts-from <file>  re-render the charts of a saved --json file (no measuring)',
     `charts: SVG files in ${chartDir(false)} (full runs) or ${chartDir(true)} (--quick)`,
     'suites:',
     ...suites.map((s) => `  ${s.name.padEnd(8)} ${s.description}`),
@@ -44,6 +47,7 @@ function parse(argv: readonly string[]): Options {
   let quick = false;
   let pin = false;
   let json: string | undefined;
+  let chartsFrom: string | undefined;
   const names: string[] = [];
   const suiteArgs: string[] = [];
   for (let i = 0; i < argv.length; i++) {
@@ -54,6 +58,9 @@ function parse(argv: readonly string[]): Options {
     else if (a === '--json') {
       json = argv[++i];
       if (json === undefined) throw new Error('--json needs a file name');
+    } else if (a === '--charts-from') {
+      chartsFrom = argv[++i];
+      if (chartsFrom === undefined) throw new Error('--charts-from needs the file a --json run wrote');
     } else if (a === '--help' || a === '-h') {
       console.log(usage());
       process.exit(0);
@@ -76,6 +83,7 @@ function parse(argv: readonly string[]): Options {
     quick,
     pin,
     json,
+    chartsFrom,
     selected: selected.length > 0 ? selected : suites.filter((s) => s.inDefaultRun),
     suiteArgs,
   };
@@ -184,6 +192,16 @@ async function main(): Promise<void> {
   } catch (error) {
     console.error(`${(error as Error).message}\n\n${usage()}`);
     process.exitCode = 2;
+    return;
+  }
+  if (options.chartsFrom !== undefined) {
+    const file = resolve(process.env.INIT_CWD ?? process.cwd(), options.chartsFrom);
+    const saved = JSON.parse(readFileSync(file, 'utf8')) as { machine?: { quick?: boolean }; figures: Figure[] };
+    const charts = options.selected.flatMap((suite) => suite.charts?.(saved.figures) ?? []);
+    const written = await renderCharts(charts, chartDir(saved.machine?.quick === true));
+    console.log(
+      `charts: ${written.map((f) => relative(process.env.INIT_CWD ?? process.cwd(), f)).join(', ') || 'none'}`,
+    );
     return;
   }
   if (options.pin && !hasTaskset) console.error('taskset is not available: --pin runs unpinned');

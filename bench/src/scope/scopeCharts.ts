@@ -30,13 +30,13 @@ function lines(title: string, rows: readonly Row[], x: { title: string; log: boo
           scale: x.log ? { type: 'log' } : { type: 'log', base: 2 },
           axis: x.log ? { format: '~s' } : { values: [1, 2, 4, 8] },
         },
-        y: { field: 'us', type: 'quantitative', title: yTitle, scale: { type: 'log' }, axis: { format: '~s' } },
+        y: { field: 'us', type: 'quantitative', title: yTitle, scale: { type: 'log' }, axis: { format: ',~r' } },
         color: {
           field: 'series',
           type: 'nominal',
           title: null,
           sort: series,
-          legend: { orient: 'bottom', columns: 2 },
+          legend: { orient: 'bottom', columns: 2, labelLimit: 320 },
         },
       },
     },
@@ -103,7 +103,7 @@ export function scopeCharts(figures: readonly Figure[]): Chart[] {
         shared.push({ placement, series: 'copied scope', x: bytesOf(f), us: f.value });
       } else if (f.name.startsWith('scope.shared_onekey_hop_us.')) {
         const x = bytesOf(f);
-        shared.push({ placement, series: 'shared: fresh version (decode on first access)', x, us: f.value });
+        shared.push({ placement, series: 'shared: fresh version, first decode', x, us: f.value });
         const withEncode = Number(f.detail?.cold_with_encode_us);
         if (withEncode > 0) shared.push({ placement, series: 'shared: fresh version + encode', x, us: withEncode });
         const warm = Number(f.detail?.warm_us);
