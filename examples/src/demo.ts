@@ -88,14 +88,18 @@ async function leanAndHeavyScope(tour: Narrator, supervisor: Supervisor): Promis
     ...scope,
     permissions: Array.from({ length: 400 }, (_, i) => `repo:acme/service-${i}:write`),
   };
+  const before = supervisor.stats();
   let refused: unknown;
   try {
     await supervisor.startAgent(coordinator, { scope: heavy });
   } catch (error) {
     refused = error;
   }
+  const after = supervisor.stats();
   tour.check(
-    isTroupeError(refused, 'ERR_SCOPE_OVER_BUDGET'),
+    isTroupeError(refused, 'ERR_SCOPE_OVER_BUDGET') &&
+      after.agents === before.agents &&
+      after.pool.completed === before.pool.completed,
     'heavy scope (400 permissions preloaded) refused before anything was spawned: ERR_SCOPE_OVER_BUDGET',
     refused,
   );
