@@ -58,7 +58,7 @@ function telemetrySink(host: HostLink): LoopEventSink {
       if (payload.reason instanceof Error || (payload.reason !== undefined && event === 'tool.execute.exception')) {
         payload.reason = encodeError(payload.reason);
       }
-      host.notify((api) => api.telemetry({ event, payload }));
+      host.notify((api, agentId) => api.telemetry(agentId, { event, payload }));
       return true;
     },
   };
@@ -167,8 +167,12 @@ async function runTask(raw: unknown): Promise<SubagentResult> {
     const approval: ApprovalHandler | undefined =
       (task.host & HostFeature.approval) !== 0
         ? (request) =>
-            host.call((api) =>
-              api.approve({ toolName: request.toolName, toolCallId: request.toolCallId, arguments: request.arguments }),
+            host.call((api, agentId) =>
+              api.approve(agentId, {
+                toolName: request.toolName,
+                toolCallId: request.toolCallId,
+                arguments: request.arguments,
+              }),
             ) as ReturnType<ApprovalHandler>
         : undefined;
     const spawner: TaskSpawner | undefined =
@@ -176,8 +180,8 @@ async function runTask(raw: unknown): Promise<SubagentResult> {
         ? {
             runTask: (request) =>
               host
-                .call<unknown>((api) =>
-                  (api.runTask as (r: unknown) => Promise<unknown>)({
+                .call<unknown>((api, agentId) =>
+                  (api.runTask as (id: string, r: unknown) => Promise<unknown>)(agentId, {
                     subagent: request.subagent.name,
                     instructions: request.instructions,
                     toolCallId: request.toolCallId,

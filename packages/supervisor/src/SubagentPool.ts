@@ -134,8 +134,6 @@ interface InFlight {
   readonly agentId: AgentId;
   readonly slot: number;
   readonly host: RunHost | undefined;
-  /** Host channels the worker opened for this run (usually none). */
-  ports: MessagePort[] | undefined;
   kill: WatchdogKillCause | undefined;
 }
 
@@ -144,6 +142,7 @@ export interface SubagentPoolStats {
   readonly threads: number;
   readonly running: number;
   readonly queued: number;
+  /** Host channels open (at most one per worker thread). */
   readonly openPorts: number;
   readonly tableSize: number;
   readonly completed: number;
@@ -184,7 +183,8 @@ export class SubagentPool {
   readonly #drainWaiters: (() => void)[] = [];
   #running = 0;
   #completed = 0;
-  #openPorts = 0;
+  // One host channel per worker thread, by threadId (see HostApi).
+  readonly #hostPorts = new Map<number, MessagePort>();
   #closing: Promise<void> | undefined;
   #closed = false;
   #destroyed = false;
@@ -259,7 +259,7 @@ export class SubagentPool {
       threads: this.#piscina.threads.length,
       running: this.#running,
       queued: this.#piscina.queueSize,
-      openPorts: this.#openPorts,
+      openPorts: this.#hostPorts.size,
       tableSize: this.#table.size,
       completed: this.#completed,
     };
@@ -374,7 +374,6 @@ export class SubagentPool {
       agentId,
       slot: task.slot,
       host: spec.host,
-      ports: undefined,
       kill: undefined,
     };
     this.#byAgent.set(agentId, flight);
@@ -399,13 +398,6 @@ export class SubagentPool {
     } finally {
       if (onAbort !== undefined) signal?.removeEventListener('abort', onAbort);
       this.#watchdog.untrack(agentId);
-      if (flight.ports !== undefined) {
-        for (const port of flight.ports) {
-          port.close();
-          this.#openPorts--;
-        }
-        flight.ports = undefined;
-      }
       this.#byAgent.delete(agentId);
       this.#running--;
       this.#completed++;
@@ -529,19 +521,64 @@ export class SubagentPool {
 
   #onWorkerMessage(message: unknown): void {
     if (typeof message !== 'object' || message === null) return;
-    const agentId = (message as Record<string, unknown>)[HOST_OPEN];
+    const thread = (message as Record<string, unknown>)[HOST_OPEN];
     const port = (message as { port?: MessagePort }).port;
-    if (typeof agentId !== 'string' || port === undefined) return;
-    const flight = this.#byAgent.get(agentId);
-    if (flight === undefined) {
-      // The run already ended: nobody will answer, so close the worker's end at once.
-      port.close();
-      return;
-    }
-    if (flight.ports === undefined) flight.ports = [port];
-    else flight.ports.push(port);
-    this.#openPorts++;
-    expose(hostApiFor(flight.host), portEndpoint(port));
+    if (typeof thread !== 'number' || port === undefined) return;
+    this.#hostPorts.get(thread)?.close();
+    this.#hostPorts.set(thread, port);
+    // The worker's end closes when the worker dies: forget the port then.
+    port.once('close', () => {
+      if (this.#hostPorts.get(thread) === port) this.#hostPorts.delete(thread);
+    });
+    port.unref();
+    expose(this.#hostApiFor(thread), portEndpoint(port));
+  }
+
+  /**
+   * What a worker's host channel answers. A call names its run; it is served
+   * only while that run is in flight on that very thread (the slot's owner),
+   * so a worker cannot act for a run it does not run.
+   */
+  #hostApiFor(thread: number): HostApi {
+    const hostOf = (agentId: unknown): RunHost | undefined | null => {
+      if (typeof agentId !== 'string') return null;
+      const flight = this.#byAgent.get(agentId);
+      if (flight === undefined || this.#table.slots.owner(flight.slot) !== thread) return null;
+      return flight.host;
+    };
+    return {
+      async approve(agentId, raw) {
+        const host = hostOf(agentId);
+        const parsed = HostApprovalRequest.safeParse(raw);
+        if (host === null) return { decision: 'reject', reason: 'not a run of this worker' };
+        if (!parsed.success || host?.approve === undefined) {
+          return {
+            decision: 'reject',
+            reason: parsed.success ? 'no approval handler is configured' : 'malformed approval request',
+          };
+        }
+        return host.approve(parsed.data);
+      },
+      async runTask(agentId, raw) {
+        const host = hostOf(agentId);
+        const parsed = HostTaskRequest.safeParse(raw);
+        if (host === null || !parsed.success || host?.runTask === undefined) {
+          const message =
+            host === null
+              ? 'not a run of this worker'
+              : parsed.success
+                ? 'this run cannot delegate'
+                : 'malformed task request';
+          return { status: 'error', error: { name: 'TroupeError', code: 'ERR_PROTOCOL', message }, events: [] };
+        }
+        return host.runTask(parsed.data);
+      },
+      telemetry(agentId, raw) {
+        const host = hostOf(agentId);
+        const parsed = HostTelemetry.safeParse(raw);
+        if (host !== null && parsed.success) host?.telemetry?.(parsed.data);
+      },
+    };
   }
 
   // Import the agent's module on this thread once (cached by loadAgent), so a
@@ -593,6 +630,7 @@ export class SubagentPool {
       this.#closed = true;
       this.#watchdog.close();
       await this.#piscina.close();
+      this.#closeHostPorts();
     })();
     return this.#closing;
   }
@@ -606,6 +644,12 @@ export class SubagentPool {
     for (const flight of this.#byAgent.values()) this.#table.cancel(flight.agentId, 'shutdown');
     this.#watchdog.close();
     await this.#piscina.destroy();
+    this.#closeHostPorts();
+  }
+
+  #closeHostPorts(): void {
+    for (const port of this.#hostPorts.values()) port.close();
+    this.#hostPorts.clear();
   }
 
   /** `await using pool = new SubagentPool()` closes the pool at the end of the block. */
@@ -628,39 +672,4 @@ function agentRefOf(agent: Agent | AgentRef): AgentRef {
     throw new InvalidArgumentError('agent must be a defined agent or { module, name }', { code: 'ERR_UNKNOWN_AGENT' });
   }
   return { module: agent.module, name: agent.name };
-}
-
-/** The supervisor side of a run's host channel: parses everything a worker sends. */
-function hostApiFor(host: RunHost | undefined): HostApi {
-  return {
-    async approve(raw) {
-      const parsed = HostApprovalRequest.safeParse(raw);
-      if (!parsed.success || host?.approve === undefined) {
-        return {
-          decision: 'reject',
-          reason: parsed.success ? 'no approval handler is configured' : 'malformed approval request',
-        };
-      }
-      return host.approve(parsed.data);
-    },
-    async runTask(raw) {
-      const parsed = HostTaskRequest.safeParse(raw);
-      if (!parsed.success || host?.runTask === undefined) {
-        return {
-          status: 'error',
-          error: {
-            name: 'TroupeError',
-            code: 'ERR_PROTOCOL',
-            message: parsed.success ? 'this run cannot delegate' : 'malformed task request',
-          },
-          events: [],
-        };
-      }
-      return host.runTask(parsed.data);
-    },
-    telemetry(raw) {
-      const parsed = HostTelemetry.safeParse(raw);
-      if (parsed.success) host?.telemetry?.(parsed.data);
-    },
-  };
 }

@@ -1,47 +1,56 @@
-import { MessageChannel, type MessagePort, parentPort } from 'node:worker_threads';
+import { MessageChannel, parentPort, threadId } from 'node:worker_threads';
 import { CancelledError, HOST_OPEN, type HostApi, type RunCancellation } from '@troupe/core';
-import { type Remote, releaseProxy, wrap } from 'comlink';
+import { type Remote, wrap } from 'comlink';
 import { portEndpoint } from '../portEndpoint.js';
 
+// The worker's one host channel, opened on the first call any run makes and
+// kept for the worker's life (see HostApi for why not one per run).
+let channel:
+  | {
+      approve: Remote<HostApi>['approve'];
+      runTask: Remote<HostApi>['runTask'];
+      telemetry: Remote<HostApi>['telemetry'];
+    }
+  | undefined;
+
+function open(): NonNullable<typeof channel> {
+  if (channel !== undefined) return channel;
+  if (parentPort === null) throw new Error('HostLink must run in a worker thread');
+  const { port1, port2 } = new MessageChannel();
+  // Piscina forwards a worker's parentPort messages as pool 'message' events.
+  parentPort.postMessage({ [HOST_OPEN]: threadId, port: port2 }, [port2]);
+  // A port with a listener keeps a thread alive; this one must not (piscina decides).
+  port1.unref();
+  const remote = wrap<HostApi>(portEndpoint(port1));
+  // Bind the methods once: each property read of a comlink proxy makes a new proxy.
+  channel = { approve: remote.approve, runTask: remote.runTask, telemetry: remote.telemetry };
+  return channel;
+}
+
 /**
- * The worker end of one run's host channel, opened on first use: a run that
- * never calls the supervisor pays nothing. The port travels to the
- * supervisor through `parentPort` (piscina forwards it as a pool 'message').
- *
- * comlink has no failure detection, so every call is raced against the
- * run's cancellation: a cancelled run never hangs on a pending call.
+ * One run's view of its worker's host channel: every call names the run, and
+ * is raced against the run's cancellation (comlink has no failure
+ * detection: a cancelled run never hangs on a pending call). After the run
+ * ends, calls are refused and telemetry is dropped.
  */
 export class HostLink {
-  readonly #runId: string;
+  readonly #agentId: string;
   readonly #cancellation: RunCancellation;
-  #port: MessagePort | undefined;
-  #remote: Remote<HostApi> | undefined;
   #closed = false;
 
-  constructor(runId: string, cancellation: RunCancellation) {
-    this.#runId = runId;
+  constructor(agentId: string, cancellation: RunCancellation) {
+    this.#agentId = agentId;
     this.#cancellation = cancellation;
   }
 
-  #api(): Remote<HostApi> {
-    if (this.#closed) throw new CancelledError('shutdown', 'the run has ended: its host channel is closed');
-    if (this.#remote === undefined) {
-      if (parentPort === null) throw new Error('HostLink must run in a worker thread');
-      const { port1, port2 } = new MessageChannel();
-      parentPort.postMessage({ [HOST_OPEN]: this.#runId, port: port2 }, [port2]);
-      this.#port = port1;
-      this.#remote = wrap<HostApi>(portEndpoint(port1));
-    }
-    return this.#remote;
-  }
-
   /** Call the supervisor; rejects with the run's `CancelledError` as soon as the run is cancelled. */
-  call<T>(invoke: (api: Remote<HostApi>) => Promise<T>): Promise<T> {
+  call<T>(invoke: (api: NonNullable<typeof channel>, agentId: string) => Promise<T>): Promise<T> {
     const token = this.#cancellation.token;
+    if (this.#closed) return Promise.reject(new CancelledError('shutdown', 'the run has ended'));
     if (token.isCancelled()) return Promise.reject(new CancelledError(token.reason ?? 'user'));
-    let api: Remote<HostApi>;
+    let api: NonNullable<typeof channel>;
     try {
-      api = this.#api();
+      api = open();
     } catch (error) {
       return Promise.reject(error);
     }
@@ -49,7 +58,7 @@ export class HostLink {
     return new Promise<T>((resolve, reject) => {
       const onAbort = (): void => reject(signal.reason);
       signal.addEventListener('abort', onAbort, { once: true });
-      invoke(api).then(
+      invoke(api, this.#agentId).then(
         (value) => {
           signal.removeEventListener('abort', onAbort);
           resolve(value);
@@ -63,22 +72,17 @@ export class HostLink {
   }
 
   /** Fire-and-forget (telemetry): never waits, never throws. */
-  notify(invoke: (api: Remote<HostApi>) => unknown): void {
+  notify(invoke: (api: NonNullable<typeof channel>, agentId: string) => unknown): void {
     if (this.#closed) return;
     try {
-      void Promise.resolve(invoke(this.#api())).catch(() => {});
+      void Promise.resolve(invoke(open(), this.#agentId)).catch(() => {});
     } catch {
-      // A closed link drops telemetry: the run is over.
+      // Telemetry is best-effort: a failure to send never fails the run.
     }
   }
 
-  /** Close the port: the run has ended. Idempotent. */
+  /** The run has ended: refuse further calls. Idempotent. */
   close(): void {
-    if (this.#closed) return;
     this.#closed = true;
-    if (this.#remote !== undefined) this.#remote[releaseProxy]();
-    this.#port?.close();
-    this.#port = undefined;
-    this.#remote = undefined;
   }
 }
