@@ -174,10 +174,11 @@ export function checkBudget(budgetBytes: unknown, name = 'budgetBytes'): number 
  */
 export function sealScope<T>(value: T, budgetBytes = DEFAULT_SCOPE_BUDGET_BYTES): Scope<T> {
   assertCloneable(value, 'scope');
-  const bytes = serializedSize(value);
-  assertScopeBudget(bytes, budgetBytes);
+  // Freeze first, then measure: V8 serializes a frozen array differently
+  // (as sparse, 2 B more per element), and the size must be that of what crosses.
   const frozen = deepFreeze(value);
-  if (typeof frozen === 'object' && frozen !== null) rememberSerializedSize(frozen, bytes);
+  const bytes = serializedSize(frozen);
+  assertScopeBudget(bytes, budgetBytes);
   return frozen as Scope<T>;
 }
 

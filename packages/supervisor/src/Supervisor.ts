@@ -22,12 +22,12 @@ import {
 } from '@troupe/core';
 import { EventEmitter } from 'eventemitter3';
 import type { AgentHandle, AgentReply } from './AgentHandle.js';
-import { Delegation } from './internal/Delegation.js';
+import { Delegation, emitOutcome, emitSpawned } from './internal/Delegation.js';
 import { ParentAgent } from './internal/ParentAgent.js';
 import { MemoryPersistence, type PersistenceAdapter, STATE_ENVELOPE_VERSION } from './Persistence.js';
 import { checkRestartPolicy, type RestartPolicy } from './RestartPolicy.js';
 import type { SubagentOutcome } from './SubagentOutcome.js';
-import { SubagentPool, type SubagentPoolOptions } from './SubagentPool.js';
+import { type SpawnSpec, SubagentPool, type SubagentPoolOptions } from './SubagentPool.js';
 import type { SupervisorEvents } from './SupervisorEvents.js';
 
 /** Options of `createSupervisor`; validated and defaulted once. */
@@ -355,7 +355,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     const agentId = createId('agent');
     let n = 0;
     const telemetry = this.listenerCount('tool.execute.start') + this.listenerCount('tool.execute.stop') > 0;
-    return this.pool.run({
+    const spec: SpawnSpec = {
       agent,
       agentId,
       input: options.input,
@@ -369,7 +369,12 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
         { agentId, agent, scope, toolContext, ancestry: [], nextChild: () => ++n },
         telemetry,
       ),
-    });
+    };
+    // A direct spawn is a spawn like any other: the same events, so a daemon sees its scope cost.
+    emitSpawned(this, this.#clock, spec, agentId, undefined, agent.name);
+    const outcome = await this.pool.run(spec);
+    emitOutcome(this, this.#clock.now(), outcome, undefined);
+    return outcome;
   }
 
   /** Cancel a parent agent's message or any running subagent, by id. */

@@ -309,24 +309,7 @@ export class Delegation {
       telemetry,
       ...(this.#o.subagentTimeoutMs === undefined ? {} : { timeoutMs: this.#o.subagentTimeoutMs }),
     };
-    if (events.listenerCount('subagent.spawned') > 0) {
-      const scopeBytes = serializedSize(spec.scope);
-      const toolContextBytes = serializedSize(spec.toolContext ?? {});
-      const metadataBytes = serializedSize(spec.metadata ?? {});
-      events.emit('subagent.spawned', {
-        agentId: child.record.agentId,
-        parentAgentId: parent.agentId,
-        agent: child.agent.name,
-        resumed: spec.resume !== undefined,
-        bytes: {
-          scope: scopeBytes,
-          toolContext: toolContextBytes,
-          metadata: metadataBytes,
-          total: scopeBytes + toolContextBytes + metadataBytes,
-        },
-        at: clock.now(),
-      });
-    }
+    emitSpawned(events, clock, spec, child.record.agentId, parent.agentId, child.agent.name);
     let outcome: SubagentOutcome;
     const running = pool.run(spec);
     let siblings = this.#children.get(parent.agentId);
@@ -378,9 +361,9 @@ export class Delegation {
       events.emit('subagent.cancelled', { agentId, parentAgentId, reason: 'parent', forced: false, at });
       return { status: 'error', error: new CancelledError(reason === 'deadline' ? 'deadline' : 'parent'), events: [] };
     }
+    emitOutcome(events, at, outcome, parentAgentId);
     switch (outcome.status) {
       case 'done':
-        events.emit('subagent.done', { agentId, parentAgentId, turns: outcome.turns, at });
         return {
           status: 'done',
           result: outcome.result,
@@ -395,31 +378,14 @@ export class Delegation {
           request: outcome.request,
         });
         this.noteOrigin(outcome.request.id, [...ancestry, agentId]);
-        events.emit('subagent.suspended', { agentId, parentAgentId, requestId: outcome.request.id, at });
         return { status: 'suspended', request: outcome.request };
       case 'failed':
-        events.emit('subagent.failed', { agentId, parentAgentId, error: outcome.error, at });
         return { status: 'error', error: outcome.error, events: outcome.events };
       case 'crashed':
-        events.emit('subagent.crashed', {
-          agentId,
-          parentAgentId,
-          exitCode: outcome.exitCode,
-          error: outcome.error,
-          at,
-        });
         return { status: 'error', error: outcome.error, events: [] };
       case 'cancelled':
-        events.emit('subagent.cancelled', {
-          agentId,
-          parentAgentId,
-          reason: outcome.reason,
-          forced: outcome.forced,
-          at,
-        });
         return { status: 'error', error: new CancelledError(outcome.reason), events: [] };
       case 'incomplete':
-        events.emit('subagent.incomplete', { agentId, parentAgentId, turns: outcome.turns, at });
         return {
           status: 'error',
           error: new TroupeError(`subagent ${agentId} reached its turn limit (${outcome.turns}) without an answer`, {
@@ -428,6 +394,59 @@ export class Delegation {
           events: outcome.events,
         };
     }
+  }
+}
+
+/** Emit `subagent.spawned` with the bytes each channel copies (only when someone listens). */
+export function emitSpawned(
+  events: EventEmitter<SupervisorEvents>,
+  clock: Clock,
+  spec: SpawnSpec,
+  agentId: AgentId,
+  parentAgentId: AgentId | undefined,
+  agent: string,
+): void {
+  if (events.listenerCount('subagent.spawned') === 0) return;
+  const scope = serializedSize(spec.scope);
+  const toolContext = serializedSize(spec.toolContext ?? {});
+  const metadata = serializedSize(spec.metadata ?? {});
+  events.emit('subagent.spawned', {
+    agentId,
+    parentAgentId,
+    agent,
+    resumed: spec.resume !== undefined,
+    bytes: { scope, toolContext, metadata, total: scope + toolContext + metadata },
+    at: clock.now(),
+  });
+}
+
+/** Emit the event of a subagent outcome (`subagent.done`, `.failed`, `.crashed`, ...). */
+export function emitOutcome(
+  events: EventEmitter<SupervisorEvents>,
+  at: number,
+  outcome: SubagentOutcome,
+  parentAgentId: AgentId | undefined,
+): void {
+  const agentId = outcome.agentId;
+  switch (outcome.status) {
+    case 'done':
+      events.emit('subagent.done', { agentId, parentAgentId, turns: outcome.turns, at });
+      break;
+    case 'suspended':
+      events.emit('subagent.suspended', { agentId, parentAgentId, requestId: outcome.request.id, at });
+      break;
+    case 'failed':
+      events.emit('subagent.failed', { agentId, parentAgentId, error: outcome.error, at });
+      break;
+    case 'crashed':
+      events.emit('subagent.crashed', { agentId, parentAgentId, exitCode: outcome.exitCode, error: outcome.error, at });
+      break;
+    case 'cancelled':
+      events.emit('subagent.cancelled', { agentId, parentAgentId, reason: outcome.reason, forced: outcome.forced, at });
+      break;
+    case 'incomplete':
+      events.emit('subagent.incomplete', { agentId, parentAgentId, turns: outcome.turns, at });
+      break;
   }
 }
 
