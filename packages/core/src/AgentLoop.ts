@@ -14,7 +14,7 @@ import { type ApprovalHandler, executeTool, type ToolExecution } from './execute
 import { type AgentId, createId, type ToolCallId } from './Id.js';
 import type { AssistantMessage, Message, ModelRequest, ModelToolCall, Todo, ToolMessage, Usage } from './Model.js';
 import type { Answer, Request } from './Request.js';
-import { createTaskTool, type TaskSpawner } from './TaskTool.js';
+import { createTaskTool, TASK_TOOL_NAME, type TaskSpawner } from './TaskTool.js';
 import type { AnyTool, ToolSpec } from './Tool.js';
 import type { RunContext } from './ToolContext.js';
 import type { ToolEventSink, ToolEvents } from './ToolEvents.js';
@@ -246,6 +246,8 @@ class LazySignalRequest implements ModelRequest {
 
 interface ToolIndex {
   readonly byName: ReadonlyMap<string, AnyTool>;
+  /** Position in `agent.tools`; the task tool is `agent.tools.length`. */
+  readonly position: ReadonlyMap<string, number>;
   readonly specs: readonly ToolSpec[];
   specsWithTask(task: AnyTool): readonly ToolSpec[];
 }
@@ -257,7 +259,12 @@ function toolIndexOf(agent: Agent): ToolIndex {
   let index = toolIndexes.get(agent);
   if (index === undefined) {
     const byName = new Map<string, AnyTool>();
-    for (const tool of agent.tools) byName.set(tool.name, tool);
+    const position = new Map<string, number>();
+    agent.tools.forEach((tool, i) => {
+      byName.set(tool.name, tool);
+      position.set(tool.name, i);
+    });
+    position.set(TASK_TOOL_NAME, agent.tools.length);
     let specs: readonly ToolSpec[] | undefined;
     let withTask: readonly ToolSpec[] | undefined;
     const own = (): readonly ToolSpec[] => {
@@ -266,6 +273,7 @@ function toolIndexOf(agent: Agent): ToolIndex {
     };
     index = {
       byName,
+      position,
       get specs() {
         return own();
       },
@@ -361,6 +369,7 @@ export async function runAgentLoop(options: RunAgentLoopOptions): Promise<LoopOu
           preApproved: approvalAnswer && options.approvedCalls?.has(call.id) === true,
           answer: approvalAnswer ? undefined : answer,
           events,
+          toolIndex: index.position.get(call.name),
         },
       );
     }

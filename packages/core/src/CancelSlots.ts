@@ -43,9 +43,12 @@ const CODES: Readonly<Record<CancelReason, number>> = { user: 1, parent: 2, dead
 // ── Buffer layout ────────────────────────────────────────────────────────────
 // [header: 64 bytes][slot 0][slot 1]...; a slot is a multiple of 64 bytes so two
 // slots never share a cache line (a polling worker does not slow its neighbour).
-// Slot, in int32 words: RUN, ACTIVITY, OWNER, LANE_0..LANE_{L-1}, padding to 8 bytes;
+// Slot, in int32 words: RUN, ACTIVITY, OWNER, LANE_0..LANE_{L-1}, INFO_0..INFO_{L-1},
+// LIMIT_0..LIMIT_{L-1}, padding to 8 bytes;
 // then int64 words: RUN_DEADLINE, LANE_DEADLINE_0..L-1 (integer µs since the
 // epoch, 0 = none; BigInt64 so Atomics reads them tear-free).
+// INFO/LIMIT: what a lane's call is (tool index + 1) and its timeout in ms, so a
+// supervisor that kills a call which never yields can say which tool it was.
 // OWNER: the threadId of the worker running the run (0: not started), so the
 // supervisor can kill exactly that worker without an AbortController per task.
 // ACTIVITY: bit i = lane i is open; bit 16 = a signal bridge waits on this slot
@@ -488,11 +491,23 @@ export class CancelSlots {
    * value. If the run is already cancelled, the lane starts cancelled with the
    * same reason — see the race argument on {@link CancelSlots.cancelRun}.
    */
-  openLane(handle: SlotHandle, lane: number, deadline: number | undefined): number {
+  openLane(
+    handle: SlotHandle,
+    lane: number,
+    deadline: number | undefined,
+    info?: { readonly tool: number; readonly timeoutMs: number | undefined },
+  ): number {
     if (handle.index >= this.#covered) this.ensure(handle.index);
     const words = this.#words;
     const base = handle.index * this.#strideWords;
     const at = base + LANE0 + lane;
+    // Written before the lane goes live: a reader that sees the call sees what it is.
+    Atomics.store(words, base + LANE0 + this.lanes + lane, info === undefined ? 0 : info.tool + 1);
+    Atomics.store(
+      words,
+      base + LANE0 + 2 * this.lanes + lane,
+      info?.timeoutMs === undefined ? 0 : Math.min(2 ** 31 - 1, Math.max(0, Math.round(info.timeoutMs))),
+    );
     Atomics.or(words, base + ACTIVITY, 1 << lane); // (1)
     const previous = Atomics.load(words, at);
     const seq = previous >>> CODE_BITS >= TAG_MAX ? 0 : (previous >>> CODE_BITS) + 1;
@@ -512,6 +527,20 @@ export class CancelSlots {
       Atomics.compareExchange(words, at, live, live | CODES[reason]);
     }
     return live;
+  }
+
+  /**
+   * What the call on `lane` of slot `index` is, as its opener said: the tool's
+   * index in its agent's tools and its timeout; `undefined` when not told.
+   */
+  laneInfo(index: number, lane: number): { readonly tool: number; readonly timeoutMs: number | undefined } | undefined {
+    if (!Number.isSafeInteger(lane) || lane < 0 || lane >= this.lanes) return undefined;
+    this.ensure(index);
+    const base = index * this.#strideWords;
+    const tool = Atomics.load(this.#words, base + LANE0 + this.lanes + lane);
+    if (tool === 0) return undefined;
+    const timeoutMs = Atomics.load(this.#words, base + LANE0 + 2 * this.lanes + lane);
+    return { tool: tool - 1, timeoutMs: timeoutMs === 0 ? undefined : timeoutMs };
   }
 
   /**
@@ -580,7 +609,7 @@ function casCode(words: Int32Array, at: number, code: number): void {
 }
 
 function intBytesOf(lanes: number): number {
-  return Math.ceil(((LANE0 + lanes) * 4) / 8) * 8;
+  return Math.ceil(((LANE0 + 3 * lanes) * 4) / 8) * 8;
 }
 
 function strideOf(lanes: number): number {

@@ -27,6 +27,14 @@ export interface CallCancellation {
   close(): void;
 }
 
+/** What a call is, for whoever has to stop it by force and report it. */
+export interface CallInfo {
+  /** The tool's index in its agent's `tools` (the built-in `task` tool comes after them). */
+  readonly toolIndex: number;
+  /** The call's timeout, if it has one. */
+  readonly timeoutMs: number | undefined;
+}
+
 /**
  * The cancellation of one run: its own token, its absolute deadline (in the
  * `Clock` base) if any, and a way to open per-call tokens that are cancelled
@@ -35,8 +43,8 @@ export interface CallCancellation {
 export interface RunCancellation {
   readonly token: CancelToken;
   readonly deadline: number | undefined;
-  /** Open a call token; `deadline` (absolute) is what a watchdog enforces. */
-  openCall(deadline: number | undefined): CallCancellation;
+  /** Open a call token; `deadline` (absolute) is what a watchdog enforces; `info` says what the call is. */
+  openCall(deadline: number | undefined, info?: CallInfo): CallCancellation;
 }
 
 /** A token that is never cancelled, for code called outside a run. */

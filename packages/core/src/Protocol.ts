@@ -313,6 +313,13 @@ export function decodeSubagentResult(
   }
 }
 
+/**
+ * The marker of the worker → supervisor message a worker sends once it has
+ * booted and loaded the subagent runtime (its value: the threadId). Piscina
+ * marks its initial workers ready before they boot; this is the real signal.
+ */
+export const WORKER_READY = 'troupe.worker.ready';
+
 /** The marker of the worker → supervisor message that opens a worker's host channel (its value: the threadId). */
 export const HOST_OPEN = 'troupe.host.open';
 

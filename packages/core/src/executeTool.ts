@@ -62,6 +62,8 @@ export interface ExecuteToolOptions {
   /** The answer to this call's earlier `pending` request. */
   readonly answer?: Answer | undefined;
   readonly events?: ToolEventSink | undefined;
+  /** The tool's index in its agent's tools: told to the cancellation so a forced stop can name it. */
+  readonly toolIndex?: number | undefined;
 }
 
 /** One tool call to execute. */
@@ -222,7 +224,12 @@ export async function executeTool(
         : runDeadline === undefined
           ? callDeadline
           : Math.min(callDeadline, runDeadline);
-    const lane = options.cancellation.openCall(callDeadline);
+    const lane = options.cancellation.openCall(
+      callDeadline,
+      options.toolIndex === undefined
+        ? undefined
+        : { toolIndex: options.toolIndex, timeoutMs: tool.timeoutMs ?? undefined },
+    );
     let settled: Settled;
     try {
       const ctx = buildToolContext(options.run, {
@@ -243,7 +250,7 @@ export async function executeTool(
         settled = { kind: 'thrown', error };
       }
       settled ??= isThenable(returned)
-        ? await settle(returned, lane, tool.timeoutMs, clock)
+        ? await settle(returned, lane, options.cancellation, tool.timeoutMs, clock)
         : { kind: 'value', value: returned };
     } finally {
       lane.close();
@@ -280,8 +287,7 @@ export async function executeTool(
       if (willRetry) continue;
       return stop(result);
     }
-    if (settled.kind !== 'value') continue; // unreachable: timeout handled above
-    const value = settled.value;
+    const value = (settled as { readonly value: unknown }).value;
     if (ToolResult.is(value)) {
       switch (value.status) {
         case 'ok':
@@ -296,24 +302,43 @@ export async function executeTool(
   }
 }
 
+// One promise per run that settles when the run is cancelled: every async
+// call of the run races against it. One abort listener per run, not one per
+// call (a turn with 100 parallel task calls would otherwise hang 100
+// listeners on one signal, and build a signal per call).
+const runCancelled = new WeakMap<RunCancellation, Promise<void>>();
+
+function whenRunCancelled(cancellation: RunCancellation): Promise<void> {
+  let cancelled = runCancelled.get(cancellation);
+  if (cancelled === undefined) {
+    const signal = cancellation.token.signal;
+    cancelled = signal.aborted
+      ? Promise.resolve()
+      : new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+    runCancelled.set(cancellation, cancelled);
+  }
+  return cancelled;
+}
+
+// Timeout and cancellation both abort the call (its token) and end it at
+// once; the tool is never re-run. A tool that ignores its signal keeps
+// running on its own: in a worker the watchdog kills it after the grace period.
 function settle(
   returned: PromiseLike<unknown>,
   lane: CallCancellation,
+  cancellation: RunCancellation,
   timeoutMs: number | null,
   clock: Clock,
 ): Promise<Settled> {
   return new Promise<Settled>((resolve) => {
     let done = false;
     let timer: TimerHandle | undefined;
-    let signal: AbortSignal | undefined;
     const finish = (s: Settled): void => {
       if (done) return;
       done = true;
       if (timer !== undefined) clock.clearTimeout(timer);
-      signal?.removeEventListener('abort', onAbort);
       resolve(s);
     };
-    const onAbort = (): void => finish({ kind: 'aborted' });
     if (timeoutMs !== null) {
       timer = clock.setTimeout(() => {
         // Timeout is a cancellation: abort the loser, then report.
@@ -325,11 +350,7 @@ function settle(
       (value) => finish({ kind: 'value', value }),
       (error: unknown) => finish({ kind: 'thrown', error }),
     );
-    if (!done) {
-      signal = lane.token.signal;
-      if (signal.aborted) onAbort();
-      else signal.addEventListener('abort', onAbort, { once: true });
-    }
+    if (!done) void whenRunCancelled(cancellation).then(() => finish({ kind: 'aborted' }));
   });
 }
 

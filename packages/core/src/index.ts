@@ -21,7 +21,13 @@ export {
 export { assertCloneable, findUncloneable } from './assertCloneable.js';
 export { CancelSlots, type CancelSlotsOptions, type SlotHandle } from './CancelSlots.js';
 export { CancelSource, localRunCancellation } from './CancelSource.js';
-export { type CallCancellation, type CancelToken, neverCancelled, type RunCancellation } from './CancelToken.js';
+export {
+  type CallCancellation,
+  type CallInfo,
+  type CancelToken,
+  neverCancelled,
+  type RunCancellation,
+} from './CancelToken.js';
 export type { Clock, TimerHandle } from './Clock.js';
 export {
   type AppliedUpdate,
@@ -86,6 +92,7 @@ export {
   type SubagentResult,
   type SubagentTask,
   type SubagentTaskWire,
+  WORKER_READY,
 } from './Protocol.js';
 export { Answer, Request } from './Request.js';
 export {

@@ -1,7 +1,7 @@
 /// <reference lib="es2024.sharedmemory" />
 // See CancelSlots.ts for why only the ES2024 shared-memory typings are referenced.
 import { CancelSlots, type SlotHandle } from './CancelSlots.js';
-import type { CallCancellation, CancelToken, RunCancellation } from './CancelToken.js';
+import type { CallCancellation, CallInfo, CancelToken, RunCancellation } from './CancelToken.js';
 import type { Clock } from './Clock.js';
 import { CancelledError, type CancelReason, ClosedError, InvalidArgumentError } from './TroupeError.js';
 
@@ -305,17 +305,25 @@ class SlotRun implements SlotRunCancellation {
     for (let lane = slots.lanes - 1; lane >= 0; lane--) this.#freeLanes.push(lane);
   }
 
-  openCall(deadline: number | undefined): CallCancellation {
+  openCall(deadline: number | undefined, info?: CallInfo): CallCancellation {
     if (this.#closed) {
       throw new ClosedError('this run cancellation is closed (the run ended): open calls before close()');
     }
     CancelSlots.checkDeadline(deadline, 'the call deadline');
-    const lane = this.#freeLanes.pop();
+    // Only a call with a deadline needs a lane: the watchdog cancels lanes for
+    // their deadline, nothing else does. Without one (a `task` call, say), the
+    // call reads the run word and keeps the lanes for calls that time out.
+    const lane = deadline === undefined ? undefined : this.#freeLanes.pop();
     let call: CallCancellation;
     if (lane === undefined) {
       call = new FallbackCall(this);
     } else {
-      const live = this.slots.openLane(this.handle, lane, deadline);
+      const live = this.slots.openLane(
+        this.handle,
+        lane,
+        deadline,
+        info === undefined ? undefined : { tool: info.toolIndex, timeoutMs: info.timeoutMs },
+      );
       call = new LaneCall(this, lane, live);
     }
     this.#open.add(call);

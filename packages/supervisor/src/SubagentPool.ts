@@ -34,6 +34,7 @@ import {
   sealScope,
   ToolTimeoutError,
   TroupeError,
+  WORKER_READY,
   WorkerCrashedError,
 } from '@troupe/core';
 import { loadAgent, loadedAgent, portEndpoint, systemClock, WORKER_URL } from '@troupe/subagent';
@@ -133,8 +134,14 @@ interface InFlight {
   readonly runId: RunId;
   readonly agentId: AgentId;
   readonly slot: number;
+  readonly module: string;
+  readonly agent: string;
   readonly host: RunHost | undefined;
   kill: WatchdogKillCause | undefined;
+  /** The tool call the watchdog killed (from the slot's lane info), for the error and the events. */
+  killedCall: { readonly toolName: string; readonly timeoutMs: number } | undefined;
+  /** The last `tool.execute.start` the worker reported (telemetry on), to close it when its worker is killed. */
+  lastToolStart: Readonly<Record<string, unknown>> | undefined;
 }
 
 /** Figures about the pool, for daemons and the soak benchmark. */
@@ -189,6 +196,7 @@ export class SubagentPool {
   #closed = false;
   #destroyed = false;
   readonly #ready: Promise<void>;
+  #markBooted: ((thread: number) => void) | undefined;
 
   constructor(options: SubagentPoolOptions = {}) {
     const parsed = PoolOptions.safeParse(options);
@@ -215,7 +223,6 @@ export class SubagentPool {
       intervalMs: o.watchdogIntervalMs ?? 10,
       kill: (key, cause) => this.#kill(key, cause),
     });
-    let created = 0;
     let markReady: () => void = () => {};
     this.#ready = new Promise<void>((resolve) => {
       markReady = resolve;
@@ -230,16 +237,23 @@ export class SubagentPool {
       workerData: { cancelBuffer: this.#table.buffer },
       ...(o.resourceLimits === undefined ? {} : { resourceLimits: o.resourceLimits as ResourceLimits }),
     });
-    this.#piscina.on('workerCreate', () => {
-      created++;
-      if (created >= this.#threads) markReady();
-    });
+    const booted = new Set<number>();
+    this.#markBooted = (thread: number) => {
+      booted.add(thread);
+      if (booted.size >= this.#threads) {
+        markReady();
+        this.#markBooted = undefined;
+      }
+    };
     // Without an 'error' listener an error in an idle worker would crash the process.
     this.#piscina.on('error', () => {});
     this.#piscina.on('message', (message: unknown) => this.#onWorkerMessage(message));
   }
 
-  /** Resolves once every thread has started (the pool starts them at construction). */
+  /**
+   * Resolves once every thread has booted and loaded the subagent runtime
+   * (the pool starts them at construction), so the first run pays no boot.
+   */
   ready(): Promise<void> {
     return this.#ready;
   }
@@ -373,8 +387,12 @@ export class SubagentPool {
       runId,
       agentId,
       slot: task.slot,
+      module: task.module,
+      agent: task.agent,
       host: spec.host,
       kill: undefined,
+      killedCall: undefined,
+      lastToolStart: undefined,
     };
     this.#byAgent.set(agentId, flight);
     this.#running++;
@@ -469,10 +487,12 @@ export class SubagentPool {
     const kill = flight.kill;
     if (kill !== undefined) {
       if (kill.kind === 'lane-timeout') {
+        const call = flight.killedCall ?? { toolName: `a tool (call lane ${kill.lane})`, timeoutMs: 0 };
+        this.#reportKilledCall(flight, call);
         return {
           ...base,
           status: 'failed',
-          error: new ToolTimeoutError(`a tool (call lane ${kill.lane})`, 0, true),
+          error: new ToolTimeoutError(call.toolName, call.timeoutMs, true),
           events: [],
           usage: { inputTokens: 0, outputTokens: 0 },
           turns: 0,
@@ -515,12 +535,38 @@ export class SubagentPool {
       return;
     }
     flight.kill = cause;
+    if (cause.kind === 'lane-timeout') {
+      // Read what the call is before the slot is released: its tool and timeout.
+      const info = this.#table.slots.laneInfo(flight.slot, cause.lane);
+      const agent = loadedAgent(flight.module, flight.agent);
+      if (info !== undefined && agent !== undefined) {
+        const toolName = agent.tools[info.tool]?.name ?? (info.tool === agent.tools.length ? 'task' : undefined);
+        if (toolName !== undefined) flight.killedCall = { toolName, timeoutMs: info.timeoutMs ?? 0 };
+      }
+    }
     // Piscina sees the exit, rejects the task and starts a replacement.
     void worker.terminate();
   }
 
+  // The killed worker could not report the end of its call: report it for it,
+  // as the executor would have (timeout, then stop), when telemetry is on.
+  #reportKilledCall(flight: InFlight, call: { readonly toolName: string; readonly timeoutMs: number }): void {
+    const start = flight.lastToolStart;
+    const telemetry = flight.host?.telemetry;
+    if (start === undefined || telemetry === undefined || start.toolName !== call.toolName) return;
+    const at = this.#clock.now();
+    telemetry({ event: 'tool.execute.timeout', payload: { ...start, timeoutMs: call.timeoutMs, at } });
+    const started = typeof start.at === 'number' ? start.at : at;
+    telemetry({ event: 'tool.execute.stop', payload: { ...start, durationMs: at - started, status: 'error', at } });
+  }
+
   #onWorkerMessage(message: unknown): void {
     if (typeof message !== 'object' || message === null) return;
+    const booted = (message as Record<string, unknown>)[WORKER_READY];
+    if (typeof booted === 'number') {
+      this.#markBooted?.(booted);
+      return;
+    }
     const thread = (message as Record<string, unknown>)[HOST_OPEN];
     const port = (message as { port?: MessagePort }).port;
     if (typeof thread !== 'number' || port === undefined) return;
@@ -573,10 +619,15 @@ export class SubagentPool {
         }
         return host.runTask(parsed.data);
       },
-      telemetry(agentId, raw) {
+      telemetry: (agentId, raw) => {
         const host = hostOf(agentId);
         const parsed = HostTelemetry.safeParse(raw);
-        if (host !== null && parsed.success) host?.telemetry?.(parsed.data);
+        if (host === null || !parsed.success) return;
+        if (parsed.data.event === 'tool.execute.start') {
+          const flight = this.#byAgent.get(agentId as string);
+          if (flight !== undefined) flight.lastToolStart = parsed.data.payload;
+        }
+        host?.telemetry?.(parsed.data);
       },
     };
   }

@@ -22,7 +22,7 @@ import {
 } from '@troupe/core';
 import { EventEmitter } from 'eventemitter3';
 import type { AgentHandle, AgentReply } from './AgentHandle.js';
-import { Delegation, emitOutcome, emitSpawned } from './internal/Delegation.js';
+import { Delegation, emitOutcome, emitSpawned, hasTelemetryListeners } from './internal/Delegation.js';
 import { ParentAgent } from './internal/ParentAgent.js';
 import { MemoryPersistence, type PersistenceAdapter, STATE_ENVELOPE_VERSION } from './Persistence.js';
 import { checkRestartPolicy, type RestartPolicy } from './RestartPolicy.js';
@@ -354,7 +354,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     const toolContext = deepFreeze({ ...(options.toolContext ?? {}) });
     const agentId = createId('agent');
     let n = 0;
-    const telemetry = this.listenerCount('tool.execute.start') + this.listenerCount('tool.execute.stop') > 0;
+    const telemetry = hasTelemetryListeners(this);
     const spec: SpawnSpec = {
       agent,
       agentId,

@@ -245,7 +245,8 @@ function check(commands: readonly Command[]): void {
         if (keys.length === 0) return;
         const key = keys[c.pick % keys.length] as string;
         const node = runs.get(key) as ModelRun;
-        const laned = node.lanesUsed < LANES;
+        // Only a call with a deadline takes a lane (the watchdog cancels lanes for their deadline only).
+        const laned = c.deadline !== undefined && node.lanesUsed < LANES;
         if (laned) node.lanesUsed++;
         calls.push({
           key,

@@ -473,7 +473,8 @@ async function resolveAgent(agent: Agent): Promise<Agent> {
   }
 }
 
-function hasTelemetryListeners(events: EventEmitter<SupervisorEvents>): boolean {
+/** True when someone listens to an event only a worker's telemetry can produce. */
+export function hasTelemetryListeners(events: EventEmitter<SupervisorEvents>): boolean {
   for (const name of TELEMETRY_EVENTS) if (events.listenerCount(name) > 0) return true;
   return false;
 }
