@@ -90,6 +90,17 @@ function parse(argv: readonly string[]): Options {
 }
 
 const hasTaskset = spawnSync('taskset', ['-c', '0', 'true']).status === 0;
+
+/** The commit measured (`+dirty` when the work tree has changes), or `unknown` outside a git checkout. */
+function gitCommit(): string {
+  const head = spawnSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: repoRoot, encoding: 'utf8' });
+  if (head.status !== 0) return 'unknown';
+  const dirty = spawnSync('git', ['status', '--porcelain', '--untracked-files=no'], {
+    cwd: repoRoot,
+    encoding: 'utf8',
+  });
+  return `${head.stdout.trim()}${dirty.stdout.trim() === '' ? '' : '+dirty'}`;
+}
 const tty = process.stderr.isTTY === true;
 const startedAt = Date.now();
 let progressLine = '';
@@ -248,6 +259,7 @@ async function main(): Promise<void> {
       date: new Date().toISOString(),
       quick: options.quick,
       tasksetAvailable: hasTaskset,
+      commit: gitCommit(),
     },
     figures,
   };
