@@ -4,6 +4,7 @@ import {
   type Agent,
   assertCloneable,
   DEFAULT_SCOPE_BUDGET_BYTES,
+  deepFreeze,
   defineAgent,
   InvalidArgumentError,
   type Model,
@@ -47,7 +48,7 @@ export interface ScopeCostQuantiles {
 /** What one top-level key of a scope weighs. */
 export interface ScopeKeyCost {
   readonly key: string;
-  /** v8-serialized size of the key's value. */
+  /** v8-serialized size of the key's value (sealed, as carried). */
   readonly bytes: number;
   /** `bytes` over the whole scope's size (0..1). */
   readonly share: number;
@@ -55,7 +56,7 @@ export interface ScopeKeyCost {
 
 /** What {@link measureScopeCost} found. */
 export interface ScopeCost {
-  /** v8-serialized size of the scope: what every hop copies. */
+  /** v8-serialized size of the scope, sealed (deep-frozen) as a spawn carries it: what every hop copies. */
   readonly bytes: number;
   readonly budgetBytes: number;
   /** True when a supervisor with this budget would refuse the scope. */
@@ -284,25 +285,25 @@ export async function measureScopeCost(scope: unknown, options: MeasureScopeCost
   const signal = o.signal;
   signal?.throwIfAborted();
   assertCloneable(scope, 'scope');
-  const bytes = serialize(scope).byteLength;
-  const keys = keyCosts(scope, bytes);
-  const cloneUs = cloneMedianUs(scope, bytes);
+  // The supervisor deep-freezes the scope it is given: carry a frozen copy, not
+  // the caller's object, unless that is deep-frozen already (sealed). Sizes are
+  // those of the frozen value, which is what crosses (V8 writes a frozen array
+  // sparse, a little bigger than a packed one).
+  const carried = isDeepFrozen(scope) ? scope : deepFreeze(carryCopy(scope));
+  const bytes = serialize(carried).byteLength;
+  const keys = keyCosts(carried, bytes);
+  const cloneUs = cloneMedianUs(carried, bytes);
   if (o.supervisor !== undefined && o.supervisor.pool.stats().threads < hops) {
     throw new InvalidArgumentError(
       `measureScopeCost: the supervisor's pool has ${o.supervisor.pool.stats().threads} threads, fewer than hops (${hops}): each link of the chain holds a thread while its child runs; give it at least ${hops} threads or omit supervisor`,
     );
   }
-  // The supervisor deep-freezes the scope it is given: hand it a copy, not the
-  // caller's object, unless that is deep-frozen already (sealed): freezing it
-  // again changes nothing, and a sealed scope is what a real spawn carries.
-  const carried = isDeepFrozen(scope) ? scope : carryCopy(scope);
-  const carriedBytes = serialize(carried).byteLength;
   const supervisor =
     o.supervisor ??
     createSupervisor({
       pool: { threads: hops },
       persistence: null,
-      scopeBudgetBytes: Math.max(bytes, carriedBytes, DEFAULT_SCOPE_BUDGET_BYTES),
+      scopeBudgetBytes: Math.max(bytes, DEFAULT_SCOPE_BUDGET_BYTES),
     });
   const entry = CHAIN[CHAIN.length - hops] as Agent;
   try {

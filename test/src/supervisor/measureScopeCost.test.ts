@@ -7,6 +7,9 @@ import { echo } from '../fixtures/agents/basic.js';
 
 const lean = { userId: 'u1', orgId: 'o1', role: 'admin' };
 
+/** What a value weighs sealed (deep-frozen), as a spawn carries it. */
+const sealedSize = (value: unknown): number => serialize(deepFreeze(structuredClone(value))).byteLength;
+
 /** A scope whose heaviest key is `auditEvents`, over the default 4 KiB budget. */
 function heavyScope() {
   const auditEvents: { id: string; action: string; note: string }[] = [];
@@ -32,19 +35,22 @@ describe('measureScopeCost (issue 6)', () => {
       assert.equal(cost.perHopUs.median, perHop[1]);
     }
     assert.equal(Object.isFrozen(lean), false, 'the caller’s scope is never frozen: the runs carry a copy');
+    const scope = heavyScope();
+    await measureScopeCost(scope, { samples: 1, warmup: 0 });
+    assert.equal(Object.isFrozen(scope.auditEvents), false);
   });
 
   it('reports a scope over the budget and the top-level keys that weigh most, heaviest first', async () => {
     const scope = heavyScope();
     const cost = await measureScopeCost(scope, { samples: 2, warmup: 0 });
-    assert.equal(cost.bytes, serialize(scope).byteLength);
+    assert.equal(cost.bytes, sealedSize(scope), 'the size of what crosses: the sealed scope');
     assert.ok(cost.bytes > 4096);
     assert.equal(cost.overBudget, true, 'measured anyway: the private supervisor admits it');
     assert.deepEqual(
       cost.keys.map((k) => k.key),
       ['auditEvents', 'user', 'preferences'],
     );
-    for (const k of cost.keys) assert.equal(k.bytes, serialize(scope[k.key as keyof typeof scope]).byteLength);
+    for (const k of cost.keys) assert.equal(k.bytes, sealedSize(scope[k.key as keyof typeof scope]));
     assert.ok(Math.abs(cost.keys.reduce((sum, k) => sum + k.share, 0) - 1) < 0.01);
     const within = await measureScopeCost(scope, { samples: 1, warmup: 0, budgetBytes: 1 << 20 });
     assert.equal(within.overBudget, false);

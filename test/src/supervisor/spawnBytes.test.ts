@@ -9,7 +9,7 @@ import { coordinator } from '../fixtures/agents/nested.js';
 
 type Spawned = SupervisorEvents['subagent.spawned'][0];
 
-/** A ~40 KiB scope of objects and strings (no arrays: see the todo below). */
+/** A ~40 KiB scope of objects and strings. */
 function heavyScope(): Record<string, unknown> {
   const events: Record<string, unknown> = {};
   for (let i = 0; i < 400; i++) events[`evt_${i}`] = { action: 'login', at: `2024-01-${i % 28}`, note: 'n'.repeat(60) };
@@ -52,9 +52,9 @@ describe('issue 6: spawn events carry the bytes of each channel', () => {
     }
   });
 
-  it('the scope figure is the size of what crosses: a scope holding an array', {
-    todo: 'sealScope measures before deepFreeze and caches that size; V8 writes a frozen array sparse (2 B more per element), so the event under-reports (73 B posted, 67 B reported here; +1.0% for a 1 MiB user graph)',
-  }, async () => {
+  // Regression (fixed in e395e3c): the size was measured before freezing, and V8 writes a frozen
+  // array sparse (2 B more per element), so the event under-reported (67 B for 73 B posted).
+  it('the scope figure is the size of what crosses: a scope holding an array', async () => {
     const seen: Spawned[] = [];
     const listener = (e: Spawned) => seen.push(e);
     supervisor.on('subagent.spawned', listener);
@@ -69,9 +69,8 @@ describe('issue 6: spawn events carry the bytes of each channel', () => {
     }
   });
 
-  it('a run started with supervisor.spawn() is a spawn too', {
-    todo: 'Supervisor.spawn() emits no subagent.spawned event: a daemon that spawns directly sees no scope cost',
-  }, async () => {
+  // Regression (fixed in e395e3c): supervisor.spawn() emitted no event, so a daemon spawning directly saw no cost.
+  it('a run started with supervisor.spawn() is a spawn too', async () => {
     const seen: Spawned[] = [];
     const listener = (e: Spawned) => seen.push(e);
     supervisor.on('subagent.spawned', listener);
@@ -79,6 +78,7 @@ describe('issue 6: spawn events carry the bytes of each channel', () => {
       const outcome = await supervisor.spawn(echo, { scope: { userId: 'u1' }, input: 'hi' });
       assert.equal(outcome.status, 'done');
       assert.equal(seen.length, 1);
+      assert.equal(seen[0]?.bytes.scope, serialize({ userId: 'u1' }).byteLength);
     } finally {
       supervisor.off('subagent.spawned', listener);
     }
