@@ -4,6 +4,7 @@ import { ContextUpdate, type Metadata, type Operation, type SessionEvent } from 
 import type { ToolCallId } from './Id.js';
 import type { Answer, Request } from './Request.js';
 import { type AnyTool, defineTool } from './Tool.js';
+import type { ToolContext } from './ToolContext.js';
 import { ToolResult } from './ToolResult.js';
 
 /** The name of the built-in delegation tool. */
@@ -43,6 +44,31 @@ export type TaskResult =
  */
 export interface TaskSpawner {
   runTask(request: TaskRequest): Promise<TaskResult>;
+}
+
+/**
+ * A {@link TaskRequest} whose `signal` is read from the call's context only if
+ * the spawner asks for it (a signal costs a cancellation bridge). A class,
+ * not a literal with a getter: one is made per delegated task.
+ */
+class TaskCall implements TaskRequest {
+  readonly subagent: Agent;
+  readonly instructions: string;
+  readonly toolCallId: ToolCallId;
+  readonly answer: Answer | undefined;
+  readonly metadata: Metadata;
+  readonly #ctx: ToolContext;
+  constructor(subagent: Agent, instructions: string, ctx: ToolContext) {
+    this.subagent = subagent;
+    this.instructions = instructions;
+    this.toolCallId = ctx.toolCallId;
+    this.answer = ctx.answer;
+    this.metadata = ctx.state.metadata;
+    this.#ctx = ctx;
+  }
+  get signal(): AbortSignal {
+    return this.#ctx.signal;
+  }
 }
 
 interface TaskShape {
@@ -96,16 +122,7 @@ export function createTaskTool(
     execute: async ({ subagent, instructions }, ctx) => {
       const agent = byName.get(subagent);
       if (agent === undefined) return ToolResult.error(`unknown subagent "${subagent}"`);
-      const outcome = await spawner.runTask({
-        subagent: agent,
-        instructions,
-        toolCallId: ctx.toolCallId,
-        answer: ctx.answer,
-        metadata: ctx.state.metadata,
-        get signal() {
-          return ctx.signal;
-        },
-      });
+      const outcome = await spawner.runTask(new TaskCall(agent, instructions, ctx));
       switch (outcome.status) {
         case 'done':
           deliver(ctx.toolCallId, outcome.events);

@@ -346,10 +346,7 @@ export class SubagentPool {
     if (this.#byAgent.has(agentId)) throw new InvalidArgumentError(`agent ${agentId} is already running`);
     const parent =
       spec.parentAgentId !== undefined && this.#table.has(spec.parentAgentId) ? spec.parentAgentId : undefined;
-    const slot = this.#table.register(agentId, {
-      ...(parent === undefined ? {} : { parent }),
-      ...(deadline === undefined ? {} : { deadline }),
-    });
+    const slot = this.#table.register(agentId, { parent, deadline });
     // Defaults are left out: every property is paid for on both threads (see SubagentTaskWire).
     const task: Mutable<SubagentTask> = {
       module: ref.module,

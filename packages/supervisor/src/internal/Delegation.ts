@@ -21,7 +21,7 @@ import {
   type TaskSpawner,
   TroupeError,
 } from '@troupe/core';
-import { loadAgent } from '@troupe/subagent';
+import { loadAgent, loadedAgent } from '@troupe/subagent';
 import type { EventEmitter } from 'eventemitter3';
 import type { SubagentOutcome } from '../SubagentOutcome.js';
 import type { RunHost, SpawnSpec, SubagentPool } from '../SubagentPool.js';
@@ -247,8 +247,11 @@ export class Delegation {
     const { pool, events, clock } = this.#o;
     const key = recordKey(parent.agentId, request.toolCallId);
     let child: { agent: Agent; record: RunRecord };
-    let spec: SpawnSpec;
     const ancestry = [...parent.ancestry, parent.agentId];
+    const telemetry = hasTelemetryListeners(events);
+    const timeoutMs = this.#o.subagentTimeoutMs;
+    // Built as literals, not spreads: this runs once per delegated task.
+    let spec: SpawnSpec;
     if (request.answer !== undefined) {
       const saved = this.#suspended.get(key);
       if (saved === undefined) {
@@ -276,21 +279,29 @@ export class Delegation {
           answer: request.answer,
           approvedCalls: this.approvedCalls(saved.record.agentId, request.answer),
         },
+        host: this.hostFor(saved.record, telemetry),
+        telemetry,
+        timeoutMs,
       };
     } else {
-      const agent = parent.agent.subagents.find((a) => a.name === request.subagent);
+      const agent = subagentNamed(parent.agent, request.subagent);
       if (agent === undefined) {
         return {
           status: 'error',
           error: new TroupeError(
             `"${request.subagent}" is not a subagent of ${parent.agent.name}; declare it in subagents`,
-            { code: 'ERR_UNKNOWN_AGENT' },
+            {
+              code: 'ERR_UNKNOWN_AGENT',
+            },
           ),
           events: [],
         };
       }
       const agentId = subagentId(parent.agentId, parent.nextChild());
-      child = { agent, record: childRecord(agentId, await resolveAgent(agent), parent, ancestry) };
+      const definition =
+        agent.module === undefined ? agent : (loadedAgent(agent.module, agent.name) ?? (await resolveAgent(agent)));
+      const record = childRecord(agentId, definition, parent, ancestry);
+      child = { agent, record };
       spec = {
         agent,
         agentId,
@@ -300,15 +311,11 @@ export class Delegation {
         scope: parent.scope,
         toolContext: parent.toolContext,
         metadata: request.metadata,
+        host: this.hostFor(record, telemetry),
+        telemetry,
+        timeoutMs,
       };
     }
-    const telemetry = hasTelemetryListeners(events);
-    spec = {
-      ...spec,
-      host: this.hostFor(child.record, telemetry),
-      telemetry,
-      ...(this.#o.subagentTimeoutMs === undefined ? {} : { timeoutMs: this.#o.subagentTimeoutMs }),
-    };
     emitSpawned(events, clock, spec, child.record.agentId, parent.agentId, child.agent.name);
     let outcome: SubagentOutcome;
     const running = pool.run(spec);
@@ -326,7 +333,8 @@ export class Delegation {
       siblings.delete(running);
       if (siblings.size === 0) this.#children.delete(parent.agentId);
       // The child's own children (spawned from its worker) end before it is settled.
-      await this.drain(child.record.agentId);
+      const grandchildren = this.drain(child.record.agentId);
+      if (grandchildren !== undefined) await grandchildren;
     }
     return this.#settle(parent, key, child, ancestry, outcome);
   }
@@ -336,12 +344,11 @@ export class Delegation {
    * cancelled run is not over until its children are: their slots were
    * cancelled with it, and the watchdog kills any that ignore it.
    */
-  async drain(agentId: AgentId): Promise<void> {
-    for (;;) {
-      const running = this.#children.get(agentId);
-      if (running === undefined || running.size === 0) return;
-      await Promise.allSettled([...running]);
-    }
+  drain(agentId: AgentId): Promise<void> | undefined {
+    // No promise at all when there is nothing to wait for: the common case, once per task.
+    const running = this.#children.get(agentId);
+    if (running === undefined || running.size === 0) return undefined;
+    return Promise.allSettled([...running]).then(() => this.drain(agentId));
   }
 
   #settle(
@@ -448,6 +455,18 @@ export function emitOutcome(
       events.emit('subagent.incomplete', { agentId, parentAgentId, turns: outcome.turns, at });
       break;
   }
+}
+
+// An agent's subagents by name, indexed once per agent.
+const subagentIndex = new WeakMap<Agent, ReadonlyMap<string, Agent>>();
+
+function subagentNamed(agent: Agent, name: string): Agent | undefined {
+  let index = subagentIndex.get(agent);
+  if (index === undefined) {
+    index = new Map(agent.subagents.map((a) => [a.name, a]));
+    subagentIndex.set(agent, index);
+  }
+  return index.get(name);
 }
 
 function childRecord(agentId: AgentId, agent: Agent, parent: RunRecord, ancestry: readonly AgentId[]): RunRecord {

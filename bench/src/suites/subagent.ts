@@ -1,0 +1,269 @@
+import { fileURLToPath } from 'node:url';
+import { SubagentPool } from '@troupe/supervisor';
+import { Piscina } from 'piscina';
+import { approver, spinner, trivial } from '../agents/overhead.js';
+import type { Figure, Suite, SuiteContext } from '../Suite.js';
+import { median, nowNs, quantile, round } from '../stats.js';
+
+const scope = Object.freeze({ userId: 'u_1', orgId: 'o_1', role: 'admin' });
+const emptyTask = fileURLToPath(new URL('../workers/emptyTask.js', import.meta.url));
+const MiB = 2 ** 20;
+
+function gc(): void {
+  (globalThis as { gc?: () => void }).gc?.();
+}
+
+function messagePorts(): number {
+  return process.getActiveResourcesInfo().filter((r) => r === 'MessagePort').length;
+}
+
+/**
+ * Overhead of one trivial subagent run against a raw `piscina.run()` of an
+ * empty task, both on a one-thread pool, samples interleaved so both see the
+ * same machine; the figure is the ratio of the medians.
+ */
+async function overhead(ctx: SuiteContext): Promise<Figure[]> {
+  const pool = new SubagentPool({ threads: 1 });
+  const raw = new Piscina({ filename: emptyTask, minThreads: 1, maxThreads: 1, idleTimeout: Number.POSITIVE_INFINITY });
+  await pool.ready();
+  const spec = { agent: trivial, input: 'hi', scope };
+  const rounds = ctx.quick ? 3 : 10;
+  const perRound = ctx.quick ? 1_000 : 3_000;
+  const ours: number[] = [];
+  const base: number[] = [];
+  try {
+    // Warm up both paths (JIT, module caches) before measuring.
+    for (let i = 0; i < 3_000; i++) {
+      await raw.run({});
+      await pool.run(spec);
+    }
+    for (let r = 0; r < rounds; r++) {
+      ctx.progress(`subagent: overhead round ${r + 1}/${rounds}`);
+      for (let i = 0; i < perRound; i++) {
+        let t = nowNs();
+        await raw.run({});
+        base.push((nowNs() - t) / 1000);
+        t = nowNs();
+        const outcome = await pool.run(spec);
+        ours.push((nowNs() - t) / 1000);
+        if (outcome.status !== 'done') throw new Error(`trivial run ended ${outcome.status}`);
+      }
+    }
+  } finally {
+    await pool.close();
+    await raw.close();
+  }
+  const m = median(ours);
+  const b = median(base);
+  return [
+    {
+      suite: 'subagent',
+      name: 'subagent.overhead_ratio',
+      value: round(m / b),
+      unit: 'x',
+      baseline: { name: 'raw piscina.run of an empty task (µs, median)', value: round(b) },
+      ratio: round(m / b),
+      detail: {
+        run_us: round(m),
+        run_p95_us: round(quantile(ours, 0.95)),
+        raw_p95_us: round(quantile(base, 0.95)),
+        samples: ours.length,
+      },
+    },
+  ];
+}
+
+/** Trivial runs per second on the two-thread pool, many in flight. */
+async function throughput(ctx: SuiteContext): Promise<Figure[]> {
+  const pool = new SubagentPool({ threads: 2, maxQueue: 100_000 });
+  const raw = new Piscina({ filename: emptyTask, minThreads: 2, maxThreads: 2, idleTimeout: Number.POSITIVE_INFINITY });
+  await pool.ready();
+  const spec = { agent: trivial, input: 'hi', scope };
+  const total = ctx.quick ? 20_000 : 100_000;
+  const inFlight = 64;
+  const drive = async (one: () => Promise<unknown>, n: number): Promise<number> => {
+    let next = 0;
+    const start = nowNs();
+    await Promise.all(
+      Array.from({ length: inFlight }, async () => {
+        while (next < n) {
+          next++;
+          await one();
+        }
+      }),
+    );
+    return n / ((nowNs() - start) / 1e9);
+  };
+  try {
+    await drive(() => pool.run(spec), 5_000);
+    await drive(() => raw.run({}), 5_000);
+    const rates: number[] = [];
+    const rawRates: number[] = [];
+    const trials = ctx.quick ? 2 : 5;
+    for (let t = 0; t < trials; t++) {
+      ctx.progress(`subagent: throughput trial ${t + 1}/${trials}`);
+      rawRates.push(await drive(() => raw.run({}), total));
+      rates.push(await drive(() => pool.run(spec), total));
+    }
+    const rate = median(rates);
+    const rawRate = median(rawRates);
+    return [
+      {
+        suite: 'subagent',
+        name: 'subagent.runs_per_s',
+        value: Math.round(rate),
+        unit: 'runs/s',
+        baseline: { name: 'raw piscina empty tasks/s, same pool size', value: Math.round(rawRate) },
+        ratio: round(rate / rawRate),
+        detail: { runs_per_trial: total, in_flight: inFlight, trials },
+      },
+    ];
+  } finally {
+    await pool.close();
+    await raw.close();
+  }
+}
+
+/**
+ * 10,000 runs (1 in 10 opens its host channel for an approval): heap and RSS
+ * at the end against after the first 1,000 runs, after a full GC, and the
+ * MessagePorts and listeners left open.
+ */
+async function soak(ctx: SuiteContext): Promise<Figure[]> {
+  const pool = new SubagentPool({ threads: 2, maxQueue: 100_000 });
+  await pool.ready();
+  const total = ctx.quick ? 5_000 : 10_000;
+  const host = { approve: async () => ({ decision: 'approve' }) };
+  const plain = { agent: trivial, input: 'hi', scope };
+  const guarded = { agent: approver, input: 'hi', scope, host };
+  let done = 0;
+  const batch = async (n: number): Promise<void> => {
+    const runs: Promise<unknown>[] = [];
+    for (let i = 0; i < n; i++) {
+      const index = done + i;
+      runs.push(pool.run(index % 10 === 0 ? guarded : plain));
+    }
+    const outcomes = (await Promise.all(runs)) as { status: string }[];
+    for (const o of outcomes) if (o.status !== 'done') throw new Error(`soak run ended ${o.status}`);
+    done += n;
+  };
+  try {
+    const portsBefore = messagePorts();
+    while (done < 1_000) await batch(100);
+    gc();
+    const heap0 = process.memoryUsage().heapUsed;
+    const rss0 = process.memoryUsage().rss;
+    const listeners0 = pool.stats();
+    while (done < total) {
+      await batch(100);
+      if (done % 2_000 === 0) ctx.progress(`subagent: soak ${done}/${total}`);
+    }
+    gc();
+    const heap1 = process.memoryUsage().heapUsed;
+    const rss1 = process.memoryUsage().rss;
+    const stats = pool.stats();
+    const detail = {
+      runs: total,
+      heap_after_1000_mib: round(heap0 / MiB),
+      heap_end_mib: round(heap1 / MiB),
+      rss_after_1000_mib: round(rss0 / MiB),
+      rss_end_mib: round(rss1 / MiB),
+      message_ports_growth: messagePorts() - portsBefore,
+      open_host_ports: stats.openPorts,
+      table_slots_in_use: stats.tableSize,
+      running_before: listeners0.running,
+    };
+    return [
+      {
+        suite: 'subagent',
+        name: 'subagent.soak_heap_growth_mib',
+        value: round((heap1 - heap0) / MiB),
+        unit: 'MiB',
+        detail,
+      },
+      {
+        suite: 'subagent',
+        name: 'subagent.soak_rss_growth_mib',
+        value: round((rss1 - rss0) / MiB),
+        unit: 'MiB',
+        detail,
+      },
+    ];
+  } finally {
+    await pool.close();
+  }
+}
+
+/**
+ * A `while (true) {}` tool with `timeoutMs: 50` and a grace of 50 ms: time
+ * from the call's start (its telemetry event on this thread) to the outcome,
+ * and the pool's strength afterwards.
+ */
+async function deadlineKill(ctx: SuiteContext): Promise<Figure[]> {
+  const pool = new SubagentPool({ threads: 2, graceMs: 50, watchdogIntervalMs: 5 });
+  await pool.ready();
+  const trials = ctx.quick ? 3 : 9;
+  const times: number[] = [];
+  let threadsAfter = 0;
+  try {
+    for (let t = 0; t < trials; t++) {
+      ctx.progress(`subagent: deadline kill ${t + 1}/${trials}`);
+      let started = 0;
+      const outcome = await pool.run({
+        agent: spinner,
+        input: 'spin',
+        scope,
+        telemetry: true,
+        host: {
+          telemetry: (e) => {
+            if (e.event === 'tool.execute.start') started = Number(e.payload.at);
+          },
+        },
+      });
+      const ended = pool.clock.now();
+      if (outcome.status !== 'failed') throw new Error(`the spinning tool ended ${outcome.status}`);
+      // The start event travels over the host channel; if it was not seen, fall back to nothing.
+      if (started > 0) times.push(ended - started);
+      // Back to full strength: a run completes and both threads are there.
+      const after = await pool.run({ agent: trivial, input: 'x', scope });
+      if (after.status !== 'done') throw new Error('the pool did not recover');
+      threadsAfter = pool.stats().threads;
+    }
+  } finally {
+    await pool.close();
+  }
+  return [
+    {
+      suite: 'subagent',
+      name: 'subagent.deadline_kill_ms',
+      value: round(median(times)),
+      unit: 'ms',
+      detail: {
+        max_ms: round(Math.max(...times)),
+        trials: times.length,
+        timeout_ms: 50,
+        grace_ms: 50,
+        threads_after: threadsAfter,
+      },
+    },
+  ];
+}
+
+/** Issue 4's figures: overhead against raw piscina, throughput, soak, deadline kill. */
+export const subagentSuite: Suite = {
+  name: 'subagent',
+  description: 'trivial subagent run vs raw piscina, runs/s, 10k-run soak, never-yielding tool killed at its deadline',
+  placementSensitive: true,
+  inDefaultRun: true,
+  async run(ctx) {
+    const figures: Figure[] = [];
+    figures.push(...(await overhead(ctx)));
+    figures.push(...(await throughput(ctx)));
+    // Memory and kill timing do not depend on placement: measure them once, unpinned.
+    if (ctx.placement === 'unpinned') {
+      figures.push(...(await soak(ctx)));
+      figures.push(...(await deadlineKill(ctx)));
+    }
+    return figures;
+  },
+};
