@@ -8,6 +8,7 @@ import {
   type Answer,
   assertCloneable,
   BackpressureError,
+  CancelledError,
   type CancelReason,
   type Clock,
   ClosedError,
@@ -92,7 +93,8 @@ const PoolOptions = z
 /** What the supervisor offers one run over its host channel. */
 export interface RunHost {
   /** Decide on a call of a tool with `requiresApproval` (the handler's raw decision). */
-  readonly approve?: ((request: HostApprovalRequest) => Promise<unknown>) | undefined;
+  /** `signal` aborts when the run ends (cancelled, crashed or done): stop asking. */
+  readonly approve?: ((request: HostApprovalRequest, signal: AbortSignal) => Promise<unknown>) | undefined;
   /** Run a subagent's own `task` call. */
   readonly runTask?: ((request: HostTaskRequest) => Promise<HostTaskResult>) | undefined;
   /** Re-emit a worker's telemetry event. */
@@ -142,6 +144,8 @@ interface InFlight {
   killedCall: { readonly toolName: string; readonly timeoutMs: number } | undefined;
   /** The last `tool.execute.start` the worker reported (telemetry on), to close it when its worker is killed. */
   lastToolStart: Readonly<Record<string, unknown>> | undefined;
+  /** Aborted when the run ends; made only when a host call needs it. */
+  ended?: AbortController;
 }
 
 /** Figures about the pool, for daemons and the soak benchmark. */
@@ -412,6 +416,7 @@ export class SubagentPool {
       outcome = this.#fromRejection(error, flight);
     } finally {
       if (onAbort !== undefined) signal?.removeEventListener('abort', onAbort);
+      flight.ended?.abort(new CancelledError('shutdown', `run ${agentId} ended`));
       this.#watchdog.untrack(agentId);
       this.#byAgent.delete(agentId);
       this.#running--;
@@ -590,7 +595,7 @@ export class SubagentPool {
       return flight.host;
     };
     return {
-      async approve(agentId, raw) {
+      approve: async (agentId, raw) => {
         const host = hostOf(agentId);
         const parsed = HostApprovalRequest.safeParse(raw);
         if (host === null) return { decision: 'reject', reason: 'not a run of this worker' };
@@ -600,7 +605,9 @@ export class SubagentPool {
             reason: parsed.success ? 'no approval handler is configured' : 'malformed approval request',
           };
         }
-        return host.approve(parsed.data);
+        const flight = this.#byAgent.get(agentId as string) as InFlight;
+        flight.ended ??= new AbortController();
+        return host.approve(parsed.data, flight.ended.signal);
       },
       async runTask(agentId, raw) {
         const host = hostOf(agentId);

@@ -253,6 +253,36 @@ describe('Supervisor: approval', () => {
     }
   });
 
+  it('a pending host call fails promptly when its run is cancelled (no hang, no kill)', async () => {
+    let asked: () => void = () => {};
+    let handlerSignal: AbortSignal | undefined;
+    const handlerCalled = new Promise<void>((resolve) => {
+      asked = resolve;
+    });
+    const supervisor = createSupervisor({
+      pool: { threads: 1, graceMs: 10_000 },
+      // A person who never answers: the call from the worker stays pending.
+      approval: (_request, { signal }) => {
+        handlerSignal = signal;
+        asked();
+        return new Promise(() => {});
+      },
+    });
+    try {
+      const cancelled = next(supervisor, 'subagent.cancelled');
+      const parent = await supervisor.startAgent(lead, { scope, toolContext: { runs: runsCounter() } });
+      const reply = parent.send('admin please');
+      await handlerCalled;
+      parent.cancel('user');
+      assert.deepEqual(await reply, { status: 'cancelled', reason: 'user' });
+      // The worker's pending call rejected at once: the run ended on its own, within the 10 s grace.
+      assert.equal((await cancelled).forced, false);
+      assert.equal(handlerSignal?.aborted, true, 'the handler is told the run is over');
+    } finally {
+      await supervisor.destroy();
+    }
+  });
+
   it('with no handler, a call that needs approval is denied and never runs', async () => {
     const supervisor = createSupervisor({ pool: { threads: 1 } });
     try {

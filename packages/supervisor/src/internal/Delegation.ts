@@ -139,7 +139,7 @@ export class Delegation {
       approve:
         approve === undefined
           ? undefined
-          : (request) =>
+          : (request, signal) =>
               Promise.resolve(
                 approve(
                   {
@@ -149,7 +149,7 @@ export class Delegation {
                     agentId: record.agentId,
                     parentAgentId: record.ancestry[record.ancestry.length - 1],
                   },
-                  { signal: new AbortController().signal },
+                  { signal },
                 ),
               ),
       runTask: async (request): Promise<HostTaskResult> => {
