@@ -88,6 +88,7 @@ export interface SupervisorStats {
 }
 
 const ANSWERED_MEMORY = 10_000;
+const EMPTY_CONTEXT: Readonly<Record<string, unknown>> = Object.freeze({});
 
 /**
  * The supervisor: owns parent agents (actors on this thread), a warm pool of
@@ -351,7 +352,9 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
   ): Promise<SubagentOutcome> {
     this.#assertOpen();
     const scope = this.#sealScope(options.scope);
-    const toolContext = deepFreeze({ ...(options.toolContext ?? {}) });
+    // Frozen in place, as startAgent does: a copy per call would be a new object
+    // the pool has never checked, walked and frozen again on every spawn.
+    const toolContext = options.toolContext === undefined ? EMPTY_CONTEXT : deepFreeze(options.toolContext);
     const agentId = createId('agent');
     let n = 0;
     const telemetry = hasTelemetryListeners(this);

@@ -21,7 +21,7 @@ function setup(graceMs = 100) {
 }
 
 describe('Watchdog', () => {
-  it('runs a timer only while something is tracked', () => {
+  it('runs a timer only while something is tracked (it stops at the first tick with nothing tracked)', () => {
     const { clock, table, watchdog } = setup();
     table.register('a');
     table.register('b');
@@ -35,6 +35,9 @@ describe('Watchdog', () => {
     watchdog.untrack('a');
     assert.equal(clock.pendingTimers, 1);
     assert.equal(watchdog.untrack('b'), true);
+    // Not cleared at once (a run arriving right after would re-arm it): it lapses at its next tick.
+    assert.equal(clock.pendingTimers, 1);
+    clock.advance(10);
     assert.equal(clock.pendingTimers, 0);
     assert.equal(watchdog.untrack('b'), false);
   });
