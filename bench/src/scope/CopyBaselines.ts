@@ -19,7 +19,7 @@ function sampleSync(fn: () => unknown, budgetMs: number, batchUs = 50): number[]
   }
   const samples: number[] = [];
   const until = nowNs() + budgetMs * 1e6;
-  while (samples.length < 5 || (nowNs() < until && samples.length < 10_000)) {
+  while (samples.length < 3 || (nowNs() < until && samples.length < 10_000)) {
     const start = nowNs();
     for (let i = 0; i < perBatch; i++) fn();
     samples.push((nowNs() - start) / 1000 / perBatch);
@@ -28,8 +28,8 @@ function sampleSync(fn: () => unknown, budgetMs: number, batchUs = 50): number[]
 }
 
 /** Async samples, one call at a time, for ~`budgetMs` (at least `min`); µs per call. */
-async function sampleAsync(fn: () => Promise<unknown>, budgetMs: number, min = 5): Promise<number[]> {
-  for (let i = 0; i < 3; i++) await fn();
+async function sampleAsync(fn: () => Promise<unknown>, budgetMs: number, min = 3): Promise<number[]> {
+  for (let i = 0; i < 2; i++) await fn();
   const samples: number[] = [];
   const until = nowNs() + budgetMs * 1e6;
   while (samples.length < min || (nowNs() < until && samples.length < 10_000)) {

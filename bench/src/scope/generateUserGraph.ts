@@ -208,16 +208,22 @@ export function serializedBytes(value: unknown): number {
  */
 export function generateUserGraph(targetBytes: number, seed = 6): UserGraph {
   if (!Number.isSafeInteger(targetBytes) || targetBytes < 1) throw new RangeError('targetBytes must be positive');
-  // Grow geometrically, then bisect on the unit count: sizes are monotonic in it.
-  let lo = 0;
-  let hi = 1;
-  while (serializedBytes(build(seed, hi)) < targetBytes) {
+  // Sizes grow about linearly with the unit count: estimate it from two small
+  // builds, step up until at or above the target, then bisect down to the
+  // smallest such count (a few builds of the big graph, not a dozen).
+  const size = (units: number): number => serializedBytes(build(seed, units));
+  const one = size(1);
+  if (one >= targetBytes) return build(seed, 1);
+  const perUnit = Math.max(1, (size(32) - one) / 31);
+  let lo = 1;
+  let hi = Math.max(2, 1 + Math.ceil((targetBytes - one) / perUnit));
+  for (let at = size(hi); at < targetBytes; at = size(hi)) {
     lo = hi;
-    hi *= 2;
+    hi += Math.max(1, Math.ceil((targetBytes - at) / perUnit));
   }
   while (hi - lo > 1) {
     const mid = (lo + hi) >>> 1;
-    if (serializedBytes(build(seed, mid)) < targetBytes) lo = mid;
+    if (size(mid) < targetBytes) lo = mid;
     else hi = mid;
   }
   return build(seed, hi);

@@ -82,6 +82,7 @@ async function sharedStretch(
   supervisor: Supervisor,
   sizes: readonly { key: string; scope: Readonly<Record<string, unknown>> }[],
   budgetMs: number,
+  warmup: number,
   progress: (m: string) => void,
 ): Promise<Figure[]> {
   const figures: Figure[] = [];
@@ -110,14 +111,14 @@ async function sharedStretch(
     };
     // Interleaved, so the three see the same machine; the first rounds warm up code and caches.
     const until = nowNs() + budgetMs * 1e6;
-    for (let i = 0; i < 8 || (nowNs() < until && i < 5000) || copy.length < 3; i++) {
+    for (let i = 0; i < warmup || (nowNs() < until && i < 5000) || copy.length < 2; i++) {
       const c = await spawn(copyReader, scope);
       const w = await spawn(sharedReader, warmHandle);
       const start = nowNs();
       const fresh = encodeSharedScope(scope);
       const e = (nowNs() - start) / 1000;
       const k = await spawn(sharedReader, fresh);
-      if (i < 8) continue;
+      if (i < warmup) continue;
       copy.push(c);
       warm.push(w);
       encode.push(e);
@@ -207,36 +208,46 @@ export const scopeSuite: Suite = {
   async run({ quick, progress, args }) {
     if (args.includes('--file')) return measureScopeFile(args, progress);
     const figures: Figure[] = [];
-    progress('scope: generating user graphs');
-    const heavy = generateUserGraph(SCOPE_SIZES['1m']);
-    const variants: Variant[] = [
-      { key: 'lean', scope: generateLeanUser() as unknown as Readonly<Record<string, unknown>> },
-      { key: '10k', scope: generateUserGraph(SCOPE_SIZES['10k']) as unknown as Readonly<Record<string, unknown>> },
-      { key: '100k', scope: generateUserGraph(SCOPE_SIZES['100k']) as unknown as Readonly<Record<string, unknown>> },
-      { key: '1m', scope: heavy as unknown as Readonly<Record<string, unknown>> },
-      { key: 'projection', scope: leanProjection(heavy) as unknown as Readonly<Record<string, unknown>> },
-      // Sealed once, as a supervisor seals a scope at the edge: measureScopeCost then carries them as they
-      // are. Measured after freezing: V8 writes a frozen array sparse, a few bytes bigger than a packed one.
-    ].map((v) => ({ ...v, key: v.key as Variant['key'], bytes: serializedBytes(deepFreeze(v.scope)) }));
-
     const rounds = quick ? 1 : 3;
-    const hopBudgetMs = quick ? 120 : 900;
-    const minSamples = quick ? 3 : 10;
+    const hopBudgetMs = quick ? 100 : 900;
+    const probeSamples = quick ? 1 : 2;
+    const minSamples = quick ? 1 : 10;
     const baselineBudgetMs = quick ? 30 : 300;
+    // Threads boot while the graphs are generated on this one.
     const supervisor = createSupervisor({
       pool: { threads: MAX_HOPS },
       persistence: null,
       // The default budget (4 KiB) refuses heavy scopes: raising it is what the budget is for.
       scopeBudgetBytes: 2 * 1024 * 1024,
     });
-    const baselines = await CopyBaselines.start();
+    const starting = CopyBaselines.start();
+    let baselines: CopyBaselines | undefined;
     try {
+      progress('scope: generating user graphs');
+      const heavy = generateUserGraph(SCOPE_SIZES['1m']);
+      const variants: Variant[] = [
+        { key: 'lean', scope: generateLeanUser() as unknown as Readonly<Record<string, unknown>> },
+        { key: '10k', scope: generateUserGraph(SCOPE_SIZES['10k']) as unknown as Readonly<Record<string, unknown>> },
+        {
+          key: '100k',
+          scope: generateUserGraph(SCOPE_SIZES['100k']) as unknown as Readonly<Record<string, unknown>>,
+        },
+        { key: '1m', scope: heavy as unknown as Readonly<Record<string, unknown>> },
+        { key: 'projection', scope: leanProjection(heavy) as unknown as Readonly<Record<string, unknown>> },
+        // Sealed once, as a supervisor seals a scope at the edge: measureScopeCost then carries them as they
+        // are. Measured after freezing: V8 writes a frozen array sparse, a few bytes bigger than a packed one.
+      ].map((v) => ({ ...v, key: v.key as Variant['key'], bytes: serializedBytes(deepFreeze(v.scope)) }));
+      const stretchScopes = {
+        '4k': generateUserGraph(4 * 1024) as unknown as Readonly<Record<string, unknown>>,
+        '32k': generateUserGraph(32 * 1024) as unknown as Readonly<Record<string, unknown>>,
+      };
+      baselines = await starting;
       await supervisor.pool.ready();
       // Every worker JIT-compiles the runtime on its own: warm all eight up (chains of 8) and the
       // supervisor thread (1-hop runs) before anything is timed, or the first figures measure the compiler.
       progress('scope: warming up the pool');
       const lean = (variants[0] as Variant).scope;
-      const warmUntil = nowNs() + (quick ? 1500 : 5000) * 1e6;
+      const warmUntil = nowNs() + (quick ? 400 : 5000) * 1e6;
       while (nowNs() < warmUntil) {
         await measureScopeCost(lean, { hops: MAX_HOPS, samples: 1, warmup: 0, supervisor });
         await measureScopeCost(lean, { hops: 1, samples: 20, warmup: 0, supervisor });
@@ -255,14 +266,17 @@ export const scopeSuite: Suite = {
             hopSamples.set(id, acc);
             let samples = samplesFor.get(id);
             if (samples === undefined) {
-              // Calibrate: two timed runs (after one untimed) tell how many fit the time budget; they count.
-              const probe = await measureScopeCost(v.scope, { hops, samples: 2, warmup: 1, supervisor });
+              // Calibrate: two timed runs tell how many fit the time budget; they count. The first chain
+              // of a scope runs untimed: its first spawn seals the scope (a walk and a serialization).
+              const warmup = hops === HOPS[0] ? 1 : 0;
+              const probe = await measureScopeCost(v.scope, { hops, samples: probeSamples, warmup, supervisor });
               acc.runsUs.push(...probe.runsUs);
               acc.mainUs.push(...probe.mainThreadUs);
               samples = Math.max(minSamples, Math.min(3000, Math.round((hopBudgetMs * 1000) / median(probe.runsUs))));
               samplesFor.set(id, samples);
               samples -= probe.runsUs.length;
             }
+            if (samples <= 0) continue;
             const cost = await measureScopeCost(v.scope, { hops, samples, warmup: 0, supervisor });
             acc.runsUs.push(...cost.runsUs);
             acc.mainUs.push(...cost.mainThreadUs);
@@ -391,7 +405,7 @@ export const scopeSuite: Suite = {
       });
 
       progress('scope: lean hop, layer by layer');
-      const layers = await measureHopLayers((variants[0] as Variant).scope, quick ? 600 : 4000);
+      const layers = await measureHopLayers((variants[0] as Variant).scope, quick ? 300 : 4000);
       const leanTwo = perHop('lean', 2);
       const layerRows: [string, number[] | number, string][] = [
         ['piscina', layers.piscina, 'raw piscina round trip carrying { scope }'],
@@ -419,15 +433,15 @@ export const scopeSuite: Suite = {
 
       const stretchSizes = [
         { key: 'lean', scope: (variants[0] as Variant).scope },
-        { key: '4k', scope: generateUserGraph(4 * 1024) as unknown as Readonly<Record<string, unknown>> },
+        { key: '4k', scope: stretchScopes['4k'] },
         { key: '10k', scope: (variants[1] as Variant).scope },
-        { key: '32k', scope: generateUserGraph(32 * 1024) as unknown as Readonly<Record<string, unknown>> },
+        { key: '32k', scope: stretchScopes['32k'] },
         { key: '100k', scope: (variants[2] as Variant).scope },
         { key: '1m', scope: (variants[3] as Variant).scope },
       ];
-      figures.push(...(await sharedStretch(supervisor, stretchSizes, quick ? 100 : 2000, progress)));
+      figures.push(...(await sharedStretch(supervisor, stretchSizes, quick ? 60 : 2000, quick ? 2 : 8, progress)));
     } finally {
-      await baselines.close();
+      await (baselines ?? (await starting.catch(() => undefined)))?.close();
       await supervisor.close();
     }
     return figures;
