@@ -249,9 +249,11 @@ function cloneMedianUs(scope: unknown, bytes: number): number {
  * unless `supervisor` is given) and takes about `(samples + warmup) × hops`
  * hops of time; the private pool is closed before the promise settles, also
  * on failure or abort. Your scope object is never frozen or changed: the
- * runs carry a copy of it (a deep-frozen scope, such as one your
- * `ScopeDefinition` parsed, is carried as is). The times are wall-clock times on a shared machine:
- * compare them with `cloneUs` from the same call, not across machines.
+ * runs carry a sealed copy of it (a deep-frozen scope, such as one your
+ * `ScopeDefinition` parsed, is carried as is), and sizes are those of the
+ * sealed scope, which is what crosses. The times are wall-clock times on a
+ * shared machine: compare them with `cloneUs` from the same call, not across
+ * machines.
  *
  * @throws InvalidArgumentError `ERR_NOT_CLONEABLE` naming the path of the
  *   first value that cannot cross a thread; `ERR_INVALID_ARGUMENT` for bad
