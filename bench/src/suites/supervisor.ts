@@ -160,7 +160,7 @@ async function hitl(ctx: SuiteContext): Promise<Figure[]> {
 async function soak(ctx: SuiteContext): Promise<Figure[]> {
   const supervisor = createSupervisor({ pool: { threads: 2, maxQueue: 100_000 }, persistence: null });
   await supervisor.pool.ready();
-  const total = ctx.quick ? 20_000 : 100_000;
+  const total = ctx.quick ? 10_000 : 100_000;
   const mark = total / 10;
   const concurrency = 32;
   let started = 0;

@@ -17,6 +17,8 @@ export interface ApprovalRequest {
   readonly arguments: unknown;
   readonly agentId: RunContext['agentId'];
   readonly parentAgentId: RunContext['parentAgentId'];
+  /** Who the agent acts for (set by the supervisor, which decides approvals). */
+  readonly scope?: unknown;
 }
 
 /**

@@ -430,6 +430,11 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
       await Promise.race([idle, timedOut]);
       await idle;
       this.#clock.clearTimeout(timer);
+      // Every agent is idle or suspended now, its state saved after its last message:
+      // stop them (a suspended one keeps its saved request for a new supervisor).
+      await Promise.all([...this.#agents.values()].map((a) => a.stop()));
+      this.#agents.clear();
+      this.#pending.clear();
       const left = Math.max(0, timeoutMs - (this.#clock.now() - started));
       await this.pool.close({ timeoutMs: left });
       await this.#persistence?.close?.();
@@ -444,6 +449,8 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     this.#closing ??= Promise.resolve();
     for (const a of this.#agents.values()) a.cancel('shutdown');
     await this.pool.destroy();
+    this.#agents.clear();
+    this.#pending.clear();
   }
 
   /** `await using supervisor = createSupervisor(...)` calls `close()`. */

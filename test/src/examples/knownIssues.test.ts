@@ -1,6 +1,5 @@
-// Library bugs found while writing the examples, as failing tests marked
-// `todo` (node:test runs them and reports them without failing the suite).
-// Remove the `todo` once a fix makes one pass.
+// Regression tests for library bugs found while writing the examples
+// (first filed here as `todo` tests; fixed in 35a2b23).
 import assert from 'node:assert/strict';
 import { performance } from 'node:perf_hooks';
 import { it } from 'node:test';
@@ -9,9 +8,9 @@ import { createSupervisor, type SupervisorEvents } from '@troupe/supervisor';
 import { spinner } from '../fixtures/agents/cancellable.js';
 import { bootTime } from './bootTime.js';
 
-it('pool.ready() resolves once every thread has started', {
-  todo: 'bug: ready() resolves in a microtask after construction (piscina marks its initial workers ready and emits workerCreate at once), so the first run after it still pays the whole thread boot (~100-300 ms); a daemon that logs "ready" or a run with a short deadline pays it',
-}, async () => {
+// Was: ready() resolved in a microtask (piscina marks its first workers ready at once),
+// so the first run after it still paid the whole thread boot.
+it('pool.ready() resolves once every thread has started', async () => {
   const supervisor = createSupervisor({ pool: { threads: 1 } });
   try {
     await supervisor.pool.ready();
@@ -28,9 +27,9 @@ it('pool.ready() resolves once every thread has started', {
   }
 });
 
-it('a tool killed for overrunning its timeout is reported with its name and timeout, and a tool.execute.timeout event', {
-  todo: 'bug: the watchdog kill path builds ToolTimeoutError("a tool (call lane 0)", 0, true) — the message says `tool "a tool (call lane 0)" timed out after 0 ms` — and no tool.execute.timeout (nor stop) follows the tool.execute.start the worker sent',
-}, async () => {
+// Was: the kill path reported `tool "a tool (call lane 0)" timed out after 0 ms` and
+// no tool.execute.timeout followed the worker's tool.execute.start.
+it('a tool killed for overrunning its timeout is reported with its name and timeout, and a tool.execute.timeout event', async () => {
   const supervisor = createSupervisor({ pool: { threads: 1, graceMs: 20 } });
   const timeouts: SupervisorEvents['tool.execute.timeout'][0][] = [];
   supervisor.on('tool.execute.timeout', (e) => timeouts.push(e));

@@ -114,7 +114,7 @@ export class Delegation {
     return async (request, options) => {
       let raw: unknown;
       try {
-        raw = await handler({ ...request, agentId: record.agentId, scope: record.scope } as typeof request, options);
+        raw = await handler({ ...request, agentId: record.agentId, scope: record.scope }, options);
       } catch (error) {
         return {
           decision: 'reject',
