@@ -554,8 +554,9 @@ export class SubagentPool {
   // as the executor would have (timeout, then stop), when telemetry is on.
   #reportKilledCall(flight: InFlight, call: { readonly toolName: string; readonly timeoutMs: number }): void {
     const start = flight.lastToolStart;
-    const telemetry = flight.host?.telemetry;
-    if (start === undefined || telemetry === undefined || start.toolName !== call.toolName) return;
+    const host = flight.host;
+    if (start === undefined || host?.telemetry === undefined || start.toolName !== call.toolName) return;
+    const telemetry = (event: HostTelemetry): void => host.telemetry?.(event);
     const at = this.#clock.now();
     telemetry({ event: 'tool.execute.timeout', payload: { ...start, timeoutMs: call.timeoutMs, at } });
     const started = typeof start.at === 'number' ? start.at : at;

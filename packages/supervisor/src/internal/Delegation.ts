@@ -9,7 +9,10 @@ import {
   createId,
   decodeError,
   encodeError,
+  type HostApprovalRequest,
+  type HostTaskRequest,
   type HostTaskResult,
+  type HostTelemetry,
   isTroupeError,
   type LoopState,
   type Metadata,
@@ -19,6 +22,7 @@ import {
   subagentId,
   type TaskResult,
   type TaskSpawner,
+  type ToolCallId,
   TroupeError,
 } from '@troupe/core';
 import { loadAgent, loadedAgent } from '@troupe/subagent';
@@ -134,59 +138,19 @@ export class Delegation {
 
   /** The host channel of a subagent run. */
   hostFor(record: RunRecord, telemetry: boolean): RunHost {
-    const approve = this.approvalFor(record);
-    return {
-      approve:
-        approve === undefined
-          ? undefined
-          : (request, signal) =>
-              Promise.resolve(
-                approve(
-                  {
-                    toolName: request.toolName,
-                    toolCallId: request.toolCallId as never,
-                    arguments: request.arguments,
-                    agentId: record.agentId,
-                    parentAgentId: record.ancestry[record.ancestry.length - 1],
-                  },
-                  { signal },
-                ),
-              ),
-      runTask: async (request): Promise<HostTaskResult> => {
-        const result = await this.runTask(record, {
-          subagent: request.subagent,
-          instructions: request.instructions,
-          toolCallId: request.toolCallId,
-          answer: request.answer,
-          metadata: request.metadata,
-        });
-        switch (result.status) {
-          case 'done':
-            return {
-              status: 'done',
-              result: result.result,
-              ...(result.updates === undefined ? {} : { updates: [...result.updates] }),
-              events: [...result.events],
-            };
-          case 'suspended':
-            return { status: 'suspended', request: result.request };
-          case 'error':
-            return { status: 'error', error: encodeError(result.error), events: [...result.events] };
-        }
-      },
-      telemetry: telemetry
-        ? (event) => {
-            const name = event.event as keyof SupervisorEvents;
-            if (TELEMETRY_EVENTS.has(name)) {
-              const payload = { ...event.payload };
-              if (name === 'tool.execute.exception' && typeof payload.reason === 'object' && payload.reason !== null) {
-                payload.reason = decodeError(payload.reason as never);
-              }
-              (this.#o.events.emit as (n: string, p: unknown) => boolean)(name, payload);
-            }
-          }
-        : undefined,
-    };
+    // A class instance, not closures: one host is made per subagent run.
+    return telemetry ? new TelemetryHost(this, record) : new ChildHost(this, record);
+  }
+
+  /** Re-emit a worker's telemetry event on the supervisor's emitter (known events only). */
+  emitTelemetry(event: HostTelemetry): void {
+    const name = event.event as keyof SupervisorEvents;
+    if (!TELEMETRY_EVENTS.has(name)) return;
+    const payload = { ...event.payload };
+    if (name === 'tool.execute.exception' && typeof payload.reason === 'object' && payload.reason !== null) {
+      payload.reason = decodeError(payload.reason as never);
+    }
+    (this.#o.events.emit as (n: string, p: unknown) => boolean)(name, payload);
   }
 
   /** The calls a resumed run may execute as approved: only what this supervisor issued for it. */
@@ -469,16 +433,91 @@ function subagentNamed(agent: Agent, name: string): Agent | undefined {
   return index.get(name);
 }
 
+/** A subagent run's record: what delegation needs of it when it calls `task` in turn. */
+class ChildRecord implements RunRecord {
+  readonly agentId: AgentId;
+  readonly agent: Agent;
+  readonly scope: Scope;
+  readonly toolContext: Readonly<Record<string, unknown>>;
+  readonly ancestry: readonly AgentId[];
+  #children = 0;
+  constructor(agentId: AgentId, agent: Agent, parent: RunRecord, ancestry: readonly AgentId[]) {
+    this.agentId = agentId;
+    this.agent = agent;
+    this.scope = parent.scope;
+    this.toolContext = parent.toolContext;
+    this.ancestry = ancestry;
+  }
+  nextChild(): number {
+    return ++this.#children;
+  }
+}
+
 function childRecord(agentId: AgentId, agent: Agent, parent: RunRecord, ancestry: readonly AgentId[]): RunRecord {
-  let n = 0;
-  return {
-    agentId,
-    agent,
-    scope: parent.scope,
-    toolContext: parent.toolContext,
-    ancestry,
-    nextChild: () => ++n,
-  };
+  return new ChildRecord(agentId, agent, parent, ancestry);
+}
+
+/** What a subagent run may ask of the supervisor over its worker's host channel. */
+class ChildHost implements RunHost {
+  readonly #delegation: Delegation;
+  readonly #record: RunRecord;
+  constructor(delegation: Delegation, record: RunRecord) {
+    this.#delegation = delegation;
+    this.#record = record;
+  }
+
+  // Always offered: with no handler configured the answer is a denial, decided here.
+  approve(request: HostApprovalRequest, signal: AbortSignal): Promise<unknown> {
+    const record = this.#record;
+    const approve = this.#delegation.approvalFor(record);
+    if (approve === undefined) {
+      return Promise.resolve({ decision: 'reject', reason: 'no approval handler is configured' });
+    }
+    return Promise.resolve(
+      approve(
+        {
+          toolName: request.toolName,
+          toolCallId: request.toolCallId as ToolCallId,
+          arguments: request.arguments,
+          agentId: record.agentId,
+          parentAgentId: record.ancestry[record.ancestry.length - 1],
+        },
+        { signal },
+      ),
+    );
+  }
+
+  async runTask(request: HostTaskRequest): Promise<HostTaskResult> {
+    const result = await this.#delegation.runTask(this.#record, {
+      subagent: request.subagent,
+      instructions: request.instructions,
+      toolCallId: request.toolCallId,
+      answer: request.answer,
+      metadata: request.metadata,
+    });
+    switch (result.status) {
+      case 'done':
+        return result.updates === undefined
+          ? { status: 'done', result: result.result, events: [...result.events] }
+          : { status: 'done', result: result.result, updates: [...result.updates], events: [...result.events] };
+      case 'suspended':
+        return { status: 'suspended', request: result.request };
+      case 'error':
+        return { status: 'error', error: encodeError(result.error), events: [...result.events] };
+    }
+  }
+}
+
+/** A host that also forwards the worker's telemetry (only made when someone listens). */
+class TelemetryHost extends ChildHost {
+  readonly #delegation: Delegation;
+  constructor(delegation: Delegation, record: RunRecord) {
+    super(delegation, record);
+    this.#delegation = delegation;
+  }
+  telemetry(event: HostTelemetry): void {
+    this.#delegation.emitTelemetry(event);
+  }
 }
 
 // The child's definition as its own module exports it (its declared subagents matter for nested tasks).
