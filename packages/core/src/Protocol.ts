@@ -33,6 +33,15 @@ const LoopStateSchema = z.custom<LoopState>(
 /** Bits of {@link SubagentTask.host}: what the host channel offers a run. */
 export const HostFeature = Object.freeze({ approval: 1, spawn: 2, telemetry: 4 });
 
+/**
+ * Bits of {@link SubagentTask.host} that describe the task itself.
+ * `serializedScope`: the scope travels as its v8-serialized bytes in a
+ * SharedArrayBuffer (`scope` is a Uint8Array over it, `scopeVersion` names
+ * it): the supervisor serializes a heavy scope once, not on every hop, and a
+ * worker decodes each version once.
+ */
+export const TaskFlag = Object.freeze({ serializedScope: 8 });
+
 const ResumeSchema = z.object({ state: LoopStateSchema, answer: Answer, approvedCalls: z.array(z.string()) });
 
 /** The rarely used parts of a task, sent only when one of them is set. */
@@ -47,6 +56,8 @@ const TaskExtras = z.object({
   deadline: z.number().finite().nonnegative().optional(),
   /** Resume a suspended run: its state, the answer, and the calls the supervisor approved. */
   resume: ResumeSchema.optional(),
+  /** Names a serialized scope (see {@link TaskFlag}); the same bytes always have the same version. */
+  scopeVersion: z.number().int().positive().optional(),
 });
 
 /**
@@ -88,6 +99,7 @@ export interface SubagentTask {
   readonly metadata?: Readonly<Record<string, unknown>> | undefined;
   readonly deadline?: number | undefined;
   readonly resume?: z.infer<typeof ResumeSchema> | undefined;
+  readonly scopeVersion?: number | undefined;
 }
 
 /** Encode a task for the wire; the rarely used fields travel only when set. */
@@ -99,7 +111,8 @@ export function encodeSubagentTask(task: SubagentTask): SubagentTaskWire {
     task.toolContext !== undefined ||
     task.metadata !== undefined ||
     task.deadline !== undefined ||
-    task.resume !== undefined
+    task.resume !== undefined ||
+    task.scopeVersion !== undefined
   ) {
     const e: {
       parentAgentId?: string;
@@ -108,6 +121,7 @@ export function encodeSubagentTask(task: SubagentTask): SubagentTaskWire {
       metadata?: Record<string, unknown>;
       deadline?: number;
       resume?: z.infer<typeof ResumeSchema>;
+      scopeVersion?: number;
     } = {};
     if (task.parentAgentId !== undefined) e.parentAgentId = task.parentAgentId;
     if (task.ancestry !== undefined) e.ancestry = [...task.ancestry];
@@ -115,6 +129,7 @@ export function encodeSubagentTask(task: SubagentTask): SubagentTaskWire {
     if (task.metadata !== undefined) e.metadata = task.metadata as Record<string, unknown>;
     if (task.deadline !== undefined) e.deadline = task.deadline;
     if (task.resume !== undefined) e.resume = task.resume;
+    if (task.scopeVersion !== undefined) e.scopeVersion = task.scopeVersion;
     extras = e;
   }
   return [
@@ -155,7 +170,10 @@ export function decodeSubagentTask(
   if (!isNonEmptyString(agentId)) return { error: 'agentId must be a string' };
   if (!isIndex(slot)) return { error: 'slot must be a non-negative integer' };
   if (!isIndex(generation) || generation === 0) return { error: 'generation must be a positive integer' };
-  if (!isIndex(host) || host > 7) return { error: 'host must be HostFeature bits' };
+  if (!isIndex(host) || host > 15) return { error: 'host must be HostFeature and TaskFlag bits' };
+  if ((host & TaskFlag.serializedScope) !== 0 && !(scope instanceof Uint8Array)) {
+    return { error: 'a serialized scope must be a Uint8Array' };
+  }
   if (input !== null && typeof input !== 'string') return { error: 'input must be a string or null' };
   if (extras === null)
     return { task: { module, agent, agentId, slot, generation, host, scope, input: input ?? undefined } };
@@ -181,6 +199,7 @@ export function decodeSubagentTask(
       metadata: e.metadata,
       deadline: e.deadline,
       resume: e.resume,
+      scopeVersion: e.scopeVersion,
     },
   };
 }

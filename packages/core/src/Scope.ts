@@ -62,11 +62,35 @@ export function serializedSize(value: unknown): number {
   if (typeof value === 'object' && value !== null) {
     const known = measured.get(value);
     if (known !== undefined) return known;
-    const size = serialize(value).byteLength;
-    if (deeplyFrozen.has(value)) measured.set(value, size);
-    return size;
+    const bytes = serialize(value);
+    if (deeplyFrozen.has(value)) {
+      measured.set(value, bytes.byteLength);
+      // Heavy sealed values are about to cross as bytes: keep what was just made.
+      if (bytes.byteLength >= KEEP_BYTES_FROM) kept.set(value, bytes);
+    }
+    return bytes.byteLength;
   }
   return serialize(value).byteLength;
+}
+
+// Serialized bytes of heavy sealed values, kept from their measurement.
+const KEEP_BYTES_FROM = 8 * 1024;
+const kept = new WeakMap<object, Uint8Array>();
+
+/**
+ * The v8-serialized bytes of `value` (what structured clone would write).
+ * For a sealed value from 8 KiB up, the bytes made when it was measured are
+ * returned (and forgotten): a heavy scope is serialized once, not twice.
+ */
+export function serializedBytes(value: unknown): Uint8Array {
+  if (typeof value === 'object' && value !== null) {
+    const bytes = kept.get(value);
+    if (bytes !== undefined) {
+      kept.delete(value);
+      return bytes;
+    }
+  }
+  return serialize(value);
 }
 
 /**

@@ -92,6 +92,7 @@ export {
   type SubagentResult,
   type SubagentTask,
   type SubagentTaskWire,
+  TaskFlag,
   WORKER_READY,
 } from './Protocol.js';
 export { Answer, Request } from './Request.js';
@@ -107,6 +108,7 @@ export {
   type ScopeDefinition,
   type ScopeOptions,
   sealScope,
+  serializedBytes,
   serializedSize,
 } from './Scope.js';
 export {

@@ -1,3 +1,4 @@
+import { deserialize } from 'node:v8';
 import { threadId, workerData } from 'node:worker_threads';
 import {
   type AgentId,
@@ -20,6 +21,7 @@ import {
   type Scope,
   type SubagentResult,
   slotRunCancellation,
+  TaskFlag,
   type TaskResult,
   type TaskSpawner,
   TroupeError,
@@ -32,6 +34,25 @@ import { systemClock } from './systemClock.js';
 export interface SubagentWorkerData {
   /** The cancellation table's buffer, shared by every thread. */
   readonly cancelBuffer: SharedArrayBuffer;
+}
+
+// Heavy scopes arrive as shared bytes with a version: decode and freeze each
+// version once per worker, keep the few most recent.
+const SCOPE_CACHE = 4;
+const scopes = new Map<number, unknown>();
+
+function decodedScope(bytes: Uint8Array, version: number): unknown {
+  if (version <= 0) return deepFreeze(deserialize(bytes), NOT_REMEMBERED);
+  const cached = scopes.get(version);
+  if (cached !== undefined) {
+    scopes.delete(version);
+    scopes.set(version, cached);
+    return cached;
+  }
+  const scope = deepFreeze(deserialize(bytes), NOT_REMEMBERED);
+  scopes.set(version, scope);
+  if (scopes.size > SCOPE_CACHE) scopes.delete(scopes.keys().next().value as number);
+  return scope;
 }
 
 let attached: CancelSlots | undefined;
@@ -148,7 +169,11 @@ async function runTask(raw: unknown): Promise<SubagentResult> {
   try {
     const agent = loadedAgent(task.module, task.agent) ?? (await loadAgent(task.module, task.agent));
     // Received copies are frozen but never measured here: no need to remember them.
-    const scope = deepFreeze(task.scope, NOT_REMEMBERED) as Scope;
+    const scope = (
+      (task.host & TaskFlag.serializedScope) !== 0
+        ? decodedScope(task.scope as Uint8Array, task.scopeVersion ?? 0)
+        : deepFreeze(task.scope, NOT_REMEMBERED)
+    ) as Scope;
     const run: RunContext = {
       scope,
       toolContext: task.toolContext === undefined ? EMPTY : deepFreeze(task.toolContext, NOT_REMEMBERED),

@@ -33,6 +33,9 @@ import {
   type RunId,
   type SubagentTask,
   sealScope,
+  serializedBytes,
+  serializedSize,
+  TaskFlag,
   ToolTimeoutError,
   TroupeError,
   WORKER_READY,
@@ -160,6 +163,9 @@ export interface SubagentPoolStats {
 }
 
 type Mutable<T> = { -readonly [K in keyof T]: T[K] };
+
+/** From this serialized size a scope crosses as shared bytes (see #serializedScope). */
+const SERIALIZED_SCOPE_MIN_BYTES = 8 * 1024;
 
 const EXIT_CODE = /worker exited with code: (-?\d+)/;
 const EMPTY: Readonly<Record<string, unknown>> = Object.freeze({});
@@ -352,18 +358,21 @@ export class SubagentPool {
       spec.parentAgentId !== undefined && this.#table.has(spec.parentAgentId) ? spec.parentAgentId : undefined;
     const slot = this.#table.register(agentId, { parent, deadline });
     // Defaults are left out: every property is paid for on both threads (see SubagentTaskWire).
+    const serialized = this.#serializedScope(scope);
     const task: Mutable<SubagentTask> = {
       module: ref.module,
       agent: ref.name,
       agentId,
-      scope,
+      scope: serialized === undefined ? scope : serialized.bytes,
       slot: slot.index,
       generation: slot.generation,
       host:
         (spec.host?.approve === undefined ? 0 : HostFeature.approval) |
         (spec.host?.runTask === undefined ? 0 : HostFeature.spawn) |
-        (spec.telemetry === true && spec.host?.telemetry !== undefined ? HostFeature.telemetry : 0),
+        (spec.telemetry === true && spec.host?.telemetry !== undefined ? HostFeature.telemetry : 0) |
+        (serialized === undefined ? 0 : TaskFlag.serializedScope),
     };
+    if (serialized !== undefined) task.scopeVersion = serialized.version;
     if (spec.parentAgentId !== undefined) task.parentAgentId = spec.parentAgentId;
     if (spec.ancestry !== undefined && spec.ancestry.length > 0) task.ancestry = [...spec.ancestry];
     if (spec.input !== undefined) task.input = spec.input;
@@ -646,6 +655,27 @@ export class SubagentPool {
       throw new InvalidArgumentError((error as Error).message, { code: 'ERR_UNKNOWN_AGENT', cause: error });
     }
   }
+
+  /**
+   * A heavy scope crosses as bytes: serialized once per scope into a
+   * SharedArrayBuffer (posting it copies nothing), decoded once per worker and
+   * version. Structured clone would serialize the whole graph on this thread
+   * on every hop. Lean scopes (the norm) cross as they are.
+   */
+  #serializedScope(scope: unknown): { readonly bytes: Uint8Array; readonly version: number } | undefined {
+    if (typeof scope !== 'object' || scope === null) return undefined;
+    const known = this.#scopeBytes.get(scope);
+    if (known !== undefined) return known;
+    if (serializedSize(scope) < SERIALIZED_SCOPE_MIN_BYTES) return undefined;
+    const encoded = serializedBytes(scope);
+    const bytes = new Uint8Array(new SharedArrayBuffer(encoded.byteLength));
+    bytes.set(encoded);
+    const entry = { bytes, version: ++this.#scopeVersions };
+    this.#scopeBytes.set(scope, entry);
+    return entry;
+  }
+  readonly #scopeBytes = new WeakMap<object, { readonly bytes: Uint8Array; readonly version: number }>();
+  #scopeVersions = 0;
 
   #sealScope(scope: unknown): unknown {
     // A scope sealed once (frozen, measured) is not walked again: its size is cached.

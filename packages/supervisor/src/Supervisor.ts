@@ -376,6 +376,9 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     // A direct spawn is a spawn like any other: the same events, so a daemon sees its scope cost.
     emitSpawned(this, this.#clock, spec, agentId, undefined, agent.name);
     const outcome = await this.pool.run(spec);
+    // Like a delegated run, a direct one is over only when its own children are.
+    const children = this.#delegation.drain(agentId);
+    if (children !== undefined) await children;
     emitOutcome(this, this.#clock.now(), outcome, undefined);
     return outcome;
   }

@@ -16,6 +16,11 @@ const cancellable = new URL('../fixtures/agents/cancellable.js', import.meta.url
 const scope = Object.freeze({ userId: 'u1', orgId: 'o1', role: 'admin' });
 const ref = (module: string, name: string) => ({ module, name });
 
+/** A pool whose budget lets a 20 KiB scope through (the default 4 KiB refuses it). */
+function createHeavyPool(): SubagentPool {
+  return new SubagentPool({ threads: 2, scopeBudgetBytes: 64 * 1024 });
+}
+
 /** Start a run and resolve `started` when its first tool begins (the worker's telemetry event). */
 function runUntilToolStarts(pool: SubagentPool, spec: Parameters<SubagentPool['run']>[0]) {
   let signalStarted: () => void = () => {};
@@ -85,6 +90,27 @@ describe('SubagentPool', () => {
       outcome.events.map((e) => [e.type, e.agentId]),
       [['noted', 'agent_p-sub-1']],
     );
+  });
+
+  it('carries a heavy scope as shared bytes, decoded once per worker, the same to every tool', async () => {
+    const heavy = createHeavyPool();
+    try {
+      await heavy.ready();
+      const scope = {
+        userId: 'u1',
+        audit: Array.from({ length: 600 }, (_, i) => ({ at: i, what: `event ${i}`, ok: i % 2 === 0 })),
+      };
+      const outcomes = await Promise.all(
+        Array.from({ length: 6 }, () => heavy.run({ agent: ref(basic, 'contextProbe'), input: 'probe', scope })),
+      );
+      for (const outcome of outcomes) {
+        assert.equal(outcome.status, 'done');
+        const seen = JSON.parse(outcome.status === 'done' ? outcome.result : '{}');
+        assert.deepEqual(seen.scope, JSON.parse(JSON.stringify(scope)));
+      }
+    } finally {
+      await heavy.destroy();
+    }
   });
 
   it('turns malformed tool calls and bad arguments into error results the model sees', async () => {
