@@ -372,6 +372,36 @@ export const scopeSuite: Suite = {
       });
       const heavyHop = perHop('1m', 1);
       const heavyBase = baseOf('1m');
+      // A heavy scope crosses as bytes decoded once per worker and version, so the hops above
+      // reuse a decoded copy: what a *new* scope costs is its first hop. Measure it with a
+      // fresh (unsealed) copy each time: sealing at the edge, one serialization, one decode.
+      const coldSamples = quick ? 3 : 12;
+      for (const v of variants) {
+        if (v.key === 'lean' || v.key === 'projection') continue;
+        progress(`scope: ${v.key}, first hop of a new scope`);
+        const cold: number[] = [];
+        const coldMain: number[] = [];
+        for (let i = 0; i < coldSamples; i++) {
+          const fresh = structuredClone(v.scope) as Readonly<Record<string, unknown>>;
+          const cost = await measureScopeCost(fresh, { hops: 1, samples: 1, warmup: 0, supervisor });
+          cold.push(...cost.runsUs);
+          coldMain.push(...cost.mainThreadUs);
+        }
+        const { clone } = baseOf(v.key);
+        figures.push({
+          suite,
+          name: `scope.cold_hop_us.${v.key}`,
+          value: fmt(median(cold)),
+          unit: 'µs',
+          baseline: { name: `scope.clone_us.${v.key}`, value: fmt(clone) },
+          ratio: fmt(median(cold) / clone),
+          detail: {
+            meaning: 'first hop of a scope never seen: sealed at the edge, serialized once, decoded once by the worker',
+            main_us: fmt(median(coldMain)),
+            samples: cold.length,
+          },
+        });
+      }
       figures.push({
         suite,
         name: 'scope.hop_over_clone_ratio.1m',
