@@ -16,7 +16,7 @@ import type { AssistantMessage, Message, ModelRequest, ModelToolCall, Todo, Tool
 import type { Answer, Request } from './Request.js';
 import { createTaskTool, TASK_TOOL_NAME, type TaskSpawner } from './TaskTool.js';
 import type { AnyTool, ToolSpec } from './Tool.js';
-import type { RunContext } from './ToolContext.js';
+import type { AgentStateView, RunContext } from './ToolContext.js';
 import type { ToolEventSink, ToolEvents } from './ToolEvents.js';
 import { CancelledError, type CancelReason, isTroupeError, TroupeError } from './TroupeError.js';
 
@@ -220,7 +220,12 @@ function normaliseCalls(message: AssistantMessage): { calls: ModelToolCall[]; ma
         continue;
       }
     }
-    calls.push({ id, name: c.name, arguments: args ?? {} });
+    // A well-formed call is kept as is (no copy per call: a turn may hold a hundred).
+    calls.push(
+      id === c.id && args === c.arguments && args !== undefined && args !== null
+        ? (c as ModelToolCall)
+        : { id, name: c.name, arguments: args ?? {} },
+    );
   }
   return { calls, malformed };
 }
@@ -242,6 +247,18 @@ class LazySignalRequest implements ModelRequest {
   get signal(): AbortSignal {
     return this.#token.signal;
   }
+}
+
+// Every call of a turn sees the same state: one view per state, not one per call.
+const stateViews = new WeakMap<LoopState, AgentStateView>();
+
+function stateView(state: LoopState): AgentStateView {
+  let view = stateViews.get(state);
+  if (view === undefined) {
+    view = { agentId: state.agentId, messages: state.messages, todos: state.todos, metadata: state.metadata };
+    stateViews.set(state, view);
+  }
+  return view;
 }
 
 interface ToolIndex {
@@ -363,7 +380,7 @@ export async function runAgentLoop(options: RunAgentLoopOptions): Promise<LoopOu
         {
           clock,
           run,
-          state: { agentId: state.agentId, messages: state.messages, todos: state.todos, metadata: state.metadata },
+          state: stateView(state),
           cancellation,
           approval: options.approval,
           preApproved: approvalAnswer && options.approvedCalls?.has(call.id) === true,

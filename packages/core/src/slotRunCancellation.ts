@@ -272,10 +272,15 @@ class FallbackCall implements CallCancellation, CancelToken {
     this.#run.release(this, undefined);
   }
 
-  readonly #onRunAbort = (): void => {
-    this.#listening = false;
-    if (!this.#closed) this.#controller?.abort(new CancelledError(this.#run.token.reason ?? 'shutdown'));
-  };
+  // Made only when the signal is read (most calls never read it): not a field per call.
+  #onRunAbortFn: (() => void) | undefined;
+  get #onRunAbort(): () => void {
+    this.#onRunAbortFn ??= (): void => {
+      this.#listening = false;
+      if (!this.#closed) this.#controller?.abort(new CancelledError(this.#run.token.reason ?? 'shutdown'));
+    };
+    return this.#onRunAbortFn;
+  }
 
   #stopListening(): void {
     if (this.#listening) {

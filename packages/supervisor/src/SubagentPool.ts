@@ -244,6 +244,8 @@ export class SubagentPool {
       idleTimeout: Number.POSITIVE_INFINITY,
       // Piscina's own bound is a backstop; ours is checked first for a typed error.
       maxQueue: this.#maxQueue + this.#threads,
+      // Piscina's run/wait histograms cost a record per task and nothing here reads them.
+      recordTiming: false,
       workerData: { cancelBuffer: this.#table.buffer },
       ...(o.resourceLimits === undefined ? {} : { resourceLimits: o.resourceLimits as ResourceLimits }),
     });
