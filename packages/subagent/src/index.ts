@@ -8,5 +8,5 @@ export { portEndpoint } from './portEndpoint.js';
 export { runSubagentTask, type SubagentWorkerData } from './runSubagentTask.js';
 export { systemClock } from './systemClock.js';
 
-/** The file URL of the worker entry, for a piscina pool's `filename`. */
-export const WORKER_URL: string = new URL('./worker.js', import.meta.url).href;
+/** The file URL of the worker entry, for a piscina pool's `filename` (a CommonJS shim over `worker.js`). */
+export const WORKER_URL: string = new URL('./workerEntry.cjs', import.meta.url).href;
