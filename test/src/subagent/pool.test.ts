@@ -35,11 +35,6 @@ function runUntilToolStarts(pool: SubagentPool, spec: Parameters<SubagentPool['r
   return { outcome, started };
 }
 
-/** Resolve when the pool reports a run in flight (synchronise on state, not on time). */
-async function untilRunning(pool: SubagentPool, count = 1): Promise<void> {
-  while (pool.stats().running < count) await new Promise((r) => setImmediate(r));
-}
-
 describe('SubagentPool', () => {
   let pool: SubagentPool;
   before(async () => {
@@ -199,11 +194,16 @@ describe('SubagentPool', () => {
     const done = await pool.run({ agent: ref(basic, 'echo'), agentId: 'agent_done' as AgentId, input: 'x', scope });
     assert.equal(done.status, 'done');
     assert.equal(pool.cancel('agent_done' as AgentId), false);
-    const a = pool.run({ agent: ref(cancellable, 'poller'), agentId: 'agent_a' as AgentId, input: 'x', scope });
+    const a = runUntilToolStarts(pool, {
+      agent: ref(cancellable, 'poller'),
+      agentId: 'agent_a' as AgentId,
+      input: 'x',
+      scope,
+    });
     const b = pool.run({ agent: ref(basic, 'echo'), agentId: 'agent_b' as AgentId, input: 'y', scope });
-    await untilRunning(pool);
+    await a.started;
     pool.cancel('agent_a' as AgentId);
-    assert.equal((await a).status, 'cancelled');
+    assert.equal((await a.outcome).status, 'cancelled');
     assert.equal((await b).status, 'done');
   });
 });
@@ -301,17 +301,22 @@ describe('SubagentPool bad input', () => {
   });
 
   it('bounds the queue with a typed backpressure error', async () => {
-    const holder = pool.run({ agent: ref(cancellable, 'waiter'), agentId: 'agent_h1' as AgentId, input: 'x', scope });
-    await untilRunning(pool);
+    const holder = runUntilToolStarts(pool, {
+      agent: ref(cancellable, 'waiter'),
+      agentId: 'agent_h1' as AgentId,
+      input: 'x',
+      scope,
+    });
+    await holder.started;
+    // The one thread is busy, and a run whose module is loaded is posted synchronously: it queues at once.
     const queued = pool.run({ agent: ref(cancellable, 'waiter'), agentId: 'agent_h2' as AgentId, input: 'x', scope });
-    // Let the second run reach piscina's queue.
-    while (pool.stats().queued < 1) await new Promise((r) => setImmediate(r));
+    assert.equal(pool.stats().queued, 1);
     await assert.rejects(pool.run({ agent: ref(basic, 'echo'), input: 'x', scope }), (e) =>
       isTroupeError(e, 'ERR_BACKPRESSURE'),
     );
     pool.cancel('agent_h2' as AgentId);
     pool.cancel('agent_h1' as AgentId);
-    assert.equal((await holder).status, 'cancelled');
+    assert.equal((await holder.outcome).status, 'cancelled');
     assert.equal((await queued).status, 'cancelled');
   });
 
