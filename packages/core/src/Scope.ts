@@ -197,14 +197,24 @@ export function checkBudget(budgetBytes: unknown, name = 'budgetBytes'): number 
  * deep-frozen. Returns it frozen, with its size remembered.
  */
 export function sealScope<T>(value: T, budgetBytes = DEFAULT_SCOPE_BUDGET_BYTES): Scope<T> {
+  // Sealed before (every spawn of a conversation passes the same scope): no
+  // walk again, only the budget against the size measured then.
+  if (typeof value === 'object' && value !== null && sealed.has(value)) {
+    assertScopeBudget(serializedSize(value), budgetBytes);
+    return value as Scope<T>;
+  }
   assertCloneable(value, 'scope');
   // Freeze first, then measure: V8 serializes a frozen array differently
   // (as sparse, 2 B more per element), and the size must be that of what crosses.
   const frozen = deepFreeze(value);
   const bytes = serializedSize(frozen);
   assertScopeBudget(bytes, budgetBytes);
+  if (typeof frozen === 'object' && frozen !== null) sealed.add(frozen);
   return frozen as Scope<T>;
 }
+
+// Scopes that passed sealScope: checked cloneable, deep-frozen, measured.
+const sealed = new WeakSet<object>();
 
 /**
  * Define the scope (who an agent acts for) with your zod schema. The scope is

@@ -680,13 +680,9 @@ export class SubagentPool {
   #scopeVersions = 0;
 
   #sealScope(scope: unknown): unknown {
-    // A scope sealed once (frozen, measured) is not walked again: its size is cached.
-    if (typeof scope === 'object' && scope !== null && Object.isFrozen(scope) && this.#sealed.has(scope)) return scope;
-    const sealed = sealScope(scope, this.#scopeBudget);
-    if (typeof sealed === 'object' && sealed !== null) this.#sealed.add(sealed);
-    return sealed;
+    // sealScope itself does not walk a scope it sealed before: only the budget is checked.
+    return sealScope(scope, this.#scopeBudget);
   }
-  readonly #sealed = new WeakSet<object>();
 
   #checkToolContext(toolContext: Readonly<Record<string, unknown>>): Readonly<Record<string, unknown>> {
     if (typeof toolContext !== 'object' || toolContext === null || Array.isArray(toolContext)) {

@@ -114,7 +114,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
   readonly #agents = new Map<string, ParentAgent>();
   readonly #pending = new Map<string, PendingRequestInfo & { readonly agent: ParentAgent }>();
   readonly #answered = new Set<string>();
-  readonly #sealedScopes = new WeakSet<object>();
+  readonly #parsedScopes = new WeakSet<object>();
   #closing: Promise<void> | undefined;
   #closed = false;
 
@@ -178,9 +178,12 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
   }
 
   #sealScope(input: unknown): Scope {
-    if (typeof input === 'object' && input !== null && this.#sealedScopes.has(input)) return input as Scope;
-    const scope = this.#scope !== undefined ? this.#scope.parse(input) : sealScope(input, this.#scopeBudget);
-    if (typeof scope === 'object' && scope !== null) this.#sealedScopes.add(scope);
+    // Without a schema, sealScope remembers what it sealed. With one, a scope is
+    // taken as is only if this supervisor's schema produced it.
+    if (this.#scope === undefined) return sealScope(input, this.#scopeBudget) as Scope;
+    if (typeof input === 'object' && input !== null && this.#parsedScopes.has(input)) return input as Scope;
+    const scope = this.#scope.parse(input);
+    if (typeof scope === 'object' && scope !== null) this.#parsedScopes.add(scope);
     return scope as Scope;
   }
 

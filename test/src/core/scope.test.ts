@@ -256,3 +256,14 @@ describe('assertCloneable: the path of the first bad value', () => {
     assert.match(err.message, /^scope\.user\.save is a function/);
   });
 });
+
+describe('sealScope: a scope sealed once', () => {
+  it('is returned as is, still checked against the budget it is sealed for now', () => {
+    const scope = sealScope({ userId: 'u1', notes: 'x'.repeat(600) }, 4096);
+    assert.equal(sealScope(scope, 4096), scope);
+    assert.throws(
+      () => sealScope(scope, 256),
+      (e) => isTroupeError(e, 'ERR_SCOPE_OVER_BUDGET'),
+    );
+  });
+});
