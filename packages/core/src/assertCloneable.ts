@@ -1,6 +1,5 @@
 import { InvalidArgumentError } from './TroupeError.js';
 
-const PLAIN_PROTOTYPES = new Set<unknown>([Object.prototype, null]);
 
 // Built-ins that structured clone copies faithfully. Anything else with a
 // prototype of its own is a class instance: clone would silently drop its
@@ -40,6 +39,68 @@ function segment(key: string | number): string {
   return /^[A-Za-z_$][\w$]*$/.test(key) ? `.${key}` : `[${JSON.stringify(key)}]`;
 }
 
+function isCloneableBuiltin(obj: object): boolean {
+  for (const ctor of CLONEABLE_BUILTINS) {
+    if (obj instanceof ctor && Object.getPrototypeOf(obj) === ctor.prototype) return true;
+  }
+  return false;
+}
+
+/**
+ * True when `value` can cross a thread faithfully (the rules of
+ * {@link findUncloneable}), checked without building a single path: the walk
+ * a seal pays for every scope it has not seen. When `objects` is given, every
+ * object reached is pushed to it once (so a caller can freeze them without a
+ * second walk); on `false` it holds an unspecified part of them.
+ */
+export function isCloneable(value: unknown, objects?: object[]): boolean {
+  const t = typeof value;
+  if (t === 'function' || t === 'symbol') return false;
+  if (t !== 'object' || value === null) return true;
+  const seen = new Set<object>();
+  const stack: unknown[] = [value];
+  while (stack.length > 0) {
+    const v = stack.pop();
+    const type = typeof v;
+    if (type === 'function' || type === 'symbol') return false;
+    if (type !== 'object' || v === null) continue;
+    const obj = v as object;
+    if (seen.has(obj)) continue;
+    seen.add(obj);
+    objects?.push(obj);
+    const proto = Object.getPrototypeOf(obj);
+    if (Array.isArray(obj)) {
+      // An Array subclass would arrive as a plain array, its methods gone.
+      if (proto !== Array.prototype) return false;
+      for (let i = 0; i < obj.length; i++) {
+        const item: unknown = obj[i];
+        if (typeof item === 'object' ? item !== null : typeof item === 'function' || typeof item === 'symbol')
+          stack.push(item);
+      }
+      continue;
+    }
+    if (proto !== Object.prototype && proto !== null) {
+      if (obj instanceof Map) {
+        for (const [k, item] of obj) stack.push(k, item);
+        continue;
+      }
+      if (obj instanceof Set) {
+        for (const item of obj) stack.push(item);
+        continue;
+      }
+      if (isCloneableBuiltin(obj)) continue;
+      return false;
+    }
+    if (Object.getOwnPropertySymbols(obj).length > 0) return false;
+    for (const key of Object.keys(obj)) {
+      const item: unknown = (obj as Record<string, unknown>)[key];
+      if (typeof item === 'object' ? item !== null : typeof item === 'function' || typeof item === 'symbol')
+        stack.push(item);
+    }
+  }
+  return true;
+}
+
 /**
  * Find the path of the first value that cannot cross a thread faithfully, or
  * `undefined` when the whole value is structured-cloneable. Functions,
@@ -48,6 +109,9 @@ function segment(key: string | number): string {
  * Map, Set, ArrayBuffer, typed arrays) are accepted; cycles are fine.
  */
 export function findUncloneable(value: unknown, root = 'value'): { path: string; what: string } | undefined {
+  // The common case, a cloneable value, is answered without building paths;
+  // only a refused value is walked again to name the offending path.
+  if (isCloneable(value)) return undefined;
   const seen = new Set<object>();
   const walk = (v: unknown, path: string): { path: string; what: string } | undefined => {
     const t = typeof v;
@@ -66,7 +130,7 @@ export function findUncloneable(value: unknown, root = 'value'): { path: string;
       return undefined;
     }
     const proto = Object.getPrototypeOf(obj);
-    if (!PLAIN_PROTOTYPES.has(proto)) {
+    if (proto !== Object.prototype && proto !== null) {
       if (obj instanceof Map) {
         let i = 0;
         for (const [k, item] of obj) {
@@ -85,9 +149,7 @@ export function findUncloneable(value: unknown, root = 'value'): { path: string;
         }
         return undefined;
       }
-      for (const ctor of CLONEABLE_BUILTINS) {
-        if (obj instanceof ctor && Object.getPrototypeOf(obj) === ctor.prototype) return undefined;
-      }
+      if (isCloneableBuiltin(obj)) return undefined;
       return { path, what: describe(obj) };
     }
     const symbols = Object.getOwnPropertySymbols(obj);

@@ -18,7 +18,7 @@ export {
   type RunAgentLoopOptions,
   runAgentLoop,
 } from './AgentLoop.js';
-export { assertCloneable, findUncloneable } from './assertCloneable.js';
+export { assertCloneable, findUncloneable, isCloneable } from './assertCloneable.js';
 export { CancelSlots, type CancelSlotsOptions, type SlotHandle } from './CancelSlots.js';
 export { CancelSource, localRunCancellation } from './CancelSource.js';
 export {
@@ -103,6 +103,7 @@ export {
   type DeepReadonly,
   deepFreeze,
   defineScope,
+  freezeReceived,
   rememberSerializedSize,
   type Scope,
   type ScopeDefinition,

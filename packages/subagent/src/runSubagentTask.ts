@@ -7,9 +7,9 @@ import {
   CancelSlots,
   decodeError,
   decodeSubagentTask,
-  deepFreeze,
   encodeError,
   encodeSubagentResult,
+  freezeReceived,
   HostFeature,
   HostTaskResult,
   initialLoopState,
@@ -42,14 +42,14 @@ const SCOPE_CACHE = 4;
 const scopes = new Map<number, unknown>();
 
 function decodedScope(bytes: Uint8Array, version: number): unknown {
-  if (version <= 0) return deepFreeze(deserialize(bytes), NOT_REMEMBERED);
+  if (version <= 0) return freezeReceived(deserialize(bytes));
   const cached = scopes.get(version);
   if (cached !== undefined) {
     scopes.delete(version);
     scopes.set(version, cached);
     return cached;
   }
-  const scope = deepFreeze(deserialize(bytes), NOT_REMEMBERED);
+  const scope = freezeReceived(deserialize(bytes));
   scopes.set(version, scope);
   if (scopes.size > SCOPE_CACHE) scopes.delete(scopes.keys().next().value as number);
   return scope;
@@ -106,7 +106,6 @@ function decodeTaskResult(raw: unknown): TaskResult {
 }
 
 const EMPTY: Readonly<Record<string, unknown>> = Object.freeze({});
-const NOT_REMEMBERED = Object.freeze({ remember: false });
 
 // Defaults are left out (see SubagentTask): every property costs on both threads.
 function toResult(outcome: LoopOutcome): SubagentResult {
@@ -168,15 +167,15 @@ async function runTask(raw: unknown): Promise<SubagentResult> {
   const host = new HostLink(task.agentId, cancellation);
   try {
     const agent = loadedAgent(task.module, task.agent) ?? (await loadAgent(task.module, task.agent));
-    // Received copies are frozen but never measured here: no need to remember them.
+    // The channels are this thread's own fresh copies: frozen, never measured here.
     const scope = (
       (task.host & TaskFlag.serializedScope) !== 0
         ? decodedScope(task.scope as Uint8Array, task.scopeVersion ?? 0)
-        : deepFreeze(task.scope, NOT_REMEMBERED)
+        : freezeReceived(task.scope)
     ) as Scope;
     const run: RunContext = {
       scope,
-      toolContext: task.toolContext === undefined ? EMPTY : deepFreeze(task.toolContext, NOT_REMEMBERED),
+      toolContext: task.toolContext === undefined ? EMPTY : freezeReceived(task.toolContext),
       agentId: task.agentId as AgentId,
       parentAgentId: task.parentAgentId as AgentId | undefined,
     };
@@ -186,9 +185,9 @@ async function runTask(raw: unknown): Promise<SubagentResult> {
         ? initialLoopState(
             run.agentId,
             agent.instructions,
-            task.metadata === undefined ? EMPTY : deepFreeze(task.metadata, NOT_REMEMBERED),
+            task.metadata === undefined ? EMPTY : freezeReceived(task.metadata),
           )
-        : { ...resume.state, metadata: deepFreeze(resume.state.metadata) };
+        : { ...resume.state, metadata: freezeReceived(resume.state.metadata) };
     const approval: ApprovalHandler | undefined =
       (task.host & HostFeature.approval) !== 0
         ? (request) =>

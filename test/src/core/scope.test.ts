@@ -6,12 +6,15 @@ import {
   deepFreeze,
   defineScope,
   findUncloneable,
+  freezeReceived,
   InvalidArgumentError,
+  isCloneable,
   isTroupeError,
   rememberSerializedSize,
   sealScope,
   serializedSize,
 } from '@troupe/core';
+import fc from 'fast-check';
 import { z } from 'zod';
 
 const AgentScope = z.object({
@@ -202,6 +205,7 @@ describe('assertCloneable: the path of the first bad value', () => {
   ];
   for (const [what, value, message] of cases) {
     it(`refuses ${what}`, () => {
+      assert.equal(isCloneable(value), false, 'the path-free check must refuse it too');
       const err = thrown(() => assertCloneable(value, 'scope'));
       assert.ok(err instanceof InvalidArgumentError);
       assert.ok(isTroupeError(err, 'ERR_NOT_CLONEABLE'));
@@ -239,8 +243,72 @@ describe('assertCloneable: the path of the first bad value', () => {
       cyc,
     };
     assert.equal(findUncloneable(ok), undefined);
+    assert.equal(isCloneable(ok), true);
     assert.doesNotThrow(() => assertCloneable(ok));
     assert.doesNotThrow(() => structuredClone(ok));
+  });
+
+  it('a bad value anywhere in plain data is refused at its path (property)', () => {
+    // Plain data (JSON-like, shared subtrees allowed) with one bad value put at a random path.
+    const bads: [unknown, RegExp][] = [
+      [() => 1, /^a function/],
+      [Symbol('s'), /^a symbol/],
+      [new (class Widget {})(), /^an instance of Widget/],
+      [new WeakMap(), /^an instance of WeakMap/],
+    ];
+    fc.assert(
+      fc.property(fc.jsonValue(), fc.array(fc.nat()), fc.nat(bads.length - 1), (data, route, which) => {
+        const root = { data: structuredClone(data) as unknown };
+        // Walk the route into containers; put the bad value under a fresh key or index there.
+        let path = 'scope.data';
+        let next: unknown = root.data;
+        for (const step of route) {
+          if (Array.isArray(next) && next.length > 0) {
+            const i = step % next.length;
+            if (typeof next[i] !== 'object' || next[i] === null) break;
+            path += `[${i}]`;
+            next = next[i];
+          } else if (typeof next === 'object' && next !== null && Object.keys(next).length > 0) {
+            const keys = Object.keys(next);
+            const k = keys[step % keys.length] as string;
+            const v = (next as Record<string, unknown>)[k];
+            if (typeof v !== 'object' || v === null) break;
+            path += /^[A-Za-z_$][\w$]*$/.test(k) ? `.${k}` : `[${JSON.stringify(k)}]`;
+            next = v;
+          } else break;
+        }
+        assert.equal(isCloneable(root), true);
+        const [bad, what] = bads[which] as [unknown, RegExp];
+        let badPath: string;
+        if (typeof next === 'object' && next !== null) {
+          if (Array.isArray(next)) {
+            next.push(bad);
+            badPath = `${path}[${next.length - 1}]`;
+          } else {
+            (next as Record<string, unknown>).zz_bad = bad;
+            badPath = `${path}.zz_bad`;
+          }
+        } else {
+          root.data = bad;
+          badPath = 'scope.data';
+        }
+        assert.equal(isCloneable(root), false);
+        const found = findUncloneable(root, 'scope');
+        assert.ok(found !== undefined);
+        assert.match(found.what, what);
+        // The first bad value in walk order: the only one there is, so its path.
+        assert.equal(found.path, badPath);
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it('sealScope leaves a refused scope as it was (nothing frozen)', () => {
+    const scope = { user: { id: 'u1', teams: [{ id: 't1' }] }, save() {} };
+    assert.throws(() => sealScope(scope), (e) => isTroupeError(e, 'ERR_NOT_CLONEABLE'));
+    assert.equal(Object.isFrozen(scope), false);
+    assert.equal(Object.isFrozen(scope.user), false);
+    assert.equal(Object.isFrozen(scope.user.teams[0]), false);
   });
 
   it('sealScope refuses an uncloneable scope before measuring it', () => {
@@ -254,6 +322,32 @@ describe('assertCloneable: the path of the first bad value', () => {
     const err = thrown(() => defineScope(Permissive).parse({ user: { id: 'u1', save() {} } }));
     assert.ok(isTroupeError(err, 'ERR_NOT_CLONEABLE'));
     assert.match(err.message, /^scope\.user\.save is a function/);
+  });
+});
+
+describe('freezeReceived: a fresh copy frozen without a visited set', () => {
+  it('freezes a structured-cloned graph all the way down, cycles and shared objects included', () => {
+    const shared = { id: 's' };
+    const cyc: Record<string, unknown> = { shared, list: [shared, { deep: { n: [1, 2] } }] };
+    cyc.self = cyc;
+    const value = { cyc, map: new Map([[{ k: 1 }, { v: [1] }]]), set: new Set([{ w: 2 }]), u8: new Uint8Array(2) };
+    const copy = freezeReceived(structuredClone(value));
+    assert.ok(Object.isFrozen(copy));
+    assert.ok(Object.isFrozen(copy.cyc.shared));
+    assert.equal(copy.cyc.self, copy.cyc);
+    const deep = (copy.cyc.list as { deep?: { n: number[] } }[])[1]?.deep;
+    assert.ok(deep !== undefined && Object.isFrozen(deep) && Object.isFrozen(deep.n));
+    const entry = [...copy.map][0];
+    assert.ok(entry !== undefined);
+    assert.ok(Object.isFrozen(entry[0]) && Object.isFrozen(entry[1]) && Object.isFrozen(entry[1].v));
+    assert.ok(Object.isFrozen([...copy.set][0]));
+    // Typed arrays cannot be frozen: left as they are, not a throw.
+    assert.equal(Object.isFrozen(copy.u8), false);
+  });
+
+  it('passes primitives through', () => {
+    assert.equal(freezeReceived(42), 42);
+    assert.equal(freezeReceived(null), null);
   });
 });
 
