@@ -1,6 +1,5 @@
 import { InvalidArgumentError } from './TroupeError.js';
 
-
 // Built-ins that structured clone copies faithfully. Anything else with a
 // prototype of its own is a class instance: clone would silently drop its
 // prototype and private state, so it is refused rather than mangled.

@@ -305,7 +305,10 @@ describe('assertCloneable: the path of the first bad value', () => {
 
   it('sealScope leaves a refused scope as it was (nothing frozen)', () => {
     const scope = { user: { id: 'u1', teams: [{ id: 't1' }] }, save() {} };
-    assert.throws(() => sealScope(scope), (e) => isTroupeError(e, 'ERR_NOT_CLONEABLE'));
+    assert.throws(
+      () => sealScope(scope),
+      (e) => isTroupeError(e, 'ERR_NOT_CLONEABLE'),
+    );
     assert.equal(Object.isFrozen(scope), false);
     assert.equal(Object.isFrozen(scope.user), false);
     assert.equal(Object.isFrozen(scope.user.teams[0]), false);
