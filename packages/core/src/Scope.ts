@@ -170,6 +170,11 @@ export function deepFreeze<T>(value: T, options?: { readonly remember?: boolean 
  */
 export function freezeReceived<T>(value: T): DeepReadonly<T> {
   if (typeof value !== 'object' || value === null) return value as DeepReadonly<T>;
+  // The common lean value (a scope of ids, a small metadata record): one freeze, no walk.
+  if (Object.getPrototypeOf(value) === Object.prototype && isFlat(value as Record<string, unknown>)) {
+    Object.freeze(value);
+    return value as DeepReadonly<T>;
+  }
   const stack: object[] = [value];
   while (stack.length > 0) {
     const v = stack.pop() as object;

@@ -8,10 +8,12 @@ import { CancelledError, type CancelReason, ClosedError, InvalidArgumentError } 
 /** Options of {@link slotRunCancellation}. */
 export interface SlotRunCancellationOptions {
   /**
-   * The run's absolute deadline (epoch ms) as the executor should see it.
-   * Default: the deadline the supervisor stored in the slot.
+   * The run's absolute deadline (epoch ms) as the executor should see it;
+   * `null` when the run is known to have none (its task said so), which
+   * spares reading the slot. Default: the deadline the supervisor stored in
+   * the slot.
    */
-  readonly deadline?: number | undefined;
+  readonly deadline?: number | null | undefined;
   /** When given, a call opened with a deadline already past starts cancelled (`deadline`). */
   readonly clock?: Clock | undefined;
 }
@@ -79,7 +81,7 @@ export function slotRunCancellation(
     );
   }
   slots.ensure(handle.index);
-  CancelSlots.checkDeadline(options.deadline, 'the run deadline');
+  if (options.deadline !== null) CancelSlots.checkDeadline(options.deadline, 'the run deadline');
   return new SlotRun(slots, { index: handle.index, generation: handle.generation }, options);
 }
 
@@ -296,18 +298,32 @@ class SlotRun implements SlotRunCancellation {
   readonly token: WordToken;
   readonly deadline: number | undefined;
   readonly #clock: Clock | undefined;
-  // Lane ownership is local to this thread, so a plain free-list is enough.
-  readonly #freeLanes: number[] = [];
-  readonly #open = new Set<CallCancellation>();
+  // Lane ownership is local to this thread, so a bit per lane is enough
+  // (at most 16 lanes): no allocation per run for the many runs that never
+  // open a call with a deadline.
+  readonly #allLanes: number;
+  #busyLanes = 0;
+  // Made on the first call: a run without tool calls never needs it.
+  #open: Set<CallCancellation> | undefined;
   #closed = false;
 
   constructor(slots: CancelSlots, handle: SlotHandle, options: SlotRunCancellationOptions) {
     this.slots = slots;
     this.handle = handle;
     this.token = new WordToken(slots, handle.index, slots.runWordAt(handle.index), slots.liveValue(handle));
-    this.deadline = options.deadline ?? slots.runDeadline(handle.index);
+    const deadline = options.deadline;
+    this.deadline = deadline === null ? undefined : (deadline ?? slots.runDeadline(handle.index));
     this.#clock = options.clock;
-    for (let lane = slots.lanes - 1; lane >= 0; lane--) this.#freeLanes.push(lane);
+    this.#allLanes = (1 << slots.lanes) - 1;
+  }
+
+  // The lowest free lane, marked busy; undefined when every lane is taken.
+  #takeLane(): number | undefined {
+    const free = this.#allLanes & ~this.#busyLanes;
+    if (free === 0) return undefined;
+    const lane = 31 - Math.clz32(free & -free);
+    this.#busyLanes |= 1 << lane;
+    return lane;
   }
 
   openCall(deadline: number | undefined, info?: CallInfo): CallCancellation {
@@ -318,7 +334,7 @@ class SlotRun implements SlotRunCancellation {
     // Only a call with a deadline needs a lane: the watchdog cancels lanes for
     // their deadline, nothing else does. Without one (a `task` call, say), the
     // call reads the run word and keeps the lanes for calls that time out.
-    const lane = deadline === undefined ? undefined : this.#freeLanes.pop();
+    const lane = deadline === undefined ? undefined : this.#takeLane();
     let call: CallCancellation;
     if (lane === undefined) {
       call = new FallbackCall(this);
@@ -331,21 +347,21 @@ class SlotRun implements SlotRunCancellation {
       );
       call = new LaneCall(this, lane, live);
     }
-    this.#open.add(call);
+    (this.#open ??= new Set()).add(call);
     if (deadline !== undefined && this.#clock !== undefined && deadline <= this.#clock.now()) call.cancel('deadline');
     return call;
   }
 
   /** Called by a call's close(). */
   release(call: CallCancellation, lane: number | undefined): void {
-    this.#open.delete(call);
-    if (lane !== undefined) this.#freeLanes.push(lane);
+    this.#open?.delete(call);
+    if (lane !== undefined) this.#busyLanes &= ~(1 << lane);
   }
 
   close(): void {
     if (this.#closed) return;
     this.#closed = true;
-    for (const call of [...this.#open]) call.close();
+    if (this.#open !== undefined) for (const call of [...this.#open]) call.close();
     this.token.finish(this.token.reason);
   }
 }

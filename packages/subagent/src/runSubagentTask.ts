@@ -158,7 +158,8 @@ async function runTask(raw: unknown): Promise<SubagentResult> {
   try {
     const slots = cancelSlots();
     const handle = { index: task.slot, generation: task.generation };
-    cancellation = slotRunCancellation(slots, handle, { deadline: task.deadline, clock: systemClock });
+    // The task carries the slot's deadline when there is one: no need to read it back.
+    cancellation = slotRunCancellation(slots, handle, { deadline: task.deadline ?? null, clock: systemClock });
     // Tell the supervisor which thread to kill if this run has to be stopped by force.
     slots.setOwner(handle, threadId);
   } catch (error) {

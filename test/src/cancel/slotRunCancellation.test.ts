@@ -207,3 +207,26 @@ describe('slotRunCancellation: close()', () => {
     assert.equal(signal.aborted, false);
   });
 });
+
+describe('slotRunCancellation: the run deadline', () => {
+  it('reads the deadline stored in the slot by default; takes the one given; null means none', () => {
+    const table = new CancellationTable({ capacity: 4, lanes: 2 });
+    const handle = table.register('run', { deadline: 5_000 });
+    const read = slotRunCancellation(table.buffer, handle);
+    assert.equal(read.deadline, 5_000);
+    const given = slotRunCancellation(table.buffer, handle, { deadline: 4_000 });
+    assert.equal(given.deadline, 4_000);
+    const none = slotRunCancellation(table.buffer, table.register('other'), { deadline: null });
+    assert.equal(none.deadline, undefined);
+    for (const r of [read, given, none]) r.close();
+  });
+
+  it('refuses a deadline that is not a finite time', () => {
+    const table = new CancellationTable({ capacity: 4, lanes: 2 });
+    const handle = table.register('run');
+    assert.throws(
+      () => slotRunCancellation(table.buffer, handle, { deadline: Number.NaN }),
+      (e: unknown) => isTroupeError(e, 'ERR_INVALID_ARGUMENT'),
+    );
+  });
+});
