@@ -347,7 +347,8 @@ class SlotRun implements SlotRunCancellation {
       );
       call = new LaneCall(this, lane, live);
     }
-    (this.#open ??= new Set()).add(call);
+    this.#open ??= new Set();
+    this.#open.add(call);
     if (deadline !== undefined && this.#clock !== undefined && deadline <= this.#clock.now()) call.cancel('deadline');
     return call;
   }
