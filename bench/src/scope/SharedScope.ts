@@ -7,7 +7,7 @@
 // decoded keys by the scope's version.
 import { randomInt } from 'node:crypto';
 import { deserialize, serialize } from 'node:v8';
-import { deepFreeze } from '@troupe/core';
+import { freezeReceived } from '@troupe/core';
 
 const MAGIC = 0x5c09e5;
 const HEADER_INTS = 8;
@@ -101,7 +101,7 @@ export function readSharedKey(handle: SharedScopeHandle, key: string): unknown {
   if (decoded.values.has(key)) return decoded.values.get(key);
   const where = decoded.index.get(key);
   const value =
-    where === undefined ? undefined : deepFreeze(deserialize(new Uint8Array(header.buffer, where[0], where[1])));
+    where === undefined ? undefined : freezeReceived(deserialize(new Uint8Array(header.buffer, where[0], where[1])));
   decoded.values.set(key, value);
   return value;
 }

@@ -96,15 +96,6 @@ export function serializedBytes(value: unknown): Uint8Array {
 }
 
 /**
- * Remember the size of a value measured elsewhere (e.g. on the sending
- * thread). Ignored unless `value` was sealed by {@link deepFreeze}: the size
- * of anything that can still change is measured each time.
- */
-export function rememberSerializedSize(value: object, bytes: number): void {
-  if (deeplyFrozen.has(value)) measured.set(value, bytes);
-}
-
-/**
  * Freeze `value` and everything reachable from it (through object keys, array
  * items, Map keys and values, Set items); returns the same value.
  *
@@ -112,20 +103,16 @@ export function rememberSerializedSize(value: object, bytes: number): void {
  * mutable); typed arrays and `ArrayBuffer` bytes cannot be frozen, and a
  * frozen `Map`/`Set` can still be changed with `set`/`add`, so a value
  * holding one of them is frozen as far as possible but never counts as
- * sealed (its serialized size is not remembered).
- *
- * `remember: false` skips recording the value as sealed (a WeakSet insertion
- * per object): for a copy that is never measured, like a worker's received scope.
+ * sealed (its serialized size is not remembered). For a copy this thread has
+ * just received, {@link freezeReceived} is cheaper.
  */
-export function deepFreeze<T>(value: T, options?: { readonly remember?: boolean }): DeepReadonly<T> {
+export function deepFreeze<T>(value: T): DeepReadonly<T> {
   if (typeof value !== 'object' || value === null || deeplyFrozen.has(value)) return value as DeepReadonly<T>;
   // Fast path for the common lean value (a scope of ids, a small metadata
   // record): a plain object of primitives needs no walk and no visited set.
   if (Object.getPrototypeOf(value) === Object.prototype && isFlat(value as Record<string, unknown>)) {
     Object.freeze(value);
-    // Remembering costs a WeakSet insertion (and ephemeron work for the GC):
-    // skipped for values that are never measured (a worker's received copy).
-    if (options?.remember !== false) deeplyFrozen.add(value);
+    deeplyFrozen.add(value);
     return value as DeepReadonly<T>;
   }
   const seen = new Set<object>();
@@ -157,7 +144,7 @@ export function deepFreeze<T>(value: T, options?: { readonly remember?: boolean 
       }
     }
   }
-  if (sealable && options?.remember !== false) deeplyFrozen.add(value);
+  if (sealable) deeplyFrozen.add(value);
   return value as DeepReadonly<T>;
 }
 

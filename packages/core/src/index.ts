@@ -104,7 +104,6 @@ export {
   deepFreeze,
   defineScope,
   freezeReceived,
-  rememberSerializedSize,
   type Scope,
   type ScopeDefinition,
   type ScopeOptions,

@@ -10,6 +10,7 @@ import {
   createId,
   DEFAULT_SCOPE_BUDGET_BYTES,
   deepFreeze,
+  freezeReceived,
   InvalidArgumentError,
   initialLoopState,
   isAgent,
@@ -243,7 +244,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
         conversationId,
         scope,
         toolContext: deepFreeze({ ...toolContext }),
-        state: saved?.state ?? initialLoopState(id, def.instructions, deepFreeze(structuredClone(metadata))),
+        state: saved?.state ?? initialLoopState(id, def.instructions, freezeReceived(structuredClone(metadata))),
         pending:
           saved?.pendingRequest === undefined
             ? undefined

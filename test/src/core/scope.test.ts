@@ -10,7 +10,6 @@ import {
   InvalidArgumentError,
   isCloneable,
   isTroupeError,
-  rememberSerializedSize,
   sealScope,
   serializedSize,
 } from '@troupe/core';
@@ -144,15 +143,6 @@ describe('serializedSize', () => {
     const before = serializedSize(value);
     inner.list.push('x'.repeat(10_000));
     assert.ok(serializedSize(value) > before + 9_000);
-  });
-
-  it('rememberSerializedSize is ignored for a value that is not deep-frozen', () => {
-    const value = Object.freeze({ inner: { s: 'abc' } });
-    rememberSerializedSize(value, 1);
-    assert.notEqual(serializedSize(value), 1);
-    const sealed = deepFreeze({ inner: { s: 'abc' } });
-    rememberSerializedSize(sealed, 7);
-    assert.equal(serializedSize(sealed), 7);
   });
 });
 
