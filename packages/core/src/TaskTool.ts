@@ -3,7 +3,7 @@ import type { Agent } from './Agent.js';
 import { ContextUpdate, type Metadata, type Operation, type SessionEvent } from './ContextUpdate.js';
 import type { ToolCallId } from './Id.js';
 import type { Answer, Request } from './Request.js';
-import { type AnyTool, defineTool } from './Tool.js';
+import { type AnyTool, defineTool, type Tool, type ToolSpec } from './Tool.js';
 import type { ToolContext } from './ToolContext.js';
 import { ToolResult } from './ToolResult.js';
 
@@ -74,11 +74,15 @@ class TaskCall implements TaskRequest {
 interface TaskShape {
   readonly byName: ReadonlyMap<string, Agent>;
   readonly description: string;
-  readonly parameters: z.ZodObject<{ subagent: z.ZodEnum<Record<string, string>>; instructions: z.ZodString }>;
+  readonly parameters: TaskParameters;
+  /** The spec a model sees, made from a throwaway definition once per subagent list. */
+  readonly spec: ToolSpec;
 }
 
-// The tool is made per run (it closes over the run's spawner) but its schema
-// and description depend only on the subagent list: build those once.
+type TaskParameters = z.ZodObject<{ subagent: z.ZodEnum<Record<string, string>>; instructions: z.ZodString }>;
+
+// The tool is made per run (it closes over the run's spawner) but its schema,
+// description and spec depend only on the subagent list: build those once.
 const shapes = new WeakMap<readonly Agent[], TaskShape>();
 
 function shapeOf(subagents: readonly Agent[]): TaskShape {
@@ -87,40 +91,41 @@ function shapeOf(subagents: readonly Agent[]): TaskShape {
     const byName = new Map(subagents.map((a) => [a.name, a]));
     const names = [...byName.keys()] as [string, ...string[]];
     const catalogue = subagents.map((a) => `- ${a.name}${a.description ? `: ${a.description}` : ''}`).join('\n');
-    shape = {
-      byName,
-      description: `Delegate a task to a subagent, which works on it alone and returns its answer. Subagents:\n${catalogue}`,
-      parameters: z.object({
-        subagent: z.enum(names).describe('which subagent does the task'),
-        instructions: z.string().min(1).describe('what the subagent must do, self-contained'),
-      }),
-    };
+    const description = `Delegate a task to a subagent, which works on it alone and returns its answer. Subagents:\n${catalogue}`;
+    const parameters: TaskParameters = z.object({
+      subagent: z.enum(names).describe('which subagent does the task'),
+      instructions: z.string().min(1).describe('what the subagent must do, self-contained'),
+    });
+    // defineTool validates the definition and derives the JSON Schema: once per list.
+    const { spec } = defineTool({ name: TASK_TOOL_NAME, description, parameters, execute: () => undefined });
+    shape = { byName, description, parameters, spec };
     shapes.set(subagents, shape);
   }
   return shape;
 }
 
 /**
- * The built-in `task` tool of an agent with subagents: its model names one of
- * the declared subagents and gives instructions. Several task calls in one
- * turn run in parallel; results come back in call order. `deliver` receives
- * the child's session-log events for the parent's log.
+ * One run's `task` tool. A class, not `defineTool`'s frozen literal with a
+ * getter: one is made for every run of an agent with subagents, and a
+ * getter literal costs a new hidden class each time.
  */
-export function createTaskTool(
-  subagents: readonly Agent[],
-  spawner: TaskSpawner,
-  deliver: (toolCallId: ToolCallId, events: readonly SessionEvent[]) => void,
-): AnyTool {
-  const { byName, description, parameters } = shapeOf(subagents);
-  return defineTool({
-    name: TASK_TOOL_NAME,
-    description,
-    parameters,
-    retries: 0,
-    // A subagent run is bounded by its own deadline and the parent's, not by a tool timeout.
-    timeoutMs: null,
-    execute: async ({ subagent, instructions }, ctx) => {
-      const agent = byName.get(subagent);
+class TaskTool implements Tool<TaskParameters, unknown> {
+  readonly name = TASK_TOOL_NAME;
+  readonly retries = 0;
+  // A subagent run is bounded by its own deadline and the parent's, not by a tool timeout.
+  readonly timeoutMs = null;
+  readonly requiresApproval = false;
+  readonly #shape: TaskShape;
+  readonly execute: Tool<TaskParameters, unknown>['execute'];
+
+  constructor(
+    shape: TaskShape,
+    spawner: TaskSpawner,
+    deliver: (toolCallId: ToolCallId, events: readonly SessionEvent[]) => void,
+  ) {
+    this.#shape = shape;
+    this.execute = async ({ subagent, instructions }, ctx) => {
+      const agent = shape.byName.get(subagent);
       if (agent === undefined) return ToolResult.error(`unknown subagent "${subagent}"`);
       const outcome = await spawner.runTask(new TaskCall(agent, instructions, ctx));
       switch (outcome.status) {
@@ -138,6 +143,33 @@ export function createTaskTool(
           deliver(ctx.toolCallId, outcome.events);
           return ToolResult.error(outcome.error);
       }
-    },
-  });
+    };
+    Object.freeze(this);
+  }
+
+  get description(): string {
+    return this.#shape.description;
+  }
+
+  get parameters(): TaskParameters {
+    return this.#shape.parameters;
+  }
+
+  get spec(): ToolSpec {
+    return this.#shape.spec;
+  }
+}
+
+/**
+ * The built-in `task` tool of an agent with subagents: its model names one of
+ * the declared subagents and gives instructions. Several task calls in one
+ * turn run in parallel; results come back in call order. `deliver` receives
+ * the child's session-log events for the parent's log.
+ */
+export function createTaskTool(
+  subagents: readonly Agent[],
+  spawner: TaskSpawner,
+  deliver: (toolCallId: ToolCallId, events: readonly SessionEvent[]) => void,
+): AnyTool {
+  return new TaskTool(shapeOf(subagents), spawner, deliver);
 }
