@@ -62,18 +62,29 @@ export class CopyBaselines {
     });
   }
 
-  /** Start the echo worker and a one-thread piscina pool (piscina's defaults otherwise, as the subagent pool). */
-  static async start(): Promise<CopyBaselines> {
+  /**
+   * Start the echo worker and a piscina pool of `threads` threads (piscina's
+   * defaults otherwise, as the subagent pool). Give it the thread count of the
+   * pool the hops are measured on: piscina's own cost per task grows with its
+   * pool (it lists every ready worker per task), so a one-thread baseline under
+   * an eight-thread pool would charge piscina's cost to the orchestrator.
+   */
+  static async start(threads = 1): Promise<CopyBaselines> {
     const echo = new Worker(echoUrl);
     await once(echo, 'online');
     const piscina = new Piscina({
       filename: fileURLToPath(piscinaTaskUrl),
-      minThreads: 1,
-      maxThreads: 1,
+      minThreads: threads,
+      maxThreads: threads,
       idleTimeout: Number.POSITIVE_INFINITY,
     });
-    await piscina.run({ scope: null });
+    await Promise.all(Array.from({ length: threads }, () => piscina.run({ scope: null })));
     return new CopyBaselines(echo, piscina);
+  }
+
+  /** Threads of the baseline piscina pool. */
+  get piscinaThreads(): number {
+    return this.#piscina.threads.length;
   }
 
   cloneUs(scope: unknown, budgetMs: number): number[] {

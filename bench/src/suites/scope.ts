@@ -77,6 +77,34 @@ async function wireBytes(supervisor: Supervisor, variant: Variant): Promise<Figu
   };
 }
 
+/**
+ * The orchestrator's own cost of a lean hop: blocks of raw piscina round trips
+ * (on a pool as large as the supervisor's) and of one-hop spawns, interleaved,
+ * so a machine that changes speed between blocks changes both. Each block
+ * gives median(hop) − median(piscina).
+ */
+async function ownCostBlocks(
+  supervisor: Supervisor,
+  baselines: CopyBaselines,
+  scope: Readonly<Record<string, unknown>>,
+  blocks: number,
+  blockMs: number,
+): Promise<{ diffs: number[]; hops: number[]; piscina: number[] }> {
+  const diffs: number[] = [];
+  const hops: number[] = [];
+  const piscina: number[] = [];
+  for (let b = 0; b < blocks; b++) {
+    const p = await baselines.piscinaRttUs(scope, blockMs / 2);
+    const probe = await measureScopeCost(scope, { hops: 1, samples: 20, warmup: 0, supervisor });
+    const samples = Math.max(20, Math.round((blockMs * 500) / median(probe.runsUs)));
+    const h = [...probe.runsUs, ...(await measureScopeCost(scope, { hops: 1, samples, warmup: 0, supervisor })).runsUs];
+    diffs.push(median(h) - median(p));
+    hops.push(...h);
+    piscina.push(...p);
+  }
+  return { diffs, hops, piscina };
+}
+
 /** Time one-key reads over one hop: the scope copied vs shared (cold: a fresh version per run; warm: cached). */
 async function sharedStretch(
   supervisor: Supervisor,
@@ -220,7 +248,8 @@ export const scopeSuite: Suite = {
       // The default budget (4 KiB) refuses heavy scopes: raising it is what the budget is for.
       scopeBudgetBytes: 2 * 1024 * 1024,
     });
-    const starting = CopyBaselines.start();
+    // The piscina baseline runs on as many threads as the supervisor's pool: like for like.
+    const starting = CopyBaselines.start(MAX_HOPS);
     let baselines: CopyBaselines | undefined;
     try {
       progress('scope: generating user graphs');
@@ -362,13 +391,31 @@ export const scopeSuite: Suite = {
 
       const leanHop = perHop('lean', 1);
       const leanBase = baseOf('lean');
+      progress('scope: lean hop over piscina, interleaved blocks');
+      const own = await ownCostBlocks(
+        supervisor,
+        baselines,
+        (variants[0] as Variant).scope,
+        quick ? 4 : 16,
+        quick ? 40 : 250,
+      );
       figures.push({
         suite,
         name: 'scope.hop_over_piscina_us.lean',
-        value: fmt(leanHop.median - leanBase.piscina),
+        value: fmt(median(own.diffs)),
         unit: 'µs',
-        baseline: { name: 'scope.piscina_rtt_us.lean', value: fmt(leanBase.piscina) },
-        detail: { hop_us: fmt(leanHop.median), target: '≤ 5 µs', postmessage_rtt_us: fmt(leanBase.pm) },
+        baseline: { name: 'piscina round trip, same pool size, interleaved', value: fmt(median(own.piscina)) },
+        detail: {
+          meaning:
+            'per block: median lean hop minus median raw piscina round trip, blocks interleaved; median of blocks',
+          hop_us: fmt(median(own.hops)),
+          min_block_us: fmt(Math.min(...own.diffs)),
+          max_block_us: fmt(Math.max(...own.diffs)),
+          blocks: own.diffs.length,
+          piscina_threads: baselines.piscinaThreads,
+          target: '≤ 5 µs',
+          postmessage_rtt_us: fmt(leanBase.pm),
+        },
       });
       const heavyHop = perHop('1m', 1);
       const heavyBase = baseOf('1m');
@@ -381,20 +428,25 @@ export const scopeSuite: Suite = {
         progress(`scope: ${v.key}, first hop of a new scope`);
         const cold: number[] = [];
         const coldMain: number[] = [];
+        const clones: number[] = [];
+        const ratios: number[] = [];
         for (let i = 0; i < coldSamples; i++) {
           const fresh = structuredClone(v.scope) as Readonly<Record<string, unknown>>;
+          // measureScopeCost clones the scope just before its hop: the ratio of each sample is taken
+          // against that clone, so a machine changing speed between samples changes both.
           const cost = await measureScopeCost(fresh, { hops: 1, samples: 1, warmup: 0, supervisor });
           cold.push(...cost.runsUs);
           coldMain.push(...cost.mainThreadUs);
+          clones.push(cost.cloneUs);
+          ratios.push((cost.runsUs[0] as number) / cost.cloneUs);
         }
-        const { clone } = baseOf(v.key);
         figures.push({
           suite,
           name: `scope.cold_hop_us.${v.key}`,
           value: fmt(median(cold)),
           unit: 'µs',
-          baseline: { name: `scope.clone_us.${v.key}`, value: fmt(clone) },
-          ratio: fmt(median(cold) / clone),
+          baseline: { name: 'structuredClone of the same scope, taken just before each hop', value: fmt(median(clones)) },
+          ratio: fmt(median(ratios)),
           detail: {
             meaning: 'first hop of a scope never seen: sealed at the edge, serialized once, decoded once by the worker',
             main_us: fmt(median(coldMain)),
