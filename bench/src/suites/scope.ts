@@ -445,7 +445,10 @@ export const scopeSuite: Suite = {
           name: `scope.cold_hop_us.${v.key}`,
           value: fmt(median(cold)),
           unit: 'µs',
-          baseline: { name: 'structuredClone of the same scope, taken just before each hop', value: fmt(median(clones)) },
+          baseline: {
+            name: 'structuredClone of the same scope, taken just before each hop',
+            value: fmt(median(clones)),
+          },
           ratio: fmt(median(ratios)),
           detail: {
             meaning: 'first hop of a scope never seen: sealed at the edge, serialized once, decoded once by the worker',
