@@ -4,7 +4,7 @@ import { isTroupeError } from '@troupe/core';
 import { MAX_MEASURED_HOPS, measureScopeCost } from '@troupe/supervisor';
 import { BenchInputError } from '../BenchInputError.js';
 import type { Figure } from '../Suite.js';
-import { round } from '../stats.js';
+import { median, round } from '../stats.js';
 
 /** `1.5 KiB`, `18.2 KiB`, `1.0 MiB`, `200 B`. */
 export function formatBytes(bytes: number): string {
@@ -29,7 +29,7 @@ function intFlag(args: readonly string[], name: string, fallback: number, min: n
 }
 
 /**
- * `pnpm bench scope --file my-scope.json [--hops n] [--samples n] [--budget bytes]`:
+ * `pnpm bench scope --file my-scope.json [--hops n] [--samples n] [--new-scope-samples n] [--budget bytes]`:
  * measure an integrator's own scope with `measureScopeCost` and print the
  * per-hop cost, the size against the budget and the heaviest top-level keys.
  */
@@ -38,7 +38,8 @@ export async function measureScopeFile(args: readonly string[], progress: (m: st
   const name = args[at + 1];
   if (name === undefined || name.startsWith('--')) throw new BenchInputError('--file needs the path of a JSON file');
   const hops = intFlag(args, '--hops', 1, 1, MAX_MEASURED_HOPS);
-  const samples = intFlag(args, '--samples', 30, 1, 100_000);
+  const samples = intFlag(args, '--samples', 300, 1, 100_000);
+  const newScopeSamples = intFlag(args, '--new-scope-samples', 20, 0, 100_000);
   const budgetBytes = intFlag(args, '--budget', 4096, 1, 2 ** 31);
   // pnpm runs scripts from the workspace root; a relative path means the caller's directory.
   const file = resolve(process.env.INIT_CWD ?? process.cwd(), name);
@@ -57,7 +58,7 @@ export async function measureScopeFile(args: readonly string[], progress: (m: st
   progress(`scope: measuring ${name} over ${hops} hop(s), ${samples} runs`);
   let cost: Awaited<ReturnType<typeof measureScopeCost>>;
   try {
-    cost = await measureScopeCost(scope, { hops, samples, budgetBytes });
+    cost = await measureScopeCost(scope, { hops, samples, budgetBytes, newScopeSamples });
   } catch (error) {
     if (isTroupeError(error, 'ERR_NOT_CLONEABLE') || isTroupeError(error, 'ERR_INVALID_ARGUMENT')) {
       throw new BenchInputError(`${file}: ${(error as Error).message}`);
@@ -75,6 +76,13 @@ export async function measureScopeFile(args: readonly string[], progress: (m: st
     `  per hop  median ${formatUs(cost.perHopUs.median)}, p95 ${formatUs(cost.perHopUs.p95)} (${cost.hops} hop(s), ${samples} runs; supervisor thread busy ${formatUs(cost.mainThreadPerHopUs.median)} per hop)`,
     `  clone    structuredClone of the same scope: ${formatUs(cost.cloneUs)} (a hop costs ${(cost.perHopUs.median / cost.cloneUs).toFixed(1)}× a clone)`,
   ];
+  const runMedian = median(cost.runsUs);
+  const fresh = cost.newScopeRunUs;
+  if (fresh !== undefined) {
+    lines.push(
+      `  new      a scope object never seen (one per request in a daemon): ${formatUs(fresh.median)} per run, ${formatUs(fresh.median - runMedian)} more than a run whose scope was sealed before (checked, frozen and measured at the edge${cost.bytes >= 8 * 1024 ? '; serialized once, decoded once per worker' : ''})`,
+    );
+  }
   if (cost.keys.length > 0) {
     lines.push('  heaviest top-level keys:');
     for (const k of cost.keys.slice(0, 8)) {
@@ -102,6 +110,9 @@ export async function measureScopeFile(args: readonly string[], progress: (m: st
         p95: round(cost.perHopUs.p95),
         main_us: round(cost.mainThreadPerHopUs.median),
         samples,
+        ...(fresh === undefined
+          ? {}
+          : { new_scope_run_us: round(fresh.median), new_scope_extra_us: round(fresh.median - runMedian) }),
       },
     },
   ];

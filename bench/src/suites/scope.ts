@@ -51,7 +51,7 @@ async function wireBytes(supervisor: Supervisor, variant: Variant): Promise<Figu
     seen.push(e.bytes);
   supervisor.on('subagent.spawned', listener);
   try {
-    await measureScopeCost(variant.scope, { hops: 2, samples: 1, warmup: 0, supervisor });
+    await measureScopeCost(variant.scope, { hops: 2, samples: 1, warmup: 0, newScopeSamples: 0, supervisor });
   } finally {
     supervisor.off('subagent.spawned', listener);
   }
@@ -95,9 +95,12 @@ async function ownCostBlocks(
   const piscina: number[] = [];
   for (let b = 0; b < blocks; b++) {
     const p = await baselines.piscinaRttUs(scope, blockMs / 2);
-    const probe = await measureScopeCost(scope, { hops: 1, samples: 20, warmup: 0, supervisor });
+    const probe = await measureScopeCost(scope, { hops: 1, samples: 20, warmup: 0, newScopeSamples: 0, supervisor });
     const samples = Math.max(20, Math.round((blockMs * 500) / median(probe.runsUs)));
-    const h = [...probe.runsUs, ...(await measureScopeCost(scope, { hops: 1, samples, warmup: 0, supervisor })).runsUs];
+    const h = [
+      ...probe.runsUs,
+      ...(await measureScopeCost(scope, { hops: 1, samples, warmup: 0, newScopeSamples: 0, supervisor })).runsUs,
+    ];
     diffs.push(median(h) - median(p));
     hops.push(...h);
     piscina.push(...p);
@@ -278,8 +281,8 @@ export const scopeSuite: Suite = {
       const lean = (variants[0] as Variant).scope;
       const warmUntil = nowNs() + (quick ? 400 : 5000) * 1e6;
       while (nowNs() < warmUntil) {
-        await measureScopeCost(lean, { hops: MAX_HOPS, samples: 1, warmup: 0, supervisor });
-        await measureScopeCost(lean, { hops: 1, samples: 20, warmup: 0, supervisor });
+        await measureScopeCost(lean, { hops: MAX_HOPS, samples: 1, warmup: 0, newScopeSamples: 0, supervisor });
+        await measureScopeCost(lean, { hops: 1, samples: 20, warmup: 0, newScopeSamples: 0, supervisor });
       }
       for (const v of variants) figures.push(await wireBytes(supervisor, v));
 
@@ -298,7 +301,13 @@ export const scopeSuite: Suite = {
               // Calibrate: two timed runs tell how many fit the time budget; they count. The first chain
               // of a scope runs untimed: its first spawn seals the scope (a walk and a serialization).
               const warmup = hops === HOPS[0] ? 1 : 0;
-              const probe = await measureScopeCost(v.scope, { hops, samples: probeSamples, warmup, supervisor });
+              const probe = await measureScopeCost(v.scope, {
+                hops,
+                samples: probeSamples,
+                warmup,
+                newScopeSamples: 0,
+                supervisor,
+              });
               acc.runsUs.push(...probe.runsUs);
               acc.mainUs.push(...probe.mainThreadUs);
               samples = Math.max(minSamples, Math.min(3000, Math.round((hopBudgetMs * 1000) / median(probe.runsUs))));
@@ -306,7 +315,7 @@ export const scopeSuite: Suite = {
               samples -= probe.runsUs.length;
             }
             if (samples <= 0) continue;
-            const cost = await measureScopeCost(v.scope, { hops, samples, warmup: 0, supervisor });
+            const cost = await measureScopeCost(v.scope, { hops, samples, warmup: 0, newScopeSamples: 0, supervisor });
             acc.runsUs.push(...cost.runsUs);
             acc.mainUs.push(...cost.mainThreadUs);
           }
@@ -434,7 +443,13 @@ export const scopeSuite: Suite = {
           const fresh = structuredClone(v.scope) as Readonly<Record<string, unknown>>;
           // measureScopeCost clones the scope just before its hop: the ratio of each sample is taken
           // against that clone, so a machine changing speed between samples changes both.
-          const cost = await measureScopeCost(fresh, { hops: 1, samples: 1, warmup: 0, supervisor });
+          const cost = await measureScopeCost(fresh, {
+            hops: 1,
+            samples: 1,
+            warmup: 0,
+            newScopeSamples: 0,
+            supervisor,
+          });
           cold.push(...cost.runsUs);
           coldMain.push(...cost.mainThreadUs);
           clones.push(cost.cloneUs);

@@ -25,8 +25,19 @@ export interface MeasureScopeCostOptions {
   readonly hops?: number;
   /** Timed runs (default 30). */
   readonly samples?: number;
-  /** Untimed runs first, so modules are loaded and code is warm (default 3). */
+  /**
+   * Untimed runs first, so modules are loaded and every thread's code is
+   * optimised (default 200: with 3, a fresh pool still runs interpreted code
+   * and reports several times the steady cost).
+   */
   readonly warmup?: number;
+  /**
+   * Timed runs that each carry a copy of the scope never seen before (default
+   * 10; 0 skips them): what a daemon pays when every request brings a new
+   * scope object — sealed at the edge (checked, frozen, measured), and from
+   * 8 KiB serialized once and decoded once per worker.
+   */
+  readonly newScopeSamples?: number;
   /** The budget the size is reported against (default 4096, the supervisor's default). */
   readonly budgetBytes?: number;
   /**
@@ -62,8 +73,14 @@ export interface ScopeCost {
   /** True when a supervisor with this budget would refuse the scope. */
   readonly overBudget: boolean;
   readonly hops: number;
-  /** Wall time of a run divided by its hops. */
+  /** Wall time of a run divided by its hops (the same scope object every run, as within one request). */
   readonly perHopUs: ScopeCostQuantiles;
+  /**
+   * Wall time of a whole run whose scope object is new (see
+   * `newScopeSamples`); `undefined` when none were asked for. The extra over
+   * `perHopUs.median × hops` is paid once per new scope object, not per hop.
+   */
+  readonly newScopeRunUs: ScopeCostQuantiles | undefined;
   /** Time the supervisor thread was busy (not idle in its event loop) per hop. */
   readonly mainThreadPerHopUs: ScopeCostQuantiles;
   /** `structuredClone` of the same scope on this thread (median µs): the floor of a copying hop. */
@@ -74,6 +91,8 @@ export interface ScopeCost {
   readonly runsUs: readonly number[];
   /** Raw supervisor-thread busy time of each timed run, µs, in order. */
   readonly mainThreadUs: readonly number[];
+  /** Raw wall time of each run with a new scope object, µs, in order. */
+  readonly newScopeRunsUs: readonly number[];
 }
 
 const Options = z
@@ -81,6 +100,7 @@ const Options = z
     hops: z.number().int().min(1).max(MAX_MEASURED_HOPS).optional(),
     samples: z.number().int().min(1).max(1_000_000).optional(),
     warmup: z.number().int().min(0).max(1_000_000).optional(),
+    newScopeSamples: z.number().int().min(0).max(100_000).optional(),
     budgetBytes: z.number().int().positive().optional(),
     supervisor: z.instanceof(Supervisor).optional(),
     signal: z.instanceof(AbortSignal).optional(),
@@ -246,8 +266,10 @@ function cloneMedianUs(scope: unknown, bytes: number): number {
  * prints the same figures for a scope saved as JSON.
  *
  * Gotchas: it starts real worker threads (a private pool of `hops` threads
- * unless `supervisor` is given) and takes about `(samples + warmup) × hops`
- * hops of time; the private pool is closed before the promise settles, also
+ * unless `supervisor` is given) and takes about `(samples + warmup +
+ * newScopeSamples) × hops` hops of time (a fresh pool is only warm after its
+ * first few hundred runs: keep the default warmup unless you pass a warm
+ * `supervisor`); the private pool is closed before the promise settles, also
  * on failure or abort. Your scope object is never frozen or changed: the
  * runs carry a sealed copy of it (a deep-frozen scope, such as one your
  * `ScopeDefinition` parsed, is carried as is), and sizes are those of the
@@ -275,14 +297,15 @@ export async function measureScopeCost(scope: unknown, options: MeasureScopeCost
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     throw new InvalidArgumentError(
-      `measureScopeCost: option ${issue?.path.join('.') || ''} ${issue?.message ?? 'is invalid'} (hops 1..${MAX_MEASURED_HOPS}, samples ≥ 1, warmup ≥ 0, budgetBytes > 0)`,
+      `measureScopeCost: option ${issue?.path.join('.') || ''} ${issue?.message ?? 'is invalid'} (hops 1..${MAX_MEASURED_HOPS}, samples ≥ 1, warmup ≥ 0, newScopeSamples ≥ 0, budgetBytes > 0)`,
       { cause: parsed.error },
     );
   }
   const o = parsed.data;
   const hops = o.hops ?? 1;
   const samples = o.samples ?? 30;
-  const warmup = o.warmup ?? 3;
+  const warmup = o.warmup ?? 200;
+  const newScopeSamples = o.newScopeSamples ?? 10;
   const budgetBytes = o.budgetBytes ?? DEFAULT_SCOPE_BUDGET_BYTES;
   const signal = o.signal;
   signal?.throwIfAborted();
@@ -310,11 +333,11 @@ export async function measureScopeCost(scope: unknown, options: MeasureScopeCost
   const entry = CHAIN[CHAIN.length - hops] as Agent;
   try {
     await supervisor.pool.ready();
-    const runOnce = async (): Promise<void> => {
+    const runOnce = async (runScope: unknown = carried): Promise<void> => {
       signal?.throwIfAborted();
       const outcome = await supervisor.spawn(entry, {
         input: 'measure',
-        scope: carried,
+        scope: runScope,
         ...(signal === undefined ? {} : { signal }),
       });
       if (outcome.status !== 'done') {
@@ -339,17 +362,27 @@ export async function measureScopeCost(scope: unknown, options: MeasureScopeCost
       runsUs.push(wall);
       mainThreadUs.push(performance.eventLoopUtilization(elu).active * 1000);
     }
+    const newScopeRunsUs: number[] = [];
+    for (let i = 0; i < newScopeSamples; i++) {
+      // Copied outside the timed part: the copy stands for the new request's own object.
+      const fresh = carryCopy(scope);
+      const start = performance.now();
+      await runOnce(fresh);
+      newScopeRunsUs.push((performance.now() - start) * 1000);
+    }
     return {
       bytes,
       budgetBytes,
       overBudget: bytes > budgetBytes,
       hops,
       perHopUs: quantiles(runsUs.map((us) => us / hops)),
+      newScopeRunUs: newScopeRunsUs.length === 0 ? undefined : quantiles(newScopeRunsUs),
       mainThreadPerHopUs: quantiles(mainThreadUs.map((us) => us / hops)),
       cloneUs,
       keys,
       runsUs,
       mainThreadUs,
+      newScopeRunsUs,
     };
   } finally {
     if (o.supervisor === undefined) await supervisor.close();

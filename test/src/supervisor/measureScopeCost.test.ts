@@ -81,6 +81,8 @@ describe('measureScopeCost (issue 6)', () => {
       { hops: 1.5 },
       { samples: 0 },
       { warmup: -1 },
+      { newScopeSamples: -1 },
+      { newScopeSamples: 0.5 },
       { budgetBytes: 0 },
       { signal: 'stop' },
       { supervisor: {} },
@@ -92,6 +94,19 @@ describe('measureScopeCost (issue 6)', () => {
         JSON.stringify(bad),
       );
     }
+  });
+
+  it('times runs that each carry a scope object never seen before, on request; the caller keeps an unfrozen scope', async () => {
+    const scope = heavyScope();
+    const cost = await measureScopeCost(scope, { samples: 2, warmup: 0, newScopeSamples: 3, budgetBytes: 1 << 20 });
+    assert.equal(cost.newScopeRunsUs.length, 3);
+    assert.ok(cost.newScopeRunUs !== undefined);
+    assert.equal(cost.newScopeRunUs.median, [...cost.newScopeRunsUs].sort((a, b) => a - b)[1]);
+    assert.equal(Object.isFrozen(scope), false);
+    assert.equal(Object.isFrozen(scope.auditEvents[0]), false);
+    const none = await measureScopeCost(lean, { samples: 1, warmup: 0, newScopeSamples: 0 });
+    assert.equal(none.newScopeRunUs, undefined);
+    assert.deepEqual(none.newScopeRunsUs, []);
   });
 
   it('runs on a given supervisor (which stays open) and refuses one with fewer threads than hops', async () => {
