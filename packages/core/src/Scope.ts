@@ -1,6 +1,6 @@
 import { serialize } from 'node:v8';
 import type { z } from 'zod';
-import { assertCloneable, isCloneable } from './assertCloneable.js';
+import { assertCloneable, cloneableSizeBound } from './assertCloneable.js';
 import { InvalidArgumentError } from './TroupeError.js';
 
 /** Default scope budget: 4 KiB of serialized (structured-clone) bytes. */
@@ -73,6 +73,24 @@ export function serializedSize(value: unknown): number {
     return bytes.byteLength;
   }
   return serialize(value).byteLength;
+}
+
+// Upper bounds of the serialized size of sealed values never serialized
+// (see sealScope): enough to pass a budget or pick the transport.
+const bounds = new WeakMap<object, number>();
+
+/**
+ * An upper bound of {@link serializedSize}: the exact size when it was
+ * measured, the bound `sealScope` computed when it did not need to serialize
+ * the value, else the exact size (measured now). For decisions that only
+ * need "at most so many bytes" — a budget, the transport of a lean scope.
+ */
+export function serializedSizeAtMost(value: unknown): number {
+  if (typeof value === 'object' && value !== null) {
+    const known = measured.get(value) ?? bounds.get(value);
+    if (known !== undefined) return known;
+  }
+  return serializedSize(value);
 }
 
 // Serialized bytes of heavy sealed values, kept from their measurement.
@@ -228,28 +246,34 @@ export function checkBudget(budgetBytes: unknown, name = 'budgetBytes'): number 
  */
 export function sealScope<T>(value: T, budgetBytes = DEFAULT_SCOPE_BUDGET_BYTES): Scope<T> {
   // Sealed before (every spawn of a conversation passes the same scope): no
-  // walk again, only the budget against the size measured then.
+  // walk again, only the budget against the size known then.
   if (typeof value === 'object' && value !== null && sealed.has(value)) {
+    if (serializedSizeAtMost(value) > budgetBytes) assertScopeBudget(serializedSize(value), budgetBytes);
+    return value as Scope<T>;
+  }
+  if (typeof value !== 'object' || value === null) {
+    assertCloneable(value, 'scope');
     assertScopeBudget(serializedSize(value), budgetBytes);
     return value as Scope<T>;
   }
-  let frozen: unknown = value;
-  if (typeof value === 'object' && value !== null) {
-    // One walk checks every value and lists every object; they are frozen only
-    // once the whole scope passed, so a refused scope is left as it was.
-    const objects: object[] = [];
-    if (!isCloneable(value, objects)) assertCloneable(value, 'scope');
-    freezeListed(value, objects);
+  // One walk checks every value, lists every object and bounds the size; the
+  // objects are frozen only once the whole scope passed, so a refused scope is
+  // left as it was.
+  const objects: object[] = [];
+  const bound = cloneableSizeBound(value, objects);
+  if (bound < 0) assertCloneable(value, 'scope');
+  freezeListed(value, objects);
+  if (bound <= budgetBytes) {
+    // Within budget even at its largest: no serialization on the way in (a
+    // lean scope per request is the daemon's common case).
+    bounds.set(value, bound);
   } else {
-    assertCloneable(value, 'scope');
-    frozen = deepFreeze(value);
+    // Frozen first, then measured: V8 serializes a frozen array differently
+    // (as sparse, 2 B more per element), and the size must be that of what crosses.
+    assertScopeBudget(serializedSize(value), budgetBytes);
   }
-  // Frozen first, then measured: V8 serializes a frozen array differently
-  // (as sparse, 2 B more per element), and the size must be that of what crosses.
-  const bytes = serializedSize(frozen);
-  assertScopeBudget(bytes, budgetBytes);
-  if (typeof frozen === 'object' && frozen !== null) sealed.add(frozen);
-  return frozen as Scope<T>;
+  sealed.add(value);
+  return value as Scope<T>;
 }
 
 // Scopes that passed sealScope: checked cloneable, deep-frozen, measured.

@@ -18,7 +18,7 @@ export {
   type RunAgentLoopOptions,
   runAgentLoop,
 } from './AgentLoop.js';
-export { assertCloneable, findUncloneable, isCloneable } from './assertCloneable.js';
+export { assertCloneable, cloneableSizeBound, findUncloneable, isCloneable } from './assertCloneable.js';
 export { CancelSlots, type CancelSlotsOptions, type SlotHandle } from './CancelSlots.js';
 export { CancelSource, localRunCancellation } from './CancelSource.js';
 export {
@@ -110,6 +110,7 @@ export {
   sealScope,
   serializedBytes,
   serializedSize,
+  serializedSizeAtMost,
 } from './Scope.js';
 export {
   type SlotRunCancellation,

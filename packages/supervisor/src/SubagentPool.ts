@@ -35,6 +35,7 @@ import {
   sealScope,
   serializedBytes,
   serializedSize,
+  serializedSizeAtMost,
   TaskFlag,
   ToolTimeoutError,
   TroupeError,
@@ -668,7 +669,9 @@ export class SubagentPool {
     if (typeof scope !== 'object' || scope === null) return undefined;
     const known = this.#scopeBytes.get(scope);
     if (known !== undefined) return known;
-    if (serializedSize(scope) < SERIALIZED_SCOPE_MIN_BYTES) return undefined;
+    // A bound under the threshold settles it without serializing a lean scope.
+    if (serializedSizeAtMost(scope) < SERIALIZED_SCOPE_MIN_BYTES || serializedSize(scope) < SERIALIZED_SCOPE_MIN_BYTES)
+      return undefined;
     const encoded = serializedBytes(scope);
     const bytes = new Uint8Array(new SharedArrayBuffer(encoded.byteLength));
     bytes.set(encoded);

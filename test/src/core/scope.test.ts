@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { serialize } from 'node:v8';
 import {
   assertCloneable,
+  cloneableSizeBound,
   DEFAULT_SCOPE_BUDGET_BYTES,
   deepFreeze,
   defineScope,
@@ -12,6 +14,7 @@ import {
   isTroupeError,
   sealScope,
   serializedSize,
+  serializedSizeAtMost,
 } from '@troupe/core';
 import fc from 'fast-check';
 import { z } from 'zod';
@@ -143,6 +146,83 @@ describe('serializedSize', () => {
     const before = serializedSize(value);
     inner.list.push('x'.repeat(10_000));
     assert.ok(serializedSize(value) > before + 9_000);
+  });
+});
+
+describe('cloneableSizeBound: the size of JSON-like data without serializing it', () => {
+  // Plain objects (some with a null prototype), arrays (some with holes), every primitive V8
+  // writes differently (one- and two-byte strings, Smis, doubles, bigints, undefined), shared
+  // objects and cycles; frozen or not, since V8 writes a frozen array sparse.
+  const leaf = fc.oneof(
+    fc.string({ unit: 'binary' }),
+    fc.string(),
+    fc.integer(),
+    fc.double(),
+    fc.bigInt(),
+    fc.boolean(),
+    fc.constant(null),
+    fc.constant(undefined),
+  );
+  const { tree } = fc.letrec<{ tree: unknown }>((tie) => ({
+    tree: fc.oneof(
+      { depthSize: 'small', withCrossShrink: true },
+      leaf,
+      fc.array(tie('tree'), { maxLength: 6 }),
+      fc.sparseArray(tie('tree'), { maxLength: 8 }),
+      fc.dictionary(fc.string({ unit: 'binary' }), tie('tree'), { maxKeys: 6 }),
+      fc.dictionary(fc.string(), tie('tree'), { maxKeys: 4, noNullPrototype: false }),
+    ),
+  }));
+
+  it('is never below what v8.serialize writes (property, frozen and not, shared objects and cycles)', () => {
+    fc.assert(
+      fc.property(tree, fc.boolean(), fc.boolean(), (data, share, freeze) => {
+        let value: unknown = data;
+        if (share && typeof data === 'object' && data !== null) {
+          const cyc: Record<string, unknown> = { a: data, b: data };
+          cyc.self = cyc;
+          value = cyc;
+        }
+        if (freeze) deepFreeze(value);
+        const bound = cloneableSizeBound(value);
+        assert.ok(Number.isFinite(bound));
+        assert.ok(bound >= serialize(value).byteLength, `bound ${bound} < ${serialize(value).byteLength}`);
+      }),
+      { numRuns: 1000 },
+    );
+  });
+
+  it('is -1 for what cannot cross, Infinity for built-ins only a serialization measures', () => {
+    assert.equal(cloneableSizeBound({ f: () => 1 }), -1);
+    assert.equal(cloneableSizeBound([Symbol('s')]), -1);
+    assert.equal(cloneableSizeBound({ d: new Date(0) }), Number.POSITIVE_INFINITY);
+    assert.equal(cloneableSizeBound({ m: new Map([[1, 2]]) }), Number.POSITIVE_INFINITY);
+    assert.equal(cloneableSizeBound({ u8: new Uint8Array(4) }), Number.POSITIVE_INFINITY);
+    assert.ok(cloneableSizeBound('abc') >= serialize('abc').byteLength);
+  });
+
+  it('sealScope decides the budget on the exact size when the bound is over it', () => {
+    // Two-byte strings are bounded at 2 bytes per unit: a one-byte string near the budget is over
+    // its bound but within the budget.
+    const near = { note: 'x'.repeat(3000) };
+    assert.ok(cloneableSizeBound(near) > 4096 && serialize(near).byteLength <= 4096);
+    const sealed = sealScope(near, 4096);
+    assert.equal(serializedSizeAtMost(sealed), serializedSize(sealed), 'measured exactly, so known exactly');
+    assert.throws(
+      () => sealScope({ note: 'x'.repeat(5000) }, 4096),
+      (e) => isTroupeError(e, 'ERR_SCOPE_OVER_BUDGET') && /\(50\d\d bytes\)/.test((e as Error).message),
+    );
+  });
+
+  it('a lean scope sealed on its bound is still refused by a smaller budget later', () => {
+    const scope = sealScope({ userId: 'u1', notes: 'x'.repeat(600) }, 4096);
+    assert.ok(serializedSizeAtMost(scope) <= 4096);
+    assert.ok(serializedSizeAtMost(scope) >= serializedSize(scope));
+    assert.throws(
+      () => sealScope(scope, 300),
+      (e) => isTroupeError(e, 'ERR_SCOPE_OVER_BUDGET'),
+    );
+    assert.equal(sealScope(scope, 700), scope, 'within a budget between its size and its bound');
   });
 });
 
