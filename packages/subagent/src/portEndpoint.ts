@@ -29,8 +29,10 @@ export function portEndpoint(port: MessagePort): Endpoint {
       port.off('message', handler);
       wrapped.delete(listener);
     },
-    start: () => {
-      port.start();
-    },
+    // comlink calls start() before every request. A Node port starts when its
+    // first 'message' listener is added (addEventListener above), and start()
+    // on a started port still schedules a wake-up of the port's thread: about
+    // 1.5 µs per call for nothing (same-thread comlink round trip, scratch).
+    start: () => {},
   };
 }
