@@ -17,6 +17,8 @@ import { CancelledError, type CancelReason } from './TroupeError.js';
 export class CancelSource implements CancelToken {
   #reason: CancelReason | undefined;
   #controller: AbortController | undefined;
+  #cancelled: Promise<CancelReason> | undefined;
+  #resolveCancelled: ((reason: CancelReason) => void) | undefined;
   #children: Set<CancelSource> | undefined;
   #parent: CancelSource | undefined;
 
@@ -45,6 +47,15 @@ export class CancelSource implements CancelToken {
     return this.#controller.signal;
   }
 
+  whenCancelled(): Promise<CancelReason> {
+    if (this.#cancelled === undefined) {
+      const reason = this.#reason;
+      if (reason !== undefined) this.#cancelled = Promise.resolve(reason);
+      else this.#cancelled = new Promise((resolve) => (this.#resolveCancelled = resolve));
+    }
+    return this.#cancelled;
+  }
+
   /**
    * Cancel this source and its descendants (they get reason `parent`).
    * Returns false when it was already cancelled.
@@ -53,6 +64,8 @@ export class CancelSource implements CancelToken {
     if (this.#reason !== undefined) return false;
     this.#reason = reason;
     this.#controller?.abort(new CancelledError(reason));
+    this.#resolveCancelled?.(reason);
+    this.#resolveCancelled = undefined;
     if (this.#children !== undefined) {
       for (const child of this.#children) child.cancel('parent');
       this.#children = undefined;

@@ -16,6 +16,15 @@ export interface CancelToken {
   readonly reason: CancelReason | undefined;
   throwIfCancelled(): void;
   readonly signal: AbortSignal;
+  /**
+   * Resolves with the reason when the token is cancelled; never settles if
+   * it is not. One promise per token, made on first call. For racing a
+   * promise against cancellation it is much cheaper than `signal`: no
+   * `AbortController`, no `EventTarget` listener to add and remove (in a
+   * worker, reading `signal` and listening on it cost ~12 µs; see
+   * BENCHMARKS.md).
+   */
+  whenCancelled(): Promise<CancelReason>;
 }
 
 /** A token for one tool call, opened from a {@link RunCancellation}. */
@@ -48,10 +57,13 @@ export interface RunCancellation {
 }
 
 /** A token that is never cancelled, for code called outside a run. */
+const NEVER: Promise<CancelReason> = new Promise(() => {});
+
 export const neverCancelled: CancelToken = Object.freeze({
   isCancelled: () => false,
   reason: undefined,
   throwIfCancelled: () => {},
+  whenCancelled: () => NEVER,
   get signal(): AbortSignal {
     return new AbortController().signal;
   },

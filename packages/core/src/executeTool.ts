@@ -304,24 +304,6 @@ export async function executeTool(
   }
 }
 
-// One promise per run that settles when the run is cancelled: every async
-// call of the run races against it. One abort listener per run, not one per
-// call (a turn with 100 parallel task calls would otherwise hang 100
-// listeners on one signal, and build a signal per call).
-const runCancelled = new WeakMap<RunCancellation, Promise<void>>();
-
-function whenRunCancelled(cancellation: RunCancellation): Promise<void> {
-  let cancelled = runCancelled.get(cancellation);
-  if (cancelled === undefined) {
-    const signal = cancellation.token.signal;
-    cancelled = signal.aborted
-      ? Promise.resolve()
-      : new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
-    runCancelled.set(cancellation, cancelled);
-  }
-  return cancelled;
-}
-
 // Timeout and cancellation both abort the call (its token) and end it at
 // once; the tool is never re-run. A tool that ignores its signal keeps
 // running on its own: in a worker the watchdog kills it after the grace period.
@@ -352,7 +334,9 @@ function settle(
       (value) => finish({ kind: 'value', value }),
       (error: unknown) => finish({ kind: 'thrown', error }),
     );
-    if (!done) void whenRunCancelled(cancellation).then(() => finish({ kind: 'aborted' }));
+    // One promise per run token, made on first use: every async call of the run
+    // races against it (no AbortSignal and no listener per call).
+    if (!done) void cancellation.token.whenCancelled().then(() => finish({ kind: 'aborted' }));
   });
 }
 

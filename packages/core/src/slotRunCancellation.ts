@@ -5,6 +5,9 @@ import type { CallCancellation, CallInfo, CancelToken, RunCancellation } from '.
 import type { Clock } from './Clock.js';
 import { CancelledError, type CancelReason, ClosedError, InvalidArgumentError } from './TroupeError.js';
 
+// What whenCancelled() returns for a token that ended without a cancel.
+const NEVER: Promise<CancelReason> = new Promise(() => {});
+
 /** Options of {@link slotRunCancellation}. */
 export interface SlotRunCancellationOptions {
   /**
@@ -99,6 +102,8 @@ class WordToken implements CancelToken {
   #finished = false;
   #final: CancelReason | undefined;
   #controller: AbortController | undefined;
+  #cancelled: Promise<CancelReason> | undefined;
+  #resolveCancelled: ((reason: CancelReason) => void) | undefined;
   #bridging = false;
 
   constructor(slots: CancelSlots, index: number, at: number, live: number) {
@@ -130,25 +135,32 @@ class WordToken implements CancelToken {
       this.#controller = controller;
       const reason = this.reason;
       if (reason !== undefined) controller.abort(new CancelledError(reason));
-      else if (!this.#finished) {
-        this.#bridging = true;
-        // Announce the waiter before the first compare-and-wait (see CancelSlots.cancelRun).
-        this.#slots.markWaiting(this.#index);
-        this.#wait();
-      }
+      else this.#bridge();
     }
     return this.#controller.signal;
   }
 
-  /** Freeze at `final`, abort the signal if cancelled, stop the bridge. */
+  whenCancelled(): Promise<CancelReason> {
+    if (this.#cancelled === undefined) {
+      const reason = this.reason;
+      if (reason !== undefined) this.#cancelled = Promise.resolve(reason);
+      else if (this.#finished) this.#cancelled = NEVER;
+      else {
+        this.#cancelled = new Promise((resolve) => {
+          this.#resolveCancelled = resolve;
+        });
+        this.#bridge();
+      }
+    }
+    return this.#cancelled;
+  }
+
+  /** Freeze at `final`, settle the signal and the promise if cancelled, stop the bridge. */
   finish(final: CancelReason | undefined): void {
     if (this.#finished) return;
     this.#final = final;
     this.#finished = true;
-    const controller = this.#controller;
-    if (final !== undefined && controller !== undefined && !controller.signal.aborted) {
-      controller.abort(new CancelledError(final));
-    }
+    if (final !== undefined) this.#fire(final);
     if (this.#bridging) {
       this.#bridging = false;
       // Wake our pending waiter so it sees #bridging = false and lets go; other
@@ -157,13 +169,29 @@ class WordToken implements CancelToken {
     }
   }
 
+  #fire(reason: CancelReason): void {
+    const controller = this.#controller;
+    if (controller !== undefined && !controller.signal.aborted) controller.abort(new CancelledError(reason));
+    this.#resolveCancelled?.(reason);
+    this.#resolveCancelled = undefined;
+  }
+
+  // One waitAsync bridge per token, shared by `signal` and `whenCancelled()`.
+  #bridge(): void {
+    if (this.#bridging || this.#finished) return;
+    this.#bridging = true;
+    // Announce the waiter before the first compare-and-wait (see CancelSlots.cancelRun).
+    this.#slots.markWaiting(this.#index);
+    this.#wait();
+  }
+
   #wait(): void {
     for (;;) {
       if (!this.#bridging) return;
       const word = Atomics.load(this.#words, this.#at);
       if (word !== this.#live) {
         this.#bridging = false;
-        this.#controller?.abort(new CancelledError(CancelSlots.reasonOf(word, this.#live) ?? 'shutdown'));
+        this.#fire(CancelSlots.reasonOf(word, this.#live) ?? 'shutdown');
         return;
       }
       const waited = Atomics.waitAsync(this.#words, this.#at, this.#live);
@@ -216,7 +244,9 @@ class FallbackCall implements CallCancellation, CancelToken {
   #closed = false;
   #final: CancelReason | undefined;
   #controller: AbortController | undefined;
-  #listening = false;
+  #cancelled: Promise<CancelReason> | undefined;
+  #resolveCancelled: ((reason: CancelReason) => void) | undefined;
+  #following = false;
 
   constructor(run: SlotRun) {
     this.#run = run;
@@ -247,48 +277,54 @@ class FallbackCall implements CallCancellation, CancelToken {
       this.#controller = controller;
       const reason = this.reason;
       if (reason !== undefined) controller.abort(new CancelledError(reason));
-      else if (!this.#closed) {
-        // One bridge per run: follow the run token's signal.
-        this.#listening = true;
-        this.#run.token.signal.addEventListener('abort', this.#onRunAbort, { once: true });
-      }
+      else this.#follow();
     }
     return this.#controller.signal;
+  }
+
+  whenCancelled(): Promise<CancelReason> {
+    if (this.#cancelled === undefined) {
+      const reason = this.reason;
+      if (reason !== undefined) this.#cancelled = Promise.resolve(reason);
+      else if (this.#closed) this.#cancelled = NEVER;
+      else {
+        this.#cancelled = new Promise((resolve) => {
+          this.#resolveCancelled = resolve;
+        });
+        this.#follow();
+      }
+    }
+    return this.#cancelled;
   }
 
   cancel(reason: CancelReason): void {
     if (this.#closed || this.#local !== undefined || this.#run.token.isCancelled()) return;
     this.#local = reason;
-    this.#controller?.abort(new CancelledError(reason));
+    this.#fire(reason);
   }
 
   close(): void {
     if (this.#closed) return;
     this.#final = this.reason;
     this.#closed = true;
-    this.#stopListening();
-    const controller = this.#controller;
-    if (this.#final !== undefined && controller !== undefined && !controller.signal.aborted) {
-      controller.abort(new CancelledError(this.#final));
-    }
+    if (this.#final !== undefined) this.#fire(this.#final);
     this.#run.release(this, undefined);
   }
 
-  // Made only when the signal is read (most calls never read it): not a field per call.
-  #onRunAbortFn: (() => void) | undefined;
-  get #onRunAbort(): () => void {
-    this.#onRunAbortFn ??= (): void => {
-      this.#listening = false;
-      if (!this.#closed) this.#controller?.abort(new CancelledError(this.#run.token.reason ?? 'shutdown'));
-    };
-    return this.#onRunAbortFn;
+  #fire(reason: CancelReason): void {
+    const controller = this.#controller;
+    if (controller !== undefined && !controller.signal.aborted) controller.abort(new CancelledError(reason));
+    this.#resolveCancelled?.(reason);
+    this.#resolveCancelled = undefined;
   }
 
-  #stopListening(): void {
-    if (this.#listening) {
-      this.#listening = false;
-      this.#run.token.signal.removeEventListener('abort', this.#onRunAbort);
-    }
+  // One bridge per run: follow the run token's cancellation (a closed call no longer does).
+  #follow(): void {
+    if (this.#following || this.#closed) return;
+    this.#following = true;
+    void this.#run.token.whenCancelled().then((reason) => {
+      if (!this.#closed) this.#fire(reason);
+    });
   }
 }
 

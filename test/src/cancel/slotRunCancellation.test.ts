@@ -230,3 +230,64 @@ describe('slotRunCancellation: the run deadline', () => {
     );
   });
 });
+
+/** 'pending' unless `promise` settled before a macrotask passed. */
+async function stateOf(promise: Promise<unknown>): Promise<unknown> {
+  return Promise.race([promise, macrotask().then(() => 'pending')]);
+}
+
+describe('slotRunCancellation: whenCancelled(), the cheap race', () => {
+  it('run token: resolves with the reason when cancelled later, at once when already cancelled; one promise', async () => {
+    const { table, run } = setup();
+    const cancelled = run.token.whenCancelled();
+    assert.equal(run.token.whenCancelled(), cancelled, 'one promise per token');
+    assert.equal(await stateOf(cancelled), 'pending');
+    table.cancel('run', 'deadline');
+    assert.equal(await cancelled, 'deadline');
+    run.close();
+    const late = setup();
+    late.table.cancel('run', 'user');
+    assert.equal(await late.run.token.whenCancelled(), 'user');
+    late.run.close();
+  });
+
+  it('never settles for a run that ended uncancelled, even if its slot is cancelled afterwards', async () => {
+    const { table, run } = setup();
+    const cancelled = run.token.whenCancelled();
+    run.close();
+    table.cancel('run', 'user');
+    assert.equal(await stateOf(cancelled), 'pending');
+    assert.equal(await stateOf(run.token.whenCancelled()), 'pending');
+  });
+
+  it('shares one bridge with signal: both settle with the same reason', async () => {
+    const { table, run } = setup();
+    const signal = run.token.signal;
+    const cancelled = run.token.whenCancelled();
+    table.cancel('run', 'shutdown');
+    assert.equal(await cancelled, 'shutdown');
+    assert.equal(signal.aborted, true);
+    assert.equal((signal.reason as CancelledError).reason, 'shutdown');
+    run.close();
+  });
+
+  it('lane and fallback calls: their own cancel and the run’s both settle it; a closed call stays as it was', async () => {
+    const { table, run } = setup(1);
+    const laned = run.openCall(5_000);
+    const fallback = run.openCall(5_000);
+    const laneCancelled = laned.token.whenCancelled();
+    const ownCancelled = fallback.token.whenCancelled();
+    fallback.cancel('deadline');
+    assert.equal(await ownCancelled, 'deadline');
+    const other = run.openCall(undefined);
+    const otherCancelled = other.token.whenCancelled();
+    const closed = run.openCall(undefined);
+    const closedCancelled = closed.token.whenCancelled();
+    closed.close();
+    table.cancel('run', 'user');
+    assert.equal(await laneCancelled, 'user');
+    assert.equal(await otherCancelled, 'user');
+    assert.equal(await stateOf(closedCancelled), 'pending', 'closed before the cancel');
+    run.close();
+  });
+});

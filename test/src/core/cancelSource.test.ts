@@ -156,3 +156,22 @@ describe('neverCancelled', () => {
     assert.ok(Object.isFrozen(neverCancelled));
   });
 });
+
+describe('CancelSource: whenCancelled()', () => {
+  it('resolves with the reason (parent for a child), at once when already cancelled; never for neverCancelled', async () => {
+    const parent = new CancelSource();
+    const child = parent.child();
+    const own = parent.whenCancelled();
+    const below = child.whenCancelled();
+    assert.equal(parent.whenCancelled(), own, 'one promise per source');
+    parent.cancel('user');
+    assert.equal(await own, 'user');
+    assert.equal(await below, 'parent');
+    assert.equal(await parent.whenCancelled(), 'user');
+    const never = await Promise.race([
+      neverCancelled.whenCancelled(),
+      new Promise((resolve) => setImmediate(() => resolve('pending'))),
+    ]);
+    assert.equal(never, 'pending');
+  });
+});
