@@ -60,3 +60,15 @@ export const leaf = defineAgent({
   instructions: 'Answer.',
   model: ScriptedModel.answering('done'),
 });
+
+/** Delegates once to `leaf` with its `task` tool and answers with what came back: a two-hop chain. */
+export const relay = defineAgent({
+  name: 'relay',
+  module: import.meta.url,
+  instructions: 'Relay to the leaf.',
+  model: new ScriptedModel([
+    () => ({ toolCalls: [{ id: 'hop', name: 'task', arguments: { subagent: 'leaf', instructions: 'go' } }] }),
+    ({ lastToolResults }) => String(lastToolResults[0]?.content),
+  ]),
+  subagents: [leaf],
+});

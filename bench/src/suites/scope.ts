@@ -11,6 +11,7 @@ import {
   serializedBytes,
 } from '../scope/generateUserGraph.js';
 import { measureHopLayers } from '../scope/measureHopLayers.js';
+import { measureNestedHop, nestedHopUs } from '../scope/measureNestedHop.js';
 import { measureScopeFile } from '../scope/measureScopeFile.js';
 import { encodeSharedScope, sharedScopeBytes } from '../scope/SharedScope.js';
 import { copyReader, sharedReader } from '../scope/scopeAgents.js';
@@ -530,6 +531,42 @@ export const scopeSuite: Suite = {
         });
         below = value;
       }
+
+      progress('scope: nested hop, raw and through the supervisor');
+      const nested = await measureNestedHop((variants[0] as Variant).scope, quick ? 400 : 5000);
+      const rawNested = nestedHopUs(nested.raw1, nested.raw2);
+      const troupeNested = nestedHopUs(nested.troupe1, nested.troupe2);
+      figures.push(
+        {
+          suite,
+          name: 'scope.nested_hop_us.raw',
+          value: fmt(rawNested),
+          unit: 'µs',
+          detail: {
+            meaning:
+              'two-hop minus one-hop chain on raw piscina: the worker asks the main thread over a port, which runs the leaf on the pool (2 threads)',
+            one_hop_us: fmt(median(nested.raw1)),
+            two_hops_us: fmt(median(nested.raw2)),
+            samples: nested.raw1.length,
+          },
+        },
+        {
+          suite,
+          name: 'scope.nested_hop_us.troupe',
+          value: fmt(troupeNested),
+          unit: 'µs',
+          baseline: { name: 'scope.nested_hop_us.raw', value: fmt(rawNested) },
+          ratio: fmt(troupeNested / rawNested),
+          detail: {
+            meaning:
+              'two-hop minus one-hop chain through supervisor.spawn: a subagent delegating with its task tool (2 threads), interleaved with the raw chain',
+            one_hop_us: fmt(median(nested.troupe1)),
+            two_hops_us: fmt(median(nested.troupe2)),
+            own_us: fmt(troupeNested - rawNested),
+            samples: nested.troupe1.length,
+          },
+        },
+      );
 
       const stretchSizes = [
         { key: 'lean', scope: (variants[0] as Variant).scope },
