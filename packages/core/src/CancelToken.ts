@@ -57,13 +57,13 @@ export interface RunCancellation {
 }
 
 /** A token that is never cancelled, for code called outside a run. */
-const NEVER: Promise<CancelReason> = new Promise(() => {});
-
 export const neverCancelled: CancelToken = Object.freeze({
   isCancelled: () => false,
   reason: undefined,
   throwIfCancelled: () => {},
-  whenCancelled: () => NEVER,
+  // A new promise each time, never settled: what is chained on it goes with it,
+  // where one shared module-level promise would keep every reaction for good.
+  whenCancelled: () => new Promise<CancelReason>(() => {}),
   get signal(): AbortSignal {
     return new AbortController().signal;
   },

@@ -257,11 +257,18 @@ export function sealScope<T>(value: T, budgetBytes = DEFAULT_SCOPE_BUDGET_BYTES)
     return value as Scope<T>;
   }
   // One walk checks every value, lists every object and bounds the size; the
-  // objects are frozen only once the whole scope passed, so a refused scope is
-  // left as it was.
+  // objects are frozen only once the whole scope passed cloneability, so a
+  // scope refused as not cloneable is left as it was. (One over the budget is
+  // refused after freezing: its size is that of the frozen value, which is
+  // what crosses.)
   const objects: object[] = [];
   const bound = cloneableSizeBound(value, objects);
-  if (bound < 0) assertCloneable(value, 'scope');
+  if (bound < 0) {
+    assertCloneable(value, 'scope');
+    // The second walk found nothing wrong: a getter answered differently the
+    // second time. Such a scope cannot be sealed (freezing does not stop a getter).
+    throw notPlainData('it changed while it was read (a getter returns a different value on every read)');
+  }
   freezeListed(value, objects);
   if (bound <= budgetBytes) {
     // Within budget even at its largest: no serialization on the way in (a
@@ -270,10 +277,24 @@ export function sealScope<T>(value: T, budgetBytes = DEFAULT_SCOPE_BUDGET_BYTES)
   } else {
     // Frozen first, then measured: V8 serializes a frozen array differently
     // (as sparse, 2 B more per element), and the size must be that of what crosses.
-    assertScopeBudget(serializedSize(value), budgetBytes);
+    let bytes: number;
+    try {
+      bytes = serializedSize(value);
+    } catch (error) {
+      // The walk accepts what it can see; serialization is the last word.
+      throw notPlainData(`it cannot be cloned (${error instanceof Error ? error.message : String(error)})`, error);
+    }
+    assertScopeBudget(bytes, budgetBytes);
   }
   sealed.add(value);
   return value as Scope<T>;
+}
+
+function notPlainData(why: string, cause?: unknown): InvalidArgumentError {
+  return new InvalidArgumentError(
+    `scope is not plain data: ${why}; pass plain data (objects, arrays, primitives, Date, Map, Set, typed arrays)`,
+    cause === undefined ? { code: 'ERR_NOT_CLONEABLE' } : { code: 'ERR_NOT_CLONEABLE', cause },
+  );
 }
 
 // Scopes that passed sealScope: checked cloneable, deep-frozen, measured.

@@ -1,3 +1,4 @@
+import { types } from 'node:util';
 import { InvalidArgumentError } from './TroupeError.js';
 
 // Built-ins that structured clone copies faithfully. Anything else with a
@@ -36,6 +37,19 @@ function describe(value: unknown): string {
 function segment(key: string | number): string {
   if (typeof key === 'number') return `[${key}]`;
   return /^[A-Za-z_$][\w$]*$/.test(key) ? `.${key}` : `[${JSON.stringify(key)}]`;
+}
+
+/**
+ * The own keys of an array when it has holes or named properties (structured
+ * clone writes both: the walks must see both), or `undefined` for a dense
+ * array with neither, the common case, walked by index. Index keys come first
+ * in `Object.keys` order, so a dense array's last key is its last index.
+ */
+function irregularKeys(arr: readonly unknown[]): string[] | undefined {
+  const keys = Object.keys(arr);
+  const n = arr.length;
+  if (keys.length === n && (n === 0 || keys[n - 1] === String(n - 1))) return undefined;
+  return keys;
 }
 
 function isCloneableBuiltin(obj: object): boolean {
@@ -119,17 +133,32 @@ function walkCloneable(value: unknown, objects: object[] | undefined, sized: boo
       continue;
     }
     seen.add(obj);
+    // Structured clone refuses a Proxy whatever it wraps.
+    if (types.isProxy(obj)) return -1;
     objects?.push(obj);
     const proto = Object.getPrototypeOf(obj);
     if (Array.isArray(obj)) {
       // An Array subclass would arrive as a plain array, its methods gone.
       if (proto !== Array.prototype) return -1;
-      if (sized) bound += ARRAY_BOUND + INDEX_BOUND * obj.length;
-      for (let i = 0; i < obj.length; i++) {
-        const item: unknown = obj[i];
-        if (typeof item === 'object' ? item !== null : typeof item === 'function' || typeof item === 'symbol')
-          stack.push(item);
-        else if (sized) bound += primitiveBound(item);
+      const keys = irregularKeys(obj);
+      if (keys === undefined) {
+        if (sized) bound += ARRAY_BOUND + INDEX_BOUND * obj.length;
+        for (let i = 0; i < obj.length; i++) {
+          const item: unknown = obj[i];
+          if (typeof item === 'object' ? item !== null : typeof item === 'function' || typeof item === 'symbol')
+            stack.push(item);
+          else if (sized) bound += primitiveBound(item);
+        }
+      } else {
+        // Holes or named properties: written key by key (an index key costs no more than its string).
+        if (sized) bound += ARRAY_BOUND;
+        for (const key of keys) {
+          const item: unknown = (obj as unknown as Record<string, unknown>)[key];
+          if (sized) bound += stringBound(key);
+          if (typeof item === 'object' ? item !== null : typeof item === 'function' || typeof item === 'symbol')
+            stack.push(item);
+          else if (sized) bound += primitiveBound(item);
+        }
       }
       continue;
     }
@@ -182,12 +211,23 @@ export function findUncloneable(value: unknown, root = 'value'): { path: string;
     const obj = v as object;
     if (seen.has(obj)) return undefined;
     seen.add(obj);
+    if (types.isProxy(obj)) return { path, what: 'a Proxy (structured clone refuses it)' };
     if (Array.isArray(obj)) {
       // An Array subclass would arrive as a plain array, its methods gone.
       if (Object.getPrototypeOf(obj) !== Array.prototype) return { path, what: describe(obj) };
-      for (let i = 0; i < obj.length; i++) {
-        const bad = walk(obj[i], `${path}[${i}]`);
-        if (bad !== undefined) return bad;
+      const keys = irregularKeys(obj);
+      if (keys === undefined) {
+        for (let i = 0; i < obj.length; i++) {
+          const bad = walk(obj[i], `${path}[${i}]`);
+          if (bad !== undefined) return bad;
+        }
+      } else {
+        for (const key of keys) {
+          const index = Number(key);
+          const at = Number.isInteger(index) && String(index) === key ? `[${key}]` : segment(key);
+          const bad = walk((obj as unknown as Record<string, unknown>)[key], `${path}${at}`);
+          if (bad !== undefined) return bad;
+        }
       }
       return undefined;
     }

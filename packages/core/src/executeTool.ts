@@ -317,12 +317,16 @@ function settle(
   return new Promise<Settled>((resolve) => {
     let done = false;
     let timer: TimerHandle | undefined;
+    // What the run's cancellation reaches: emptied when the call settles (see below).
+    const cell: FinishCell = { finish: undefined };
     const finish = (s: Settled): void => {
       if (done) return;
       done = true;
+      cell.finish = undefined;
       if (timer !== undefined) clock.clearTimeout(timer);
       resolve(s);
     };
+    cell.finish = finish;
     if (timeoutMs !== null) {
       timer = clock.setTimeout(() => {
         // Timeout is a cancellation: abort the loser, then report.
@@ -335,9 +339,20 @@ function settle(
       (error: unknown) => finish({ kind: 'thrown', error }),
     );
     // One promise per run token, made on first use: every async call of the run
-    // races against it (no AbortSignal and no listener per call).
-    if (!done) void cancellation.token.whenCancelled().then(() => finish({ kind: 'aborted' }));
+    // races against it (no AbortSignal and no listener per call). The reaction
+    // stays on it until the run ends, so it holds only a cell, emptied when the
+    // call settles: never the call's result.
+    if (!done) void cancellation.token.whenCancelled().then(abortFromCell(cell));
   });
+}
+
+interface FinishCell {
+  finish: ((s: Settled) => void) | undefined;
+}
+
+// Made at module level so the reaction closes over the cell alone.
+function abortFromCell(cell: FinishCell): () => void {
+  return () => cell.finish?.({ kind: 'aborted' });
 }
 
 type ApprovalOutcome =

@@ -5,9 +5,6 @@ import type { CallCancellation, CallInfo, CancelToken, RunCancellation } from '.
 import type { Clock } from './Clock.js';
 import { CancelledError, type CancelReason, ClosedError, InvalidArgumentError } from './TroupeError.js';
 
-// What whenCancelled() returns for a token that ended without a cancel.
-const NEVER: Promise<CancelReason> = new Promise(() => {});
-
 /** Options of {@link slotRunCancellation}. */
 export interface SlotRunCancellationOptions {
   /**
@@ -144,7 +141,8 @@ class WordToken implements CancelToken {
     if (this.#cancelled === undefined) {
       const reason = this.reason;
       if (reason !== undefined) this.#cancelled = Promise.resolve(reason);
-      else if (this.#finished) this.#cancelled = NEVER;
+      else if (this.#finished)
+        this.#cancelled = new Promise(() => {}); // ended uncancelled: never settles
       else {
         this.#cancelled = new Promise((resolve) => {
           this.#resolveCancelled = resolve;
@@ -286,7 +284,8 @@ class FallbackCall implements CallCancellation, CancelToken {
     if (this.#cancelled === undefined) {
       const reason = this.reason;
       if (reason !== undefined) this.#cancelled = Promise.resolve(reason);
-      else if (this.#closed) this.#cancelled = NEVER;
+      else if (this.#closed)
+        this.#cancelled = new Promise(() => {}); // ended uncancelled: never settles
       else {
         this.#cancelled = new Promise((resolve) => {
           this.#resolveCancelled = resolve;

@@ -849,3 +849,31 @@ describe('executeTool: the context the tool sees', () => {
     assert.notEqual(seen[0]?.signal, seen[1]?.signal);
   });
 });
+
+describe('executeTool: the cancel race keeps nothing of a settled call', () => {
+  it('an async call’s result is collectable while its run goes on (the run token’s promise holds only a cell)', async () => {
+    // gc() for this test alone, without a flag on the whole test run.
+    const { setFlagsFromString } = await import('node:v8');
+    const { runInNewContext } = await import('node:vm');
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    const h = harness();
+    let ref: WeakRef<object> | undefined;
+    const { tool } = scripted(async () => {
+      const big = { payload: new Array(1000).fill('x') };
+      ref = new WeakRef(big);
+      return big;
+    });
+    const result = await h.exec(tool, { n: 1 });
+    assert.equal(result.status, 'ok');
+    // Drop every reference this test holds; the run (h.source) stays alive and uncancelled.
+    (result as { value?: unknown }).value = undefined;
+    await new Promise((resolve) => setImmediate(resolve));
+    gc();
+    await new Promise((resolve) => setImmediate(resolve));
+    gc();
+    assert.ok(ref !== undefined);
+    assert.equal(ref.deref(), undefined, 'the settled call’s value was kept alive by the run’s cancellation promise');
+    assert.equal(h.source.isCancelled(), false);
+  });
+});

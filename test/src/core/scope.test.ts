@@ -169,6 +169,17 @@ describe('cloneableSizeBound: the size of JSON-like data without serializing it'
       leaf,
       fc.array(tie('tree'), { maxLength: 6 }),
       fc.sparseArray(tie('tree'), { maxLength: 8 }),
+      fc
+        .tuple(
+          fc.array(tie('tree'), { maxLength: 4 }),
+          fc.dictionary(fc.string({ minLength: 1 }), tie('tree'), { maxKeys: 3 }),
+        )
+        .map(([items, extra]) => {
+          // An array with named properties too (non-index keys only).
+          for (const [k, v] of Object.entries(extra))
+            if (!/^\d+$/.test(k) && k !== 'length') (items as unknown as Record<string, unknown>)[k] = v;
+          return items;
+        }),
       fc.dictionary(fc.string({ unit: 'binary' }), tie('tree'), { maxKeys: 6 }),
       fc.dictionary(fc.string(), tie('tree'), { maxKeys: 4, noNullPrototype: false }),
     ),
@@ -199,6 +210,21 @@ describe('cloneableSizeBound: the size of JSON-like data without serializing it'
     assert.equal(cloneableSizeBound({ m: new Map([[1, 2]]) }), Number.POSITIVE_INFINITY);
     assert.equal(cloneableSizeBound({ u8: new Uint8Array(4) }), Number.POSITIVE_INFINITY);
     assert.ok(cloneableSizeBound('abc') >= serialize('abc').byteLength);
+  });
+
+  it('counts what structured clone writes beyond an array’s elements: named properties and holes', () => {
+    const tags: string[] & { blob?: string } = ['a', 'b'];
+    tags.blob = 'x'.repeat(100_000);
+    assert.ok(cloneableSizeBound({ tags }) >= serialize({ tags }).byteLength);
+    const holey: unknown[] = [];
+    holey[5] = 'x'.repeat(50);
+    (holey as unknown as Record<string, unknown>).note = 'y'.repeat(70);
+    assert.ok(cloneableSizeBound(holey) >= serialize(holey).byteLength);
+    assert.throws(
+      () => sealScope({ userId: 'u1', tags }, 4096),
+      (e) => isTroupeError(e, 'ERR_SCOPE_OVER_BUDGET'),
+      'an array property must not hide 100 KB from the budget',
+    );
   });
 
   it('sealScope decides the budget on the exact size when the bound is over it', () => {
@@ -371,6 +397,34 @@ describe('assertCloneable: the path of the first bad value', () => {
       }),
       { numRuns: 500 },
     );
+  });
+
+  it('refuses what structured clone refuses beyond array elements, and proxies, naming the path', () => {
+    const fnArr: number[] & { fn?: () => number } = [1, 2];
+    fnArr.fn = () => 1;
+    const err = thrown(() => sealScope({ user: { fnArr } }));
+    assert.ok(isTroupeError(err, 'ERR_NOT_CLONEABLE'));
+    assert.match(err.message, /^scope\.user\.fnArr\.fn is a function/);
+    const proxied = thrown(() => sealScope({ user: new Proxy({ id: 'u1' }, {}) }));
+    assert.ok(isTroupeError(proxied, 'ERR_NOT_CLONEABLE'));
+    assert.match(proxied.message, /^scope\.user is a Proxy/);
+    assert.equal(isCloneable([new Proxy([], {})]), false);
+  });
+
+  it('sealScope refuses a scope whose getter answers differently on a second read; nothing is frozen', () => {
+    let reads = 0;
+    const inner = { role: 'member' };
+    const scope = {
+      inner,
+      get g(): unknown {
+        return reads++ === 0 ? () => 1 : 'ok';
+      },
+    };
+    const err = thrown(() => sealScope(scope));
+    assert.ok(isTroupeError(err, 'ERR_NOT_CLONEABLE'));
+    assert.match(err.message, /getter/);
+    assert.equal(Object.isFrozen(inner), false);
+    assert.equal(Object.isFrozen(scope), false);
   });
 
   it('sealScope leaves a refused scope as it was (nothing frozen)', () => {

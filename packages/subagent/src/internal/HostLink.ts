@@ -1,5 +1,5 @@
 import { MessageChannel, parentPort, threadId } from 'node:worker_threads';
-import { CancelledError, HOST_OPEN, type HostApi, type RunCancellation } from '@troupe/core';
+import { CancelledError, type CancelReason, HOST_OPEN, type HostApi, type RunCancellation } from '@troupe/core';
 import { type Remote, wrap } from 'comlink';
 import { portEndpoint } from '../portEndpoint.js';
 
@@ -25,6 +25,15 @@ function open(): NonNullable<typeof channel> {
   // Bind the methods once: each property read of a comlink proxy makes a new proxy.
   channel = { approve: remote.approve, runTask: remote.runTask, telemetry: remote.telemetry };
   return channel;
+}
+
+interface RejectCell {
+  reject: ((error: unknown) => void) | undefined;
+}
+
+// Made at module level so the reaction closes over the cell alone.
+function rejectFromCell(cell: RejectCell): (reason: CancelReason) => void {
+  return (reason) => cell.reject?.(new CancelledError(reason));
 }
 
 /**
@@ -54,12 +63,24 @@ export class HostLink {
     } catch (error) {
       return Promise.reject(error);
     }
+    // Raced against the run token's one cancellation promise: no AbortSignal, no
+    // listener to add and remove per call (those cost ~12 µs a call in a worker).
+    // The reaction stays on that promise until the run ends, so it holds only a
+    // cell, emptied when the call settles: never the call or its result.
+    const cell: RejectCell = { reject: undefined };
+    void token.whenCancelled().then(rejectFromCell(cell));
     return new Promise<T>((resolve, reject) => {
-      // The run token's one cancellation promise: no AbortSignal, no listener to
-      // add and remove per call (those cost ~12 µs a call in a worker). Settling
-      // twice is a no-op, so whichever comes first wins.
-      void token.whenCancelled().then((reason) => reject(new CancelledError(reason)));
-      invoke(api, this.#agentId).then(resolve, reject);
+      cell.reject = reject;
+      invoke(api, this.#agentId).then(
+        (value) => {
+          cell.reject = undefined;
+          resolve(value);
+        },
+        (error: unknown) => {
+          cell.reject = undefined;
+          reject(error);
+        },
+      );
     });
   }
 
