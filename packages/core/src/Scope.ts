@@ -242,7 +242,17 @@ export function checkBudget(budgetBytes: unknown, name = 'budgetBytes'): number 
 
 /**
  * Check an already-validated value as a scope: cloneable, within budget,
- * deep-frozen. Returns it frozen, with its size remembered.
+ * deep-frozen. Returns it (the same object) frozen, with its size or an upper
+ * bound of it remembered.
+ *
+ * Gotchas: the value is frozen in place. A value refused as not cloneable is
+ * left untouched; one refused as over the budget has been frozen (its size is
+ * that of the frozen value, which is what crosses). A scope is plain data:
+ * an accessor property is read when the scope is sealed and again each time
+ * it crosses a thread, and one that answers differently may be refused.
+ *
+ * @throws InvalidArgumentError `ERR_NOT_CLONEABLE` (naming the path when
+ *   there is one), `ERR_SCOPE_OVER_BUDGET` (giving the size).
  */
 export function sealScope<T>(value: T, budgetBytes = DEFAULT_SCOPE_BUDGET_BYTES): Scope<T> {
   // Sealed before (every spawn of a conversation passes the same scope): no

@@ -227,6 +227,14 @@ describe('cloneableSizeBound: the size of JSON-like data without serializing it'
     );
   });
 
+  it('walks a sparse array by its keys, not its length (a[2 ** 31] does not loop 2 ** 31 times)', () => {
+    const sparse: number[] = [];
+    sparse[2 ** 31] = 1;
+    assert.equal(isCloneable({ sparse }), true);
+    assert.ok(cloneableSizeBound({ sparse }) >= serialize({ sparse }).byteLength);
+    assert.equal(sealScope({ sparse }).sparse[2 ** 31], 1);
+  });
+
   it('sealScope decides the budget on the exact size when the bound is over it', () => {
     // Two-byte strings are bounded at 2 bytes per unit: a one-byte string near the budget is over
     // its bound but within the budget.
