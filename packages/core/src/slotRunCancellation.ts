@@ -86,6 +86,64 @@ export function slotRunCancellation(
 }
 
 /**
+ * What a token hands out to wait on its cancel — its `signal` and its
+ * `whenCancelled()` promise — each made on first use and settled once by
+ * `fire`. The token says how to start watching (`watch`: a waitAsync bridge,
+ * or following the run token) and whether it has ended uncancelled.
+ */
+interface Watched {
+  readonly reason: CancelReason | undefined;
+  readonly ended: boolean;
+  watch(): void;
+}
+
+class Notice {
+  readonly #token: Watched;
+  #controller: AbortController | undefined;
+  #cancelled: Promise<CancelReason> | undefined;
+  #resolve: ((reason: CancelReason) => void) | undefined;
+
+  constructor(token: Watched) {
+    this.#token = token;
+  }
+
+  get signal(): AbortSignal {
+    if (this.#controller === undefined) {
+      const controller = new AbortController();
+      this.#controller = controller;
+      const reason = this.#token.reason;
+      if (reason !== undefined) controller.abort(new CancelledError(reason));
+      else this.#token.watch();
+    }
+    return this.#controller.signal;
+  }
+
+  whenCancelled(): Promise<CancelReason> {
+    if (this.#cancelled === undefined) {
+      const reason = this.#token.reason;
+      if (reason !== undefined) this.#cancelled = Promise.resolve(reason);
+      // Ended uncancelled: never settles (one promise per token, not a shared one
+      // that would keep every reaction chained on it).
+      else if (this.#token.ended) this.#cancelled = new Promise(() => {});
+      else {
+        this.#cancelled = new Promise((resolve) => {
+          this.#resolve = resolve;
+        });
+        this.#token.watch();
+      }
+    }
+    return this.#cancelled;
+  }
+
+  fire(reason: CancelReason): void {
+    const controller = this.#controller;
+    if (controller !== undefined && !controller.signal.aborted) controller.abort(new CancelledError(reason));
+    this.#resolve?.(reason);
+    this.#resolve = undefined;
+  }
+}
+
+/**
  * A token over one word of the slot: live while the word holds `live`.
  * Frozen by `finish()` (the run or call ended): from then on it reports the
  * state it had.
@@ -98,9 +156,8 @@ class WordToken implements CancelToken {
   readonly #index: number;
   #finished = false;
   #final: CancelReason | undefined;
-  #controller: AbortController | undefined;
-  #cancelled: Promise<CancelReason> | undefined;
-  #resolveCancelled: ((reason: CancelReason) => void) | undefined;
+  // Made when the signal or the promise is first asked for.
+  #notice: Notice | undefined;
   #bridging = false;
 
   constructor(slots: CancelSlots, index: number, at: number, live: number) {
@@ -127,30 +184,23 @@ class WordToken implements CancelToken {
   }
 
   get signal(): AbortSignal {
-    if (this.#controller === undefined) {
-      const controller = new AbortController();
-      this.#controller = controller;
-      const reason = this.reason;
-      if (reason !== undefined) controller.abort(new CancelledError(reason));
-      else this.#bridge();
-    }
-    return this.#controller.signal;
+    this.#notice ??= new Notice(this);
+    return this.#notice.signal;
   }
 
   whenCancelled(): Promise<CancelReason> {
-    if (this.#cancelled === undefined) {
-      const reason = this.reason;
-      if (reason !== undefined) this.#cancelled = Promise.resolve(reason);
-      else if (this.#finished)
-        this.#cancelled = new Promise(() => {}); // ended uncancelled: never settles
-      else {
-        this.#cancelled = new Promise((resolve) => {
-          this.#resolveCancelled = resolve;
-        });
-        this.#bridge();
-      }
-    }
-    return this.#cancelled;
+    this.#notice ??= new Notice(this);
+    return this.#notice.whenCancelled();
+  }
+
+  /** @internal For {@link Notice}: the token ended (uncancelled, if `reason` is undefined). */
+  get ended(): boolean {
+    return this.#finished;
+  }
+
+  /** @internal For {@link Notice}: start the waitAsync bridge (once). */
+  watch(): void {
+    this.#bridge();
   }
 
   /** Freeze at `final`, settle the signal and the promise if cancelled, stop the bridge. */
@@ -158,20 +208,13 @@ class WordToken implements CancelToken {
     if (this.#finished) return;
     this.#final = final;
     this.#finished = true;
-    if (final !== undefined) this.#fire(final);
+    if (final !== undefined) this.#notice?.fire(final);
     if (this.#bridging) {
       this.#bridging = false;
       // Wake our pending waiter so it sees #bridging = false and lets go; other
       // waiters on this word (another thread's) re-check and wait again.
       Atomics.notify(this.#words, this.#at);
     }
-  }
-
-  #fire(reason: CancelReason): void {
-    const controller = this.#controller;
-    if (controller !== undefined && !controller.signal.aborted) controller.abort(new CancelledError(reason));
-    this.#resolveCancelled?.(reason);
-    this.#resolveCancelled = undefined;
   }
 
   // One waitAsync bridge per token, shared by `signal` and `whenCancelled()`.
@@ -189,7 +232,7 @@ class WordToken implements CancelToken {
       const word = Atomics.load(this.#words, this.#at);
       if (word !== this.#live) {
         this.#bridging = false;
-        this.#fire(CancelSlots.reasonOf(word, this.#live) ?? 'shutdown');
+        this.#notice?.fire(CancelSlots.reasonOf(word, this.#live) ?? 'shutdown');
         return;
       }
       const waited = Atomics.waitAsync(this.#words, this.#at, this.#live);
@@ -241,9 +284,7 @@ class FallbackCall implements CallCancellation, CancelToken {
   #local: CancelReason | undefined;
   #closed = false;
   #final: CancelReason | undefined;
-  #controller: AbortController | undefined;
-  #cancelled: Promise<CancelReason> | undefined;
-  #resolveCancelled: ((reason: CancelReason) => void) | undefined;
+  #notice: Notice | undefined;
   #following = false;
 
   constructor(run: SlotRun) {
@@ -270,60 +311,41 @@ class FallbackCall implements CallCancellation, CancelToken {
   }
 
   get signal(): AbortSignal {
-    if (this.#controller === undefined) {
-      const controller = new AbortController();
-      this.#controller = controller;
-      const reason = this.reason;
-      if (reason !== undefined) controller.abort(new CancelledError(reason));
-      else this.#follow();
-    }
-    return this.#controller.signal;
+    this.#notice ??= new Notice(this);
+    return this.#notice.signal;
   }
 
   whenCancelled(): Promise<CancelReason> {
-    if (this.#cancelled === undefined) {
-      const reason = this.reason;
-      if (reason !== undefined) this.#cancelled = Promise.resolve(reason);
-      else if (this.#closed)
-        this.#cancelled = new Promise(() => {}); // ended uncancelled: never settles
-      else {
-        this.#cancelled = new Promise((resolve) => {
-          this.#resolveCancelled = resolve;
-        });
-        this.#follow();
-      }
-    }
-    return this.#cancelled;
+    this.#notice ??= new Notice(this);
+    return this.#notice.whenCancelled();
+  }
+
+  /** @internal For {@link Notice}: the call ended. */
+  get ended(): boolean {
+    return this.#closed;
+  }
+
+  /** @internal For {@link Notice}: follow the run token's cancellation (once; a closed call no longer does). */
+  watch(): void {
+    if (this.#following || this.#closed) return;
+    this.#following = true;
+    void this.#run.token.whenCancelled().then((reason) => {
+      if (!this.#closed) this.#notice?.fire(reason);
+    });
   }
 
   cancel(reason: CancelReason): void {
     if (this.#closed || this.#local !== undefined || this.#run.token.isCancelled()) return;
     this.#local = reason;
-    this.#fire(reason);
+    this.#notice?.fire(reason);
   }
 
   close(): void {
     if (this.#closed) return;
     this.#final = this.reason;
     this.#closed = true;
-    if (this.#final !== undefined) this.#fire(this.#final);
+    if (this.#final !== undefined) this.#notice?.fire(this.#final);
     this.#run.release(this, undefined);
-  }
-
-  #fire(reason: CancelReason): void {
-    const controller = this.#controller;
-    if (controller !== undefined && !controller.signal.aborted) controller.abort(new CancelledError(reason));
-    this.#resolveCancelled?.(reason);
-    this.#resolveCancelled = undefined;
-  }
-
-  // One bridge per run: follow the run token's cancellation (a closed call no longer does).
-  #follow(): void {
-    if (this.#following || this.#closed) return;
-    this.#following = true;
-    void this.#run.token.whenCancelled().then((reason) => {
-      if (!this.#closed) this.#fire(reason);
-    });
   }
 }
 
