@@ -143,6 +143,11 @@ function failedResult(error: unknown): SubagentResult {
  * agent module (cached), rebuild the three channels, bridge the cancellation
  * slot, run the loop and return the outcome. Never throws: every failure is
  * a `failed` result (a worker that dies is reported by the supervisor).
+ *
+ * Gotcha: `raw` must be this thread's own copy of the task, as a port
+ * delivers it: its channels are frozen in place on the assumption that
+ * nothing in them is frozen yet (see `freezeReceived`). Calling it in the
+ * thread that built the task would freeze the caller's objects.
  */
 export async function runSubagentTask(raw: unknown): Promise<unknown[]> {
   return encodeSubagentResult(await runTask(raw));
