@@ -1,0 +1,54 @@
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+
+// `pnpm bench` runs this file; bad input must fail fast, before any worker starts, with a
+// one-line error and exit code 2 (issue 6, "Bad input").
+const BENCH_MAIN = fileURLToPath(new URL('../../../bench/dist/main.js', import.meta.url));
+
+function bench(...args: string[]): { code: number | null; out: string } {
+  const r = spawnSync(process.execPath, [BENCH_MAIN, ...args], { encoding: 'utf8', timeout: 60_000 });
+  return { code: r.status, out: `${r.stdout}${r.stderr}` };
+}
+
+describe('pnpm bench: bad input', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'troupe-bench-'));
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('an unknown suite lists the suites', () => {
+    const { code, out } = bench('nosuch');
+    assert.equal(code, 2);
+    assert.match(out, /unknown suite "nosuch"; the suites are: core, cancel, subagent, supervisor, scope/);
+  });
+
+  it('a scope file that is missing or not JSON is named, with what to do', () => {
+    const missing = join(dir, 'missing.json');
+    const gone = bench('scope', '--file', missing);
+    assert.equal(gone.code, 2);
+    assert.ok(gone.out.includes(`${missing}: cannot read it (ENOENT)`), gone.out);
+    const bad = join(dir, 'bad.json');
+    writeFileSync(bad, '{ "userId": ');
+    const notJson = bench('scope', '--file', bad);
+    assert.equal(notJson.code, 2);
+    assert.ok(notJson.out.includes(`${bad} is not JSON`), notJson.out);
+    assert.match(notJson.out, /pass the scope as a JSON document/);
+  });
+
+  it('a bad flag value says the range', () => {
+    const ok = join(dir, 'ok.json');
+    writeFileSync(ok, JSON.stringify({ userId: 'u1', role: 'admin' }));
+    for (const [flag, value, message] of [
+      ['--hops', '99', /--hops needs an integer from 1 to 8, got 99/],
+      ['--samples', '0', /--samples needs an integer from 1 to 100000, got 0/],
+      ['--new-scope-samples', '-1', /--new-scope-samples needs an integer from 0 to 100000, got -1/],
+    ] as const) {
+      const { code, out } = bench('scope', '--file', ok, flag, value);
+      assert.equal(code, 2, `${flag} ${value}: ${out}`);
+      assert.match(out, message);
+    }
+  });
+});
