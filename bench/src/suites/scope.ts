@@ -442,7 +442,7 @@ export const scopeSuite: Suite = {
         const ratios: number[] = [];
         for (let i = 0; i < coldSamples; i++) {
           const fresh = structuredClone(v.scope) as Readonly<Record<string, unknown>>;
-          // measureScopeCost clones the scope just before its hop: the ratio of each sample is taken
+          // measureScopeCost clones the scope right after its hop: the ratio of each sample is taken
           // against that clone, so a machine changing speed between samples changes both.
           const cost = await measureScopeCost(fresh, {
             hops: 1,
@@ -462,7 +462,7 @@ export const scopeSuite: Suite = {
           value: fmt(median(cold)),
           unit: 'µs',
           baseline: {
-            name: 'structuredClone of the same scope, taken just before each hop',
+            name: 'structuredClone of the same scope, taken right after each hop',
             value: fmt(median(clones)),
           },
           ratio: fmt(median(ratios)),

@@ -316,8 +316,6 @@ export async function measureScopeCost(scope: unknown, options: MeasureScopeCost
   // sparse, a little bigger than a packed one).
   const carried = isDeepFrozen(scope) ? scope : deepFreeze(carryCopy(scope));
   const bytes = serialize(carried).byteLength;
-  const keys = keyCosts(carried, bytes);
-  const cloneUs = cloneMedianUs(carried, bytes);
   if (o.supervisor !== undefined && o.supervisor.pool.stats().threads < hops) {
     throw new InvalidArgumentError(
       `measureScopeCost: the supervisor's pool has ${o.supervisor.pool.stats().threads} threads, fewer than hops (${hops}): each link of the chain holds a thread while its child runs; give it at least ${hops} threads or omit supervisor`,
@@ -370,6 +368,10 @@ export async function measureScopeCost(scope: unknown, options: MeasureScopeCost
       await runOnce(fresh);
       newScopeRunsUs.push((performance.now() - start) * 1000);
     }
+    // The clone baseline and the key sizes come after the timed runs: their
+    // garbage (about 3 MB of clones) would otherwise be collected during them.
+    const cloneUs = cloneMedianUs(carried, bytes);
+    const keys = keyCosts(carried, bytes);
     return {
       bytes,
       budgetBytes,
