@@ -1,6 +1,6 @@
 import { serialize } from 'node:v8';
 import type { z } from 'zod';
-import { assertCloneable, cloneableSizeBound } from './assertCloneable.js';
+import { assertCloneable, cloneableSizeBound, irregularKeys } from './assertCloneable.js';
 import { InvalidArgumentError } from './TroupeError.js';
 
 /** Default scope budget: 4 KiB of serialized (structured-clone) bytes. */
@@ -186,9 +186,19 @@ export function freezeReceived<T>(value: T): DeepReadonly<T> {
     if (Object.isFrozen(v) || ArrayBuffer.isView(v) || v instanceof ArrayBuffer) continue;
     Object.freeze(v);
     if (Array.isArray(v)) {
-      for (let i = 0; i < v.length; i++) {
-        const item: unknown = v[i];
-        if (typeof item === 'object' && item !== null) stack.push(item);
+      // Holes or named properties (they cross too): by key, so a sparse array
+      // of length 2 ** 31 is not walked index by index.
+      const keys = irregularKeys(v);
+      if (keys === undefined) {
+        for (let i = 0; i < v.length; i++) {
+          const item: unknown = v[i];
+          if (typeof item === 'object' && item !== null) stack.push(item);
+        }
+      } else {
+        for (const key of keys) {
+          const item = (v as unknown as Record<string, unknown>)[key];
+          if (typeof item === 'object' && item !== null) stack.push(item);
+        }
       }
     } else if (v instanceof Map) {
       for (const [k, item] of v) {

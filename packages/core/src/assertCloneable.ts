@@ -44,8 +44,9 @@ function segment(key: string | number): string {
  * clone writes both: the walks must see both), or `undefined` for a dense
  * array with neither, the common case, walked by index. Index keys come first
  * in `Object.keys` order, so a dense array's last key is its last index.
+ * (Internal to the package: not exported from its index.)
  */
-function irregularKeys(arr: readonly unknown[]): string[] | undefined {
+export function irregularKeys(arr: readonly unknown[]): string[] | undefined {
   const keys = Object.keys(arr);
   const n = arr.length;
   if (keys.length === n && (n === 0 || keys[n - 1] === String(n - 1))) return undefined;

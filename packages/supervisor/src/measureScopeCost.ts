@@ -202,7 +202,19 @@ function carryCopy(value: unknown, seen = new Map<object, unknown>()): unknown {
   if (Array.isArray(value)) {
     const out: unknown[] = [];
     seen.set(value, out);
-    for (const item of value) out.push(carryCopy(item, seen));
+    const keys = Object.keys(value);
+    if (keys.length === value.length && (keys.length === 0 || keys[keys.length - 1] === String(value.length - 1))) {
+      for (const item of value) out.push(carryCopy(item, seen));
+    } else {
+      // Holes or named properties: copied key by key (a sparse array stays sparse,
+      // and one of length 2 ** 31 is not walked index by index).
+      out.length = value.length;
+      for (const key of keys)
+        (out as unknown as Record<string, unknown>)[key] = carryCopy(
+          (value as unknown as Record<string, unknown>)[key],
+          seen,
+        );
+    }
     return out;
   }
   const proto = Object.getPrototypeOf(value);

@@ -480,6 +480,16 @@ describe('freezeReceived: a fresh copy frozen without a visited set', () => {
     assert.equal(Object.isFrozen(copy.u8), false);
   });
 
+  it('reaches what an array holds under named properties, and walks a sparse array by its keys', () => {
+    const tagged: unknown[] & { meta?: { n: number } } = [{ a: 1 }];
+    tagged.meta = { n: 1 };
+    const sparse: { k: number }[] = [];
+    sparse[2 ** 31] = { k: 1 };
+    const copy = freezeReceived(structuredClone({ tagged, sparse }));
+    assert.ok(Object.isFrozen((copy.tagged as unknown as { meta: object }).meta), 'an object under a named array key');
+    assert.ok(Object.isFrozen(copy.sparse[2 ** 31]));
+  });
+
   it('passes primitives through', () => {
     assert.equal(freezeReceived(42), 42);
     assert.equal(freezeReceived(null), null);

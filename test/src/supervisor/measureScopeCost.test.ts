@@ -109,6 +109,19 @@ describe('measureScopeCost (issue 6)', () => {
     assert.deepEqual(none.newScopeRunsUs, []);
   });
 
+  it('carries arrays with holes and named properties through real hops (a sparse array of length 2 ** 31 too)', async () => {
+    const sparse: number[] = [];
+    sparse[2 ** 31] = 7;
+    const tagged: string[] & { note?: string } = ['a'];
+    tagged.note = 'kept';
+    const scope = { userId: 'u1', sparse, tagged };
+    const cost = await measureScopeCost(scope, { samples: 2, warmup: 0, newScopeSamples: 1 });
+    assert.equal(cost.bytes, sealedSize(scope));
+    assert.equal(cost.runsUs.length, 2);
+    assert.equal(cost.newScopeRunsUs.length, 1);
+    assert.equal(Object.isFrozen(sparse), false, 'the caller’s arrays are copied, not frozen');
+  });
+
   it('runs on a given supervisor (which stays open) and refuses one with fewer threads than hops', async () => {
     const supervisor = createSupervisor({ pool: { threads: 2 }, persistence: null });
     try {
