@@ -4,12 +4,12 @@ import { describe, it } from 'node:test';
 import { CancelledError, isTroupeError, slotRunCancellation } from '@troupe/core';
 import { ManualClock } from '@troupe/core/testing';
 import { CancellationTable } from '@troupe/supervisor';
+import { afterWakeups } from '../fixtures/afterWakeups.js';
 
 // Same-thread tests of the tokens; the cross-thread ones are in workers.test.ts.
 // A waitAsync promise resolves on a later task even on one thread, so the
-// signal bridge is exercised for real here too.
-
-const macrotask = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+// signal bridge is exercised for real here too; `afterWakeups()` waits until
+// the wakeups a cancel or a notify posted have been delivered.
 
 function setup(lanes = 4) {
   const table = new CancellationTable({ capacity: 4, lanes });
@@ -52,7 +52,7 @@ describe('slotRunCancellation: the run token, four ways', () => {
     const signal = run.token.signal;
     run.close();
     table.cancel('run', 'user');
-    await macrotask();
+    await afterWakeups();
     assert.equal(run.token.isCancelled(), false);
     assert.equal(run.token.reason, undefined);
     assert.equal(signal.aborted, false);
@@ -67,7 +67,7 @@ describe('slotRunCancellation: the run token, four ways', () => {
     const bCall = b.openCall(undefined);
     const bSignal = b.token.signal;
     table.cancel('a', 'user');
-    await macrotask();
+    await afterWakeups();
     assert.equal(a.token.isCancelled(), true);
     assert.equal(b.token.isCancelled(), false);
     assert.equal(bCall.token.isCancelled(), false);
@@ -195,14 +195,14 @@ describe('slotRunCancellation: close()', () => {
     const signal = run.token.signal;
     const words = table.slots.words;
     const at = table.slots.runWordAt(handle.index);
-    await macrotask();
+    await afterWakeups();
     assert.equal(Atomics.notify(words, at), 1, 'the bridge waits on the run word');
-    await macrotask();
+    await afterWakeups();
     assert.equal(signal.aborted, false, 'a spurious wakeup does not abort');
     assert.equal(Atomics.notify(words, at), 1, 'and the bridge waits again');
-    await macrotask();
+    await afterWakeups();
     run.close();
-    await macrotask();
+    await afterWakeups();
     assert.equal(Atomics.notify(words, at), 0, 'after close no waiter is left');
     assert.equal(signal.aborted, false);
   });
@@ -231,9 +231,14 @@ describe('slotRunCancellation: the run deadline', () => {
   });
 });
 
-/** 'pending' unless `promise` settled before a macrotask passed. */
+/** What `promise` settled with, or 'pending', once every wakeup posted so far has been delivered. */
 async function stateOf(promise: Promise<unknown>): Promise<unknown> {
-  return Promise.race([promise, macrotask().then(() => 'pending')]);
+  let state: unknown = 'pending';
+  promise.then((value) => {
+    state = value;
+  });
+  await afterWakeups();
+  return state;
 }
 
 describe('slotRunCancellation: whenCancelled(), the cheap race', () => {

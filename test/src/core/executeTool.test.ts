@@ -30,6 +30,7 @@ import {
 import { ManualClock } from '@troupe/core/testing';
 import { EventEmitter } from 'eventemitter3';
 import { z } from 'zod';
+import { afterWakeups } from '../fixtures/afterWakeups.js';
 
 const agentId = 'agent_p-sub-1' as AgentId;
 const parentAgentId = 'agent_p' as AgentId;
@@ -868,9 +869,10 @@ describe('executeTool: the cancel race keeps nothing of a settled call', () => {
     assert.equal(result.status, 'ok');
     // Drop every reference this test holds; the run (h.source) stays alive and uncancelled.
     (result as { value?: unknown }).value = undefined;
-    await new Promise((resolve) => setImmediate(resolve));
+    // Two task boundaries, so the WeakRef made in an earlier job may be cleared.
+    await afterWakeups();
     gc();
-    await new Promise((resolve) => setImmediate(resolve));
+    await afterWakeups();
     gc();
     assert.ok(ref !== undefined);
     assert.equal(ref.deref(), undefined, 'the settled call’s value was kept alive by the run’s cancellation promise');
