@@ -86,56 +86,59 @@ export function slotRunCancellation(
 }
 
 /**
- * What a token hands out to wait on its cancel — its `signal` and its
- * `whenCancelled()` promise — each made on first use and settled once by
- * `fire`. The token says how to start watching (`watch`: a waitAsync bridge,
- * or following the run token) and whether it has ended uncancelled.
+ * What both slot token kinds share: `throwIfCancelled`, and the `signal` and
+ * `whenCancelled()` promise a token hands out to wait on its cancel — each made
+ * on first use and settled once by `settle`. A subclass says how to start
+ * watching (`watch`: a waitAsync bridge, or following the run token) and
+ * whether it has ended.
  */
-interface Watched {
-  readonly reason: CancelReason | undefined;
-  readonly ended: boolean;
-  watch(): void;
-}
-
-class Notice {
-  readonly #token: Watched;
+abstract class SettlingToken implements CancelToken {
   #controller: AbortController | undefined;
   #cancelled: Promise<CancelReason> | undefined;
   #resolve: ((reason: CancelReason) => void) | undefined;
 
-  constructor(token: Watched) {
-    this.#token = token;
+  abstract isCancelled(): boolean;
+  abstract get reason(): CancelReason | undefined;
+  /** The token ended (uncancelled, when `reason` is undefined). */
+  protected abstract get ended(): boolean;
+  /** Start watching for the cancel (at most once; nothing once ended). */
+  protected abstract watch(): void;
+
+  throwIfCancelled(): void {
+    const reason = this.reason;
+    if (reason !== undefined) throw new CancelledError(reason);
   }
 
   get signal(): AbortSignal {
     if (this.#controller === undefined) {
       const controller = new AbortController();
       this.#controller = controller;
-      const reason = this.#token.reason;
+      const reason = this.reason;
       if (reason !== undefined) controller.abort(new CancelledError(reason));
-      else this.#token.watch();
+      else this.watch();
     }
     return this.#controller.signal;
   }
 
   whenCancelled(): Promise<CancelReason> {
     if (this.#cancelled === undefined) {
-      const reason = this.#token.reason;
+      const reason = this.reason;
       if (reason !== undefined) this.#cancelled = Promise.resolve(reason);
       // Ended uncancelled: never settles (one promise per token, not a shared one
       // that would keep every reaction chained on it).
-      else if (this.#token.ended) this.#cancelled = new Promise(() => {});
+      else if (this.ended) this.#cancelled = new Promise(() => {});
       else {
         this.#cancelled = new Promise((resolve) => {
           this.#resolve = resolve;
         });
-        this.#token.watch();
+        this.watch();
       }
     }
     return this.#cancelled;
   }
 
-  fire(reason: CancelReason): void {
+  /** Abort the signal and settle the promise, if they were made. */
+  protected settle(reason: CancelReason): void {
     const controller = this.#controller;
     if (controller !== undefined && !controller.signal.aborted) controller.abort(new CancelledError(reason));
     this.#resolve?.(reason);
@@ -148,7 +151,7 @@ class Notice {
  * Frozen by `finish()` (the run or call ended): from then on it reports the
  * state it had.
  */
-class WordToken implements CancelToken {
+class WordToken extends SettlingToken {
   readonly #words: Int32Array;
   readonly #at: number;
   readonly #live: number;
@@ -156,11 +159,10 @@ class WordToken implements CancelToken {
   readonly #index: number;
   #finished = false;
   #final: CancelReason | undefined;
-  // Made when the signal or the promise is first asked for.
-  #notice: Notice | undefined;
   #bridging = false;
 
   constructor(slots: CancelSlots, index: number, at: number, live: number) {
+    super();
     this.#slots = slots;
     this.#index = index;
     this.#words = slots.words;
@@ -178,28 +180,11 @@ class WordToken implements CancelToken {
     return CancelSlots.reasonOf(Atomics.load(this.#words, this.#at), this.#live);
   }
 
-  throwIfCancelled(): void {
-    const reason = this.reason;
-    if (reason !== undefined) throw new CancelledError(reason);
-  }
-
-  get signal(): AbortSignal {
-    this.#notice ??= new Notice(this);
-    return this.#notice.signal;
-  }
-
-  whenCancelled(): Promise<CancelReason> {
-    this.#notice ??= new Notice(this);
-    return this.#notice.whenCancelled();
-  }
-
-  /** @internal For {@link Notice}: the token ended (uncancelled, if `reason` is undefined). */
-  get ended(): boolean {
+  protected get ended(): boolean {
     return this.#finished;
   }
 
-  /** @internal For {@link Notice}: start the waitAsync bridge (once). */
-  watch(): void {
+  protected watch(): void {
     this.#bridge();
   }
 
@@ -208,7 +193,7 @@ class WordToken implements CancelToken {
     if (this.#finished) return;
     this.#final = final;
     this.#finished = true;
-    if (final !== undefined) this.#notice?.fire(final);
+    if (final !== undefined) this.settle(final);
     if (this.#bridging) {
       this.#bridging = false;
       // Wake our pending waiter so it sees #bridging = false and lets go; other
@@ -232,7 +217,7 @@ class WordToken implements CancelToken {
       const word = Atomics.load(this.#words, this.#at);
       if (word !== this.#live) {
         this.#bridging = false;
-        this.#notice?.fire(CancelSlots.reasonOf(word, this.#live) ?? 'shutdown');
+        this.settle(CancelSlots.reasonOf(word, this.#live) ?? 'shutdown');
         return;
       }
       const waited = Atomics.waitAsync(this.#words, this.#at, this.#live);
@@ -279,15 +264,15 @@ class LaneCall implements CallCancellation {
  * A call opened while every lane was busy: the run word plus a local flag.
  * Sees the run's cancel and its own; the watchdog cannot cancel it alone.
  */
-class FallbackCall implements CallCancellation, CancelToken {
+class FallbackCall extends SettlingToken implements CallCancellation {
   readonly #run: SlotRun;
   #local: CancelReason | undefined;
   #closed = false;
   #final: CancelReason | undefined;
-  #notice: Notice | undefined;
   #following = false;
 
   constructor(run: SlotRun) {
+    super();
     this.#run = run;
   }
 
@@ -305,46 +290,30 @@ class FallbackCall implements CallCancellation, CancelToken {
     return this.#local ?? this.#run.token.reason;
   }
 
-  throwIfCancelled(): void {
-    const reason = this.reason;
-    if (reason !== undefined) throw new CancelledError(reason);
-  }
-
-  get signal(): AbortSignal {
-    this.#notice ??= new Notice(this);
-    return this.#notice.signal;
-  }
-
-  whenCancelled(): Promise<CancelReason> {
-    this.#notice ??= new Notice(this);
-    return this.#notice.whenCancelled();
-  }
-
-  /** @internal For {@link Notice}: the call ended. */
-  get ended(): boolean {
+  protected get ended(): boolean {
     return this.#closed;
   }
 
-  /** @internal For {@link Notice}: follow the run token's cancellation (once; a closed call no longer does). */
-  watch(): void {
+  // Follow the run token's cancellation (once; a closed call no longer does).
+  protected watch(): void {
     if (this.#following || this.#closed) return;
     this.#following = true;
     void this.#run.token.whenCancelled().then((reason) => {
-      if (!this.#closed) this.#notice?.fire(reason);
+      if (!this.#closed) this.settle(reason);
     });
   }
 
   cancel(reason: CancelReason): void {
     if (this.#closed || this.#local !== undefined || this.#run.token.isCancelled()) return;
     this.#local = reason;
-    this.#notice?.fire(reason);
+    this.settle(reason);
   }
 
   close(): void {
     if (this.#closed) return;
     this.#final = this.reason;
     this.#closed = true;
-    if (this.#final !== undefined) this.#notice?.fire(this.#final);
+    if (this.#final !== undefined) this.settle(this.#final);
     this.#run.release(this, undefined);
   }
 }
