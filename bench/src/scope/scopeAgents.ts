@@ -21,37 +21,31 @@ const readOnce = new ScriptedModel([
 const digest = (value: unknown): string =>
   typeof value === 'object' && value !== null ? `object:${Object.keys(value).length}` : typeof value;
 
+// A subagent whose one tool reads one key of its scope with `read` and answers with a digest.
+function reader(name: string, read: (scope: unknown, key: string) => unknown) {
+  return defineAgent({
+    name,
+    module: import.meta.url,
+    instructions: 'Read one key of the scope.',
+    model: readOnce,
+    tools: [
+      defineTool({
+        name: 'read',
+        description: 'read one top-level key of the scope',
+        parameters: z.object({ key: z.string() }),
+        execute: ({ key }, ctx) => digest(read(ctx.scope, key)),
+      }),
+    ],
+  });
+}
+
 /** Reads one key of a copied scope (`ctx.scope[key]`). */
-export const copyReader = defineAgent({
-  name: 'copyReader',
-  module: import.meta.url,
-  instructions: 'Read one key of the scope.',
-  model: readOnce,
-  tools: [
-    defineTool({
-      name: 'read',
-      description: 'read one top-level key of the scope',
-      parameters: z.object({ key: z.string() }),
-      execute: ({ key }, ctx) => digest((ctx.scope as Readonly<Record<string, unknown>>)[key]),
-    }),
-  ],
-});
+export const copyReader = reader('copyReader', (scope, key) => (scope as Readonly<Record<string, unknown>>)[key]);
 
 /** Reads one key of a shared scope (`readSharedKey(ctx.scope, key)`). */
-export const sharedReader = defineAgent({
-  name: 'sharedReader',
-  module: import.meta.url,
-  instructions: 'Read one key of the scope.',
-  model: readOnce,
-  tools: [
-    defineTool({
-      name: 'read',
-      description: 'read one top-level key of the scope',
-      parameters: z.object({ key: z.string() }),
-      execute: ({ key }, ctx) => digest(readSharedKey(ctx.scope as unknown as SharedScopeHandle, key)),
-    }),
-  ],
-});
+export const sharedReader = reader('sharedReader', (scope, key) =>
+  readSharedKey(scope as unknown as SharedScopeHandle, key),
+);
 
 /** Answers at once, no tools: the leaf of the per-layer decomposition of a lean hop. */
 export const leaf = defineAgent({
