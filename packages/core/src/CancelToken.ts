@@ -68,3 +68,19 @@ export const neverCancelled: CancelToken = Object.freeze({
     return new AbortController().signal;
   },
 });
+
+/** Where {@link onCancelled} delivers a cancel: to `fn`, until the caller empties it. */
+export interface CancelCell {
+  fn: ((reason: CancelReason) => void) | undefined;
+}
+
+/**
+ * Call `cell.fn(reason)` when `token` is cancelled, if the cell still holds a
+ * function then. The reaction chained on the token's one `whenCancelled()`
+ * promise holds only the cell: a caller racing many calls against one long
+ * run empties the cell when its call settles, and nothing of the call (its
+ * promise, its result) stays alive until the run ends.
+ */
+export function onCancelled(token: CancelToken, cell: CancelCell): void {
+  void token.whenCancelled().then((reason) => cell.fn?.(reason));
+}

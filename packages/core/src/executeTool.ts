@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { CallCancellation, RunCancellation } from './CancelToken.js';
+import { type CallCancellation, type CancelCell, onCancelled, type RunCancellation } from './CancelToken.js';
 import type { Clock, TimerHandle } from './Clock.js';
 import type { ContextUpdate } from './ContextUpdate.js';
 import { createId, type ToolCallId } from './Id.js';
@@ -318,15 +318,15 @@ function settle(
     let done = false;
     let timer: TimerHandle | undefined;
     // What the run's cancellation reaches: emptied when the call settles (see below).
-    const cell: FinishCell = { finish: undefined };
+    const cell: CancelCell = { fn: undefined };
     const finish = (s: Settled): void => {
       if (done) return;
       done = true;
-      cell.finish = undefined;
+      cell.fn = undefined;
       if (timer !== undefined) clock.clearTimeout(timer);
       resolve(s);
     };
-    cell.finish = finish;
+    cell.fn = () => finish({ kind: 'aborted' });
     if (timeoutMs !== null) {
       timer = clock.setTimeout(() => {
         // Timeout is a cancellation: abort the loser, then report.
@@ -338,21 +338,11 @@ function settle(
       (value) => finish({ kind: 'value', value }),
       (error: unknown) => finish({ kind: 'thrown', error }),
     );
-    // One promise per run token, made on first use: every async call of the run
-    // races against it (no AbortSignal and no listener per call). The reaction
-    // stays on it until the run ends, so it holds only a cell, emptied when the
-    // call settles: never the call's result.
-    if (!done) void cancellation.token.whenCancelled().then(abortFromCell(cell));
+    // Every async call of the run races against the run token's one promise (no
+    // AbortSignal and no listener per call), through a cell emptied when the call
+    // settles: the run keeps nothing of a settled call.
+    if (!done) onCancelled(cancellation.token, cell);
   });
-}
-
-interface FinishCell {
-  finish: ((s: Settled) => void) | undefined;
-}
-
-// Made at module level so the reaction closes over the cell alone.
-function abortFromCell(cell: FinishCell): () => void {
-  return () => cell.finish?.({ kind: 'aborted' });
 }
 
 type ApprovalOutcome =

@@ -24,8 +24,10 @@ export { CancelSource, localRunCancellation } from './CancelSource.js';
 export {
   type CallCancellation,
   type CallInfo,
+  type CancelCell,
   type CancelToken,
   neverCancelled,
+  onCancelled,
   type RunCancellation,
 } from './CancelToken.js';
 export type { Clock, TimerHandle } from './Clock.js';

@@ -1,5 +1,12 @@
 import { MessageChannel, parentPort, threadId } from 'node:worker_threads';
-import { CancelledError, type CancelReason, HOST_OPEN, type HostApi, type RunCancellation } from '@troupe/core';
+import {
+  type CancelCell,
+  CancelledError,
+  HOST_OPEN,
+  type HostApi,
+  onCancelled,
+  type RunCancellation,
+} from '@troupe/core';
 import { type Remote, wrap } from 'comlink';
 import { portEndpoint } from '../portEndpoint.js';
 
@@ -25,15 +32,6 @@ function open(): NonNullable<typeof channel> {
   // Bind the methods once: each property read of a comlink proxy makes a new proxy.
   channel = { approve: remote.approve, runTask: remote.runTask, telemetry: remote.telemetry };
   return channel;
-}
-
-interface RejectCell {
-  reject: ((error: unknown) => void) | undefined;
-}
-
-// Made at module level so the reaction closes over the cell alone.
-function rejectFromCell(cell: RejectCell): (reason: CancelReason) => void {
-  return (reason) => cell.reject?.(new CancelledError(reason));
 }
 
 /**
@@ -63,21 +61,20 @@ export class HostLink {
     } catch (error) {
       return Promise.reject(error);
     }
-    // Raced against the run token's one cancellation promise: no AbortSignal, no
-    // listener to add and remove per call (those cost ~12 µs a call in a worker).
-    // The reaction stays on that promise until the run ends, so it holds only a
-    // cell, emptied when the call settles: never the call or its result.
-    const cell: RejectCell = { reject: undefined };
-    void token.whenCancelled().then(rejectFromCell(cell));
+    // Raced against the run token's one cancellation promise (no AbortSignal, no
+    // listener to add and remove per call: those cost ~12 µs a call in a worker),
+    // through a cell emptied when the call settles.
+    const cell: CancelCell = { fn: undefined };
+    onCancelled(token, cell);
     return new Promise<T>((resolve, reject) => {
-      cell.reject = reject;
+      cell.fn = (reason) => reject(new CancelledError(reason));
       invoke(api, this.#agentId).then(
         (value) => {
-          cell.reject = undefined;
+          cell.fn = undefined;
           resolve(value);
         },
         (error: unknown) => {
-          cell.reject = undefined;
+          cell.fn = undefined;
           reject(error);
         },
       );
