@@ -44,7 +44,8 @@ function segment(key: string | number): string {
  * clone writes both: the walks must see both), or `undefined` for a dense
  * array with neither, the common case, walked by index. Index keys come first
  * in `Object.keys` order, so a dense array's last key is its last index.
- * (Internal to the package: not exported from its index.)
+ * Anything that walks or copies user data by index should use it: a sparse
+ * array of length 2 ** 31 holds one element.
  */
 export function irregularKeys(arr: readonly unknown[]): string[] | undefined {
   const keys = Object.keys(arr);

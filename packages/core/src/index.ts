@@ -18,7 +18,7 @@ export {
   type RunAgentLoopOptions,
   runAgentLoop,
 } from './AgentLoop.js';
-export { assertCloneable, cloneableSizeBound, findUncloneable, isCloneable } from './assertCloneable.js';
+export { assertCloneable, cloneableSizeBound, findUncloneable, irregularKeys, isCloneable } from './assertCloneable.js';
 export { CancelSlots, type CancelSlotsOptions, type SlotHandle } from './CancelSlots.js';
 export { CancelSource, localRunCancellation } from './CancelSource.js';
 export {

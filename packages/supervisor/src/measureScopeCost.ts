@@ -7,6 +7,7 @@ import {
   deepFreeze,
   defineAgent,
   InvalidArgumentError,
+  irregularKeys,
   type Model,
   TroupeError,
 } from '@troupe/core';
@@ -202,8 +203,8 @@ function carryCopy(value: unknown, seen = new Map<object, unknown>()): unknown {
   if (Array.isArray(value)) {
     const out: unknown[] = [];
     seen.set(value, out);
-    const keys = Object.keys(value);
-    if (keys.length === value.length && (keys.length === 0 || keys[keys.length - 1] === String(value.length - 1))) {
+    const keys = irregularKeys(value);
+    if (keys === undefined) {
       for (const item of value) out.push(carryCopy(item, seen));
     } else {
       // Holes or named properties: copied key by key (a sparse array stays sparse,
