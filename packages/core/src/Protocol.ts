@@ -10,7 +10,7 @@ import { Answer, Request } from './Request.js';
  * Schema and type share a name; each side parses what arrives at its port
  * and dispatches with an exhaustive switch.
  */
-export const PROTOCOL_VERSION = 1;
+export const PROTOCOL_VERSION = 2;
 
 /** Names an agent across threads: the module that exports it, and its name. */
 export const AgentRef = z.object({ module: z.string().min(1), name: z.string().min(1) });
@@ -36,9 +36,9 @@ export const HostFeature = Object.freeze({ approval: 1, spawn: 2, telemetry: 4 }
 /**
  * Bits of {@link SubagentTask.host} that describe the task itself.
  * `serializedScope`: the scope travels as its v8-serialized bytes in a
- * SharedArrayBuffer (`scope` is a Uint8Array over it, `scopeVersion` names
- * it): the supervisor serializes a heavy scope once, not on every hop, and a
- * worker decodes each version once.
+ * SharedArrayBuffer (`scope` is a Uint8Array over it): the supervisor
+ * serializes a heavy scope once, not on every hop, and a worker decodes each
+ * version (see {@link SubagentTask.scopeVersion}) once.
  */
 export const TaskFlag = Object.freeze({ serializedScope: 8 });
 
@@ -56,13 +56,11 @@ const TaskExtras = z.object({
   deadline: z.number().finite().nonnegative().optional(),
   /** Resume a suspended run: its state, the answer, and the calls the supervisor approved. */
   resume: ResumeSchema.optional(),
-  /** Names a serialized scope (see {@link TaskFlag}); the same bytes always have the same version. */
-  scopeVersion: z.number().int().positive().optional(),
 });
 
 /**
  * Supervisor → worker, on the wire: run (or resume) one subagent, as
- * `[v, module, agent, agentId, slot, generation, host, scope, input | null, extras | null]`.
+ * `[v, module, agent, agentId, slot, generation, host, scope, scopeVersion, input | null, extras | null]`.
  *
  * A tuple, because structured clone pays per object property on both
  * threads and this message crosses on every spawn: as a tuple it costs about
@@ -79,6 +77,8 @@ export type SubagentTaskWire = [
   generation: number,
   host: number,
   scope: unknown,
+  /** 0 when the scope is not versioned. */
+  scopeVersion: number,
   input: string | null,
   extras: z.infer<typeof TaskExtras> | null,
 ];
@@ -99,6 +99,13 @@ export interface SubagentTask {
   readonly metadata?: Readonly<Record<string, unknown>> | undefined;
   readonly deadline?: number | undefined;
   readonly resume?: z.infer<typeof ResumeSchema> | undefined;
+  /**
+   * Names the scope's content: a positive version always carries the same
+   * scope, which cannot change (see `isDeepFrozen`), so a worker may keep
+   * what it made of it — the decoded bytes, the frozen copy — and reuse it
+   * for every later task of that version. Absent (0 on the wire): nothing
+   * may be kept (a scope holding a Map can still change).
+   */
   readonly scopeVersion?: number | undefined;
 }
 
@@ -111,8 +118,7 @@ export function encodeSubagentTask(task: SubagentTask): SubagentTaskWire {
     task.toolContext !== undefined ||
     task.metadata !== undefined ||
     task.deadline !== undefined ||
-    task.resume !== undefined ||
-    task.scopeVersion !== undefined
+    task.resume !== undefined
   ) {
     const e: {
       parentAgentId?: string;
@@ -121,7 +127,6 @@ export function encodeSubagentTask(task: SubagentTask): SubagentTaskWire {
       metadata?: Record<string, unknown>;
       deadline?: number;
       resume?: z.infer<typeof ResumeSchema>;
-      scopeVersion?: number;
     } = {};
     if (task.parentAgentId !== undefined) e.parentAgentId = task.parentAgentId;
     if (task.ancestry !== undefined) e.ancestry = [...task.ancestry];
@@ -129,7 +134,6 @@ export function encodeSubagentTask(task: SubagentTask): SubagentTaskWire {
     if (task.metadata !== undefined) e.metadata = task.metadata as Record<string, unknown>;
     if (task.deadline !== undefined) e.deadline = task.deadline;
     if (task.resume !== undefined) e.resume = task.resume;
-    if (task.scopeVersion !== undefined) e.scopeVersion = task.scopeVersion;
     extras = e;
   }
   return [
@@ -141,6 +145,7 @@ export function encodeSubagentTask(task: SubagentTask): SubagentTaskWire {
     task.generation,
     task.host,
     task.scope,
+    task.scopeVersion ?? 0,
     task.input ?? null,
     extras,
   ];
@@ -153,7 +158,7 @@ const isIndex = (v: unknown): v is number => Number.isSafeInteger(v) && (v as nu
 export function decodeSubagentTask(
   raw: unknown,
 ): { task: SubagentTask; error?: never } | { task?: never; error: string } {
-  if (!Array.isArray(raw) || raw.length !== 10) return { error: 'a task is a 10-element array' };
+  if (!Array.isArray(raw) || raw.length !== 11) return { error: 'a task is an 11-element array' };
   const v: unknown = raw[0];
   const module: unknown = raw[1];
   const agent: unknown = raw[2];
@@ -162,8 +167,9 @@ export function decodeSubagentTask(
   const generation: unknown = raw[5];
   const host: unknown = raw[6];
   const scope: unknown = raw[7];
-  const input: unknown = raw[8];
-  const extras: unknown = raw[9];
+  const scopeVersion: unknown = raw[8];
+  const input: unknown = raw[9];
+  const extras: unknown = raw[10];
   if (v !== PROTOCOL_VERSION) return { error: `protocol version ${String(v)}, this worker speaks ${PROTOCOL_VERSION}` };
   if (!isNonEmptyString(module)) return { error: 'module must be a URL' };
   if (!isNonEmptyString(agent)) return { error: 'agent must be a name' };
@@ -174,9 +180,14 @@ export function decodeSubagentTask(
   if ((host & TaskFlag.serializedScope) !== 0 && !(scope instanceof Uint8Array)) {
     return { error: 'a serialized scope must be a Uint8Array' };
   }
+  if (!isIndex(scopeVersion)) return { error: 'scopeVersion must be a non-negative integer' };
+  const version = scopeVersion === 0 ? undefined : scopeVersion;
   if (input !== null && typeof input !== 'string') return { error: 'input must be a string or null' };
-  if (extras === null)
-    return { task: { module, agent, agentId, slot, generation, host, scope, input: input ?? undefined } };
+  if (extras === null) {
+    return {
+      task: { module, agent, agentId, slot, generation, host, scope, scopeVersion: version, input: input ?? undefined },
+    };
+  }
   const parsed = TaskExtras.safeParse(extras);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
@@ -192,6 +203,7 @@ export function decodeSubagentTask(
       generation,
       host,
       scope,
+      scopeVersion: version,
       input: input ?? undefined,
       parentAgentId: e.parentAgentId,
       ancestry: e.ancestry,
@@ -199,7 +211,6 @@ export function decodeSubagentTask(
       metadata: e.metadata,
       deadline: e.deadline,
       resume: e.resume,
-      scopeVersion: e.scopeVersion,
     },
   };
 }

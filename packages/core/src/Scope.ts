@@ -56,6 +56,17 @@ const measured = new WeakMap<object, number>();
 const deeplyFrozen = new WeakSet<object>();
 
 /**
+ * True when `value` can never change: {@link deepFreeze} or {@link sealScope}
+ * froze it all the way down and it holds no `Map`, `Set`, `ArrayBuffer` or
+ * typed array (those stay changeable when frozen). A primitive is constant
+ * too. What is derived from such a value (its size, its bytes, a frozen copy
+ * in another thread) may be kept for as long as the value lives.
+ */
+export function isDeepFrozen(value: unknown): boolean {
+  return typeof value !== 'object' || value === null || deeplyFrozen.has(value);
+}
+
+/**
  * Structured-clone size of `value` in bytes (what a thread hop copies).
  * The size of a value sealed by {@link deepFreeze} / {@link sealScope} is
  * measured once and remembered.

@@ -106,6 +106,7 @@ export {
   deepFreeze,
   defineScope,
   freezeReceived,
+  isDeepFrozen,
   type Scope,
   type ScopeDefinition,
   type ScopeOptions,

@@ -20,6 +20,7 @@ import {
   runAgentLoop,
   type Scope,
   type SubagentResult,
+  type SubagentTask,
   slotRunCancellation,
   TaskFlag,
   type TaskResult,
@@ -36,22 +37,38 @@ export interface SubagentWorkerData {
   readonly cancelBuffer: SharedArrayBuffer;
 }
 
-// Heavy scopes arrive as shared bytes with a version: decode and freeze each
-// version once per worker, keep the few most recent.
-const SCOPE_CACHE = 4;
-const scopes = new Map<number, unknown>();
+// A versioned scope never changes (see SubagentTask.scopeVersion): each
+// version is decoded (heavy scopes arrive as shared bytes) or frozen once per
+// worker and reused. Heavy ones: the few most recently used. Lean ones: the
+// most recently received; a hit is one lookup, where freezing the fresh copy
+// costs ~1 µs of a worker that has just woken up (cold caches).
+const HEAVY_SCOPES = 4;
+const heavyScopes = new Map<number, unknown>();
+const LEAN_SCOPES = 16;
+const leanScopes = new Map<number, unknown>();
 
-function decodedScope(bytes: Uint8Array, version: number): unknown {
-  if (version <= 0) return freezeReceived(deserialize(bytes));
-  const cached = scopes.get(version);
+function receivedScope(task: SubagentTask): unknown {
+  const version = task.scopeVersion ?? 0;
+  if ((task.host & TaskFlag.serializedScope) === 0) {
+    if (version === 0) return freezeReceived(task.scope);
+    const cached = leanScopes.get(version);
+    if (cached !== undefined) return cached;
+    const scope = freezeReceived(task.scope);
+    leanScopes.set(version, scope);
+    if (leanScopes.size > LEAN_SCOPES) leanScopes.delete(leanScopes.keys().next().value as number);
+    return scope;
+  }
+  const bytes = task.scope as Uint8Array;
+  if (version === 0) return freezeReceived(deserialize(bytes));
+  const cached = heavyScopes.get(version);
   if (cached !== undefined) {
-    scopes.delete(version);
-    scopes.set(version, cached);
+    heavyScopes.delete(version);
+    heavyScopes.set(version, cached);
     return cached;
   }
   const scope = freezeReceived(deserialize(bytes));
-  scopes.set(version, scope);
-  if (scopes.size > SCOPE_CACHE) scopes.delete(scopes.keys().next().value as number);
+  heavyScopes.set(version, scope);
+  if (heavyScopes.size > HEAVY_SCOPES) heavyScopes.delete(heavyScopes.keys().next().value as number);
   return scope;
 }
 
@@ -173,12 +190,9 @@ async function runTask(raw: unknown): Promise<SubagentResult> {
   const host = new HostLink(task.agentId, cancellation);
   try {
     const agent = loadedAgent(task.module, task.agent) ?? (await loadAgent(task.module, task.agent));
-    // The channels are this thread's own fresh copies: frozen, never measured here.
-    const scope = (
-      (task.host & TaskFlag.serializedScope) !== 0
-        ? decodedScope(task.scope as Uint8Array, task.scopeVersion ?? 0)
-        : freezeReceived(task.scope)
-    ) as Scope;
+    // The channels are this thread's own fresh copies (or a kept one of the
+    // same scope version): frozen, never measured here.
+    const scope = receivedScope(task) as Scope;
     const run: RunContext = {
       scope,
       toolContext: task.toolContext === undefined ? EMPTY : freezeReceived(task.toolContext),

@@ -27,6 +27,7 @@ import {
   HostTelemetry,
   InvalidArgumentError,
   isAgent,
+  isDeepFrozen,
   isTroupeError,
   type LoopState,
   type Metadata,
@@ -165,7 +166,16 @@ export interface SubagentPoolStats {
 
 type Mutable<T> = { -readonly [K in keyof T]: T[K] };
 
-/** From this serialized size a scope crosses as shared bytes (see #serializedScope). */
+/** A scope as it crosses (see SubagentPool#scopeWire). */
+interface ScopeWire {
+  /** The scope, or its serialized bytes over a SharedArrayBuffer. */
+  readonly scope: unknown;
+  /** 0: not versioned (the scope can still change). */
+  readonly version: number;
+  readonly serialized: boolean;
+}
+
+/** From this serialized size a scope crosses as shared bytes (see #scopeWire). */
 const SERIALIZED_SCOPE_MIN_BYTES = 8 * 1024;
 
 const EXIT_CODE = /worker exited with code: (-?\d+)/;
@@ -361,21 +371,21 @@ export class SubagentPool {
       spec.parentAgentId !== undefined && this.#table.has(spec.parentAgentId) ? spec.parentAgentId : undefined;
     const slot = this.#table.register(agentId, { parent, deadline });
     // Defaults are left out: every property is paid for on both threads (see SubagentTaskWire).
-    const serialized = this.#serializedScope(scope);
+    const wire = this.#scopeWire(scope);
     const task: Mutable<SubagentTask> = {
       module: ref.module,
       agent: ref.name,
       agentId,
-      scope: serialized === undefined ? scope : serialized.bytes,
+      scope: wire.scope,
       slot: slot.index,
       generation: slot.generation,
       host:
         (spec.host?.approve === undefined ? 0 : HostFeature.approval) |
         (spec.host?.runTask === undefined ? 0 : HostFeature.spawn) |
         (spec.telemetry === true && spec.host?.telemetry !== undefined ? HostFeature.telemetry : 0) |
-        (serialized === undefined ? 0 : TaskFlag.serializedScope),
+        (wire.serialized ? TaskFlag.serializedScope : 0),
     };
-    if (serialized !== undefined) task.scopeVersion = serialized.version;
+    if (wire.version !== 0) task.scopeVersion = wire.version;
     if (spec.parentAgentId !== undefined) task.parentAgentId = spec.parentAgentId;
     if (spec.ancestry !== undefined && spec.ancestry.length > 0) task.ancestry = [...spec.ancestry];
     if (spec.input !== undefined) task.input = spec.input;
@@ -660,26 +670,36 @@ export class SubagentPool {
   }
 
   /**
-   * A heavy scope crosses as bytes: serialized once per scope into a
-   * SharedArrayBuffer (posting it copies nothing), decoded once per worker and
-   * version. Structured clone would serialize the whole graph on this thread
-   * on every hop. Lean scopes (the norm) cross as they are.
+   * How a sealed scope crosses. A heavy one as bytes: serialized once per
+   * scope into a SharedArrayBuffer (posting it copies nothing) — structured
+   * clone would serialize the whole graph on this thread on every hop. A lean
+   * one (the norm) as it is. A scope that can never change (`isDeepFrozen`)
+   * gets a version, and its wire form is kept: a worker decodes or freezes
+   * each version once and reuses it. One that can (it holds a Map, Set or
+   * typed array) is looked at afresh on every spawn and never versioned.
    */
-  #serializedScope(scope: unknown): { readonly bytes: Uint8Array; readonly version: number } | undefined {
-    if (typeof scope !== 'object' || scope === null) return undefined;
-    const known = this.#scopeBytes.get(scope);
+  #scopeWire(scope: unknown): ScopeWire {
+    if (typeof scope !== 'object' || scope === null) return { scope, version: 0, serialized: false };
+    const known = this.#scopeWires.get(scope);
     if (known !== undefined) return known;
+    const lasting = isDeepFrozen(scope);
+    let wire: ScopeWire;
     // A bound under the threshold settles it without serializing a lean scope.
-    if (serializedSizeAtMost(scope) < SERIALIZED_SCOPE_MIN_BYTES || serializedSize(scope) < SERIALIZED_SCOPE_MIN_BYTES)
-      return undefined;
-    const encoded = serializedBytes(scope);
-    const bytes = new Uint8Array(new SharedArrayBuffer(encoded.byteLength));
-    bytes.set(encoded);
-    const entry = { bytes, version: ++this.#scopeVersions };
-    this.#scopeBytes.set(scope, entry);
-    return entry;
+    if (
+      serializedSizeAtMost(scope) < SERIALIZED_SCOPE_MIN_BYTES ||
+      serializedSize(scope) < SERIALIZED_SCOPE_MIN_BYTES
+    ) {
+      wire = { scope, version: lasting ? ++this.#scopeVersions : 0, serialized: false };
+    } else {
+      const encoded = serializedBytes(scope);
+      const bytes = new Uint8Array(new SharedArrayBuffer(encoded.byteLength));
+      bytes.set(encoded);
+      wire = { scope: bytes, version: lasting ? ++this.#scopeVersions : 0, serialized: true };
+    }
+    if (lasting) this.#scopeWires.set(scope, wire);
+    return wire;
   }
-  readonly #scopeBytes = new WeakMap<object, { readonly bytes: Uint8Array; readonly version: number }>();
+  readonly #scopeWires = new WeakMap<object, ScopeWire>();
   #scopeVersions = 0;
 
   #sealScope(scope: unknown): unknown {

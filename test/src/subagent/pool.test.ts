@@ -108,6 +108,46 @@ describe('SubagentPool', () => {
     }
   });
 
+  describe('a scope that cannot change is kept per worker; one that can is sent afresh', () => {
+    // One thread: every run lands on the worker that saw the previous one.
+    let single: SubagentPool;
+    before(async () => {
+      single = new SubagentPool({ threads: 1, scopeBudgetBytes: 64 * 1024 });
+      await single.ready();
+    });
+    after(() => single.destroy());
+
+    const look = async (scope: unknown): Promise<{ same: boolean; frozen: boolean; tag: string }> => {
+      const outcome = await single.run({ agent: ref(basic, 'scopeIdentity'), input: 'look', scope });
+      assert.equal(outcome.status, 'done');
+      return JSON.parse(outcome.status === 'done' ? outcome.result : '{}');
+    };
+    const padding = Array.from({ length: 600 }, (_, i) => ({ at: i, what: `event ${i}` }));
+
+    for (const [kind, extra] of [
+      ['lean', {}],
+      ['heavy (shared bytes)', { padding }],
+    ] as const) {
+      it(`${kind}: every run of the same sealed scope sees one frozen object, another scope another`, async () => {
+        const scope = { tag: 'a', ...extra };
+        await look(scope);
+        assert.deepEqual(await look(scope), { same: true, frozen: true, tag: 'a' });
+        assert.deepEqual(await look(scope), { same: true, frozen: true, tag: 'a' });
+        // Equal content, another object: another version, another copy.
+        assert.deepEqual(await look({ tag: 'a', ...extra }), { same: false, frozen: true, tag: 'a' });
+      });
+
+      it(`${kind}: a scope holding a Map is never kept: a change to the Map between runs is seen`, async () => {
+        const tags = new Map([['tag', 'v1']]);
+        const scope = { tags, ...extra };
+        assert.equal((await look(scope)).tag, 'v1');
+        // A frozen Map still changes; the next run must carry what the scope holds now.
+        tags.set('tag', 'v2');
+        assert.deepEqual(await look(scope), { same: false, frozen: true, tag: 'v2' });
+      });
+    }
+  });
+
   it('turns malformed tool calls and bad arguments into error results the model sees', async () => {
     const outcome = await pool.run({ agent: ref(basic, 'sloppy'), input: 'x', scope });
     assert.equal(outcome.status, 'done');

@@ -1,0 +1,48 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { decodeSubagentTask, encodeSubagentTask, PROTOCOL_VERSION, type SubagentTask, TaskFlag } from '@troupe/core';
+
+const base: SubagentTask = {
+  module: 'file:///agents.js',
+  agent: 'echo',
+  agentId: 'agent_1',
+  slot: 3,
+  generation: 1,
+  host: 0,
+  scope: { userId: 'u1' },
+  input: 'hi',
+};
+
+describe('the supervisor → worker task on the wire', () => {
+  it('decodes what it encodes, with and without the rare extras, the scope version in the tuple', () => {
+    for (const task of [
+      base,
+      { ...base, scopeVersion: 7 },
+      { ...base, scopeVersion: 2, parentAgentId: 'agent_0', metadata: { title: 'Chat' }, deadline: 5 },
+    ] satisfies SubagentTask[]) {
+      const wire = encodeSubagentTask(task);
+      assert.equal(wire.length, 11);
+      assert.equal(wire[8], task.scopeVersion ?? 0);
+      const decoded = decodeSubagentTask(structuredClone(wire));
+      assert.equal(decoded.error, undefined);
+      for (const [key, value] of Object.entries(task)) {
+        assert.deepEqual((decoded.task as unknown as Record<string, unknown>)[key], value, key);
+      }
+    }
+    // A lean task without extras sends none (they cost a zod parse in the worker).
+    assert.equal(encodeSubagentTask({ ...base, scopeVersion: 7 })[10], null);
+  });
+
+  it('refuses a malformed task with what is wrong', () => {
+    const wire = encodeSubagentTask(base);
+    const bad = (at: number, value: unknown) => decodeSubagentTask(wire.map((v, i) => (i === at ? value : v)));
+    assert.match(decodeSubagentTask(wire.slice(0, 10)).error ?? '', /11-element array/);
+    assert.match(decodeSubagentTask('task').error ?? '', /11-element array/);
+    assert.match(bad(0, PROTOCOL_VERSION - 1).error ?? '', new RegExp(`this worker speaks ${PROTOCOL_VERSION}`));
+    assert.match(bad(8, -1).error ?? '', /scopeVersion must be a non-negative integer/);
+    assert.match(bad(8, 1.5).error ?? '', /scopeVersion/);
+    assert.match(bad(8, '1').error ?? '', /scopeVersion/);
+    assert.match(bad(6, TaskFlag.serializedScope).error ?? '', /serialized scope must be a Uint8Array/);
+    assert.match(bad(10, { deadline: -1 }).error ?? '', /extras\.deadline/);
+  });
+});
