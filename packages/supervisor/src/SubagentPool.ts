@@ -178,6 +178,13 @@ interface ScopeWire {
 /** From this serialized size a scope crosses as shared bytes (see #scopeWire). */
 const SERIALIZED_SCOPE_MIN_BYTES = 8 * 1024;
 
+/** `bytes` copied into a SharedArrayBuffer: posting it copies nothing. */
+function sharedCopy(bytes: Uint8Array): Uint8Array {
+  const shared = new Uint8Array(new SharedArrayBuffer(bytes.byteLength));
+  shared.set(bytes);
+  return shared;
+}
+
 const EXIT_CODE = /worker exited with code: (-?\d+)/;
 const EMPTY: Readonly<Record<string, unknown>> = Object.freeze({});
 const NO_EVENTS: readonly never[] = Object.freeze([]);
@@ -682,21 +689,20 @@ export class SubagentPool {
     if (typeof scope !== 'object' || scope === null) return { scope, version: 0, serialized: false };
     const known = this.#scopeWires.get(scope);
     if (known !== undefined) return known;
-    const lasting = isDeepFrozen(scope);
-    let wire: ScopeWire;
-    // A bound under the threshold settles it without serializing a lean scope.
-    if (
-      serializedSizeAtMost(scope) < SERIALIZED_SCOPE_MIN_BYTES ||
-      serializedSize(scope) < SERIALIZED_SCOPE_MIN_BYTES
-    ) {
-      wire = { scope, version: lasting ? ++this.#scopeVersions : 0, serialized: false };
-    } else {
+    if (!isDeepFrozen(scope)) {
+      // It can change: what it holds now, serialized once (its size is never remembered).
       const encoded = serializedBytes(scope);
-      const bytes = new Uint8Array(new SharedArrayBuffer(encoded.byteLength));
-      bytes.set(encoded);
-      wire = { scope: bytes, version: lasting ? ++this.#scopeVersions : 0, serialized: true };
+      return encoded.byteLength < SERIALIZED_SCOPE_MIN_BYTES
+        ? { scope, version: 0, serialized: false }
+        : { scope: sharedCopy(encoded), version: 0, serialized: true };
     }
-    if (lasting) this.#scopeWires.set(scope, wire);
+    // A bound under the threshold settles it without serializing a lean scope;
+    // a heavy one was measured when sealed, and the bytes made then are used.
+    const wire: ScopeWire =
+      serializedSizeAtMost(scope) < SERIALIZED_SCOPE_MIN_BYTES || serializedSize(scope) < SERIALIZED_SCOPE_MIN_BYTES
+        ? { scope, version: ++this.#scopeVersions, serialized: false }
+        : { scope: sharedCopy(serializedBytes(scope)), version: ++this.#scopeVersions, serialized: true };
+    this.#scopeWires.set(scope, wire);
     return wire;
   }
   readonly #scopeWires = new WeakMap<object, ScopeWire>();
