@@ -23,8 +23,8 @@ export interface SlotRunCancellation extends RunCancellation {
   readonly handle: SlotHandle;
   /**
    * The run ended: close calls still open (freeing their lanes), freeze every
-   * token at its current state, and stop the `signal` bridges (their pending
-   * `Atomics.waitAsync` waiters are woken so nothing waits between tasks).
+   * token at its current state, and stop the `signal` bridges (the thread's
+   * one doorbell waiter lets go at the next ring once no token is bridged).
    * Idempotent. Release the slot on the supervisor only after this (or after
    * the worker running it was killed).
    */
@@ -45,10 +45,11 @@ export interface SlotRunCancellation extends RunCancellation {
  *   call falls back to the run word plus an in-process flag: it still sees
  *   the run's cancel and its own `cancel()`, but the watchdog cannot cancel
  *   that call alone.
- * - `token.signal` is created on first read and bridged with
- *   `Atomics.waitAsync`, so it aborts (with a `CancelledError`) while the
- *   thread's event loop is idle — hand it to `fetch` and model calls. The
- *   bridge does not keep the event loop alive.
+ * - `token.signal` (and `whenCancelled()`) is created on first use and
+ *   bridged through the buffer's doorbell — one `Atomics.waitAsync` per
+ *   thread, rung by cancels of watched slots — so it aborts (with a
+ *   `CancelledError`) while the thread's event loop is idle: hand it to
+ *   `fetch` and model calls. The bridge does not keep the event loop alive.
  * - After `close()`, tokens are frozen: a later cancel has no effect on them.
  *
  * @example
@@ -160,6 +161,7 @@ class WordToken extends SettlingToken {
   #finished = false;
   #final: CancelReason | undefined;
   #bridging = false;
+  #watcher: DoorbellWatcher | undefined;
 
   constructor(slots: CancelSlots, index: number, at: number, live: number) {
     super();
@@ -194,41 +196,105 @@ class WordToken extends SettlingToken {
     this.#final = final;
     this.#finished = true;
     if (final !== undefined) this.settle(final);
-    if (this.#bridging) {
-      this.#bridging = false;
-      // Wake our pending waiter so it sees #bridging = false and lets go; other
-      // waiters on this word (another thread's) re-check and wait again.
-      Atomics.notify(this.#words, this.#at);
-    }
+    this.#unwatch();
   }
 
-  // One waitAsync bridge per token, shared by `signal` and `whenCancelled()`.
+  /** The doorbell rang (or the bridge starts): settle if the word changed. */
+  check(): void {
+    if (!this.#bridging) return;
+    const word = Atomics.load(this.#words, this.#at);
+    if (word === this.#live) return;
+    this.#unwatch();
+    this.settle(CancelSlots.reasonOf(word, this.#live) ?? 'shutdown');
+  }
+
+  // One bridge per token, shared by `signal` and `whenCancelled()`: the token
+  // joins its thread's doorbell watcher.
   #bridge(): void {
     if (this.#bridging || this.#finished) return;
     this.#bridging = true;
-    // Announce the waiter before the first compare-and-wait (see CancelSlots.cancelRun).
+    // Announce the bridge before the first read (see CancelSlots.cancelRun).
     this.#slots.markWaiting(this.#index);
+    this.#watcher = doorbellWatcher(this.#slots);
+    this.#watcher.add(this);
+    this.check();
+  }
+
+  #unwatch(): void {
+    if (!this.#bridging) return;
+    this.#bridging = false;
+    this.#watcher?.delete(this);
+    this.#watcher = undefined;
+  }
+}
+
+/**
+ * A thread's one waiter on a buffer's doorbell (see {@link CancelSlots.doorbell}):
+ * when it rings, every token bridged on this thread re-reads its word. Armed
+ * by the first token, it waits while tokens are bridged; once none is left it
+ * lets go at the next ring (one waiter at most is left behind per thread and
+ * buffer, and a pending `waitAsync` does not keep the event loop alive).
+ */
+class DoorbellWatcher {
+  readonly #doorbell: Int32Array;
+  readonly #tokens = new Set<WordToken>();
+  #armed = false;
+  #seen = 0;
+
+  constructor(slots: CancelSlots) {
+    this.#doorbell = slots.doorbell;
+  }
+
+  add(token: WordToken): void {
+    this.#tokens.add(token);
+    if (this.#armed) return;
+    this.#armed = true;
+    // Read before the token's first check: a ring after this read is seen by the wait.
+    this.#seen = Atomics.load(this.#doorbell, 0);
     this.#wait();
+  }
+
+  delete(token: WordToken): void {
+    this.#tokens.delete(token);
   }
 
   #wait(): void {
     for (;;) {
-      if (!this.#bridging) return;
-      const word = Atomics.load(this.#words, this.#at);
-      if (word !== this.#live) {
-        this.#bridging = false;
-        this.settle(CancelSlots.reasonOf(word, this.#live) ?? 'shutdown');
-        return;
-      }
-      const waited = Atomics.waitAsync(this.#words, this.#at, this.#live);
+      const waited = Atomics.waitAsync(this.#doorbell, 0, this.#seen);
       if (waited.async) {
-        // Woken by a cancel, by finish(), or spuriously: the loop re-checks.
-        waited.value.then(() => this.#wait());
+        waited.value.then(() => this.#rung());
         return;
       }
-      // 'not-equal': the word changed between the load and the wait; re-check.
+      // 'not-equal': it rang since the last read.
+      if (!this.#checkAll()) return;
     }
   }
+
+  #rung(): void {
+    if (this.#checkAll()) this.#wait();
+  }
+
+  // Re-read the doorbell, then every token's word; false once nothing is left to watch.
+  #checkAll(): boolean {
+    this.#seen = Atomics.load(this.#doorbell, 0);
+    for (const token of this.#tokens) token.check();
+    if (this.#tokens.size > 0) return true;
+    this.#armed = false;
+    return false;
+  }
+}
+
+// One watcher per buffer in this thread, whatever CancelSlots views over it
+// the runs were given (a run made from the raw buffer attaches its own view).
+const watchers = new WeakMap<SharedArrayBuffer, DoorbellWatcher>();
+
+function doorbellWatcher(slots: CancelSlots): DoorbellWatcher {
+  let watcher = watchers.get(slots.buffer);
+  if (watcher === undefined) {
+    watcher = new DoorbellWatcher(slots);
+    watchers.set(slots.buffer, watcher);
+  }
+  return watcher;
 }
 
 /** A call holding a lane of the slot. */

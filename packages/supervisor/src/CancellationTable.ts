@@ -192,8 +192,9 @@ export class CancellationTable {
 
   /**
    * The run ended: free its slot (O(1)). Its worker must have closed its
-   * `slotRunCancellation` or been killed. Lingering readers of the slot see it
-   * cancelled (`shutdown`); the next run in the slot gets a new generation.
+   * `slotRunCancellation` or been killed (signal bridges are not woken here:
+   * a closed run has none). Lingering readers of the slot see it cancelled
+   * (`shutdown`); the next run in the slot gets a new generation.
    * Children still registered keep their cancel ancestry: they move up to the
    * released run's parent. Returns false for an unknown or released key.
    */
@@ -233,7 +234,7 @@ export class CancellationTable {
     }
     const node = this.#nodes.get(key);
     if (node === undefined) return false;
-    return this.#cancelNode(node, reason, undefined);
+    return this.#slots.batch(() => this.#cancelNode(node, reason, undefined));
   }
 
   /** Whether run `key` is cancelled; false for unknown keys. */
@@ -287,21 +288,23 @@ export class CancellationTable {
       throw new InvalidArgumentError(`expire(now) needs a finite time in epoch ms, got ${String(now)}`);
     }
     const out: ExpiredEntry[] = [];
-    for (const node of this.#withDeadline) {
-      if (node.deadline !== undefined && node.deadline <= now && this.#slots.isLive(node.handle)) {
-        this.#cancelNode(node, 'deadline', out);
-      }
-    }
-    if (this.#slots.lanes > 0) {
-      const lanes = this.#laneScratch;
-      for (const node of this.#nodes.values()) {
-        this.#slots.expireLanes(node.handle, now, lanes);
-        for (let i = 0; i < lanes.length; i += 2) {
-          out.push({ kind: 'lane', key: node.key, lane: lanes[i] as number, call: lanes[i + 1] as number });
+    this.#slots.batch(() => {
+      for (const node of this.#withDeadline) {
+        if (node.deadline !== undefined && node.deadline <= now && this.#slots.isLive(node.handle)) {
+          this.#cancelNode(node, 'deadline', out);
         }
-        lanes.length = 0;
       }
-    }
+      if (this.#slots.lanes > 0) {
+        const lanes = this.#laneScratch;
+        for (const node of this.#nodes.values()) {
+          this.#slots.expireLanes(node.handle, now, lanes);
+          for (let i = 0; i < lanes.length; i += 2) {
+            out.push({ kind: 'lane', key: node.key, lane: lanes[i] as number, call: lanes[i + 1] as number });
+          }
+          lanes.length = 0;
+        }
+      }
+    });
     return out;
   }
 

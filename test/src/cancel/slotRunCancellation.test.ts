@@ -190,21 +190,57 @@ describe('slotRunCancellation: close()', () => {
     );
   });
 
-  it('wakes its own pending waitAsync waiter so nothing dangles; spurious wakeups re-wait', async () => {
-    const { table, handle, run } = setup();
-    const signal = run.token.signal;
-    const words = table.slots.words;
-    const at = table.slots.runWordAt(handle.index);
+  it('bridges through one doorbell waiter per thread: a ring for another slot aborts nothing, nothing dangles', async () => {
+    const table = new CancellationTable({ capacity: 4, lanes: 2 });
+    const bell = table.slots.doorbell;
+    const a = slotRunCancellation(table.buffer, table.register('a'));
+    const b = slotRunCancellation(table.buffer, table.register('b'));
+    const signals = { a: a.token.signal, b: b.token.signal };
     await afterWakeups();
-    assert.equal(Atomics.notify(words, at), 1, 'the bridge waits on the run word');
+    assert.equal(Atomics.notify(bell, 0), 1, 'two bridged tokens, one waiter');
     await afterWakeups();
-    assert.equal(signal.aborted, false, 'a spurious wakeup does not abort');
-    assert.equal(Atomics.notify(words, at), 1, 'and the bridge waits again');
+    assert.deepEqual([signals.a.aborted, signals.b.aborted], [false, false], 'a spurious wakeup aborts nothing');
+    table.cancel('b', 'user');
     await afterWakeups();
-    run.close();
+    assert.deepEqual([signals.a.aborted, signals.b.aborted], [false, true], 'the ring reaches only the cancelled run');
+    a.close();
+    b.close();
+    assert.equal(Atomics.notify(bell, 0), 1, 'the waiter stays until the next ring');
     await afterWakeups();
-    assert.equal(Atomics.notify(words, at), 0, 'after close no waiter is left');
-    assert.equal(signal.aborted, false);
+    assert.equal(Atomics.notify(bell, 0), 0, 'then, with no token bridged, it lets go');
+    assert.equal(signals.a.aborted, false);
+  });
+
+  it('a push-down rings the doorbell once for the whole subtree; ending a run does not ring it', async () => {
+    const table = new CancellationTable({ capacity: 8, lanes: 2 });
+    const bell = table.slots.doorbell;
+    const keys = ['root', 'a', 'b', 'a1'];
+    const parents: Record<string, string | undefined> = { root: undefined, a: 'root', b: 'root', a1: 'a' };
+    const runs = keys.map((key) => slotRunCancellation(table.buffer, table.register(key, { parent: parents[key] })));
+    const signals = runs.map((run) => run.token.signal);
+    const rung = Atomics.load(bell, 0);
+    table.cancel('root', 'user');
+    assert.equal(Atomics.load(bell, 0) - rung, 1, 'one ring for four cancelled runs');
+    await afterWakeups();
+    assert.deepEqual(
+      signals.map((signal) => (signal.reason as CancelledError | undefined)?.reason),
+      ['user', 'parent', 'parent', 'parent'],
+    );
+    for (const run of runs) run.close();
+    for (const key of keys) table.release(key);
+    assert.equal(Atomics.load(bell, 0) - rung, 1, 'releasing closed runs rings nothing');
+  });
+
+  it('a hundred bridged runs made from the raw buffer leave one waiter, not one each', async () => {
+    const table = new CancellationTable({ capacity: 4, lanes: 2 });
+    for (let i = 0; i < 100; i++) {
+      const run = slotRunCancellation(table.buffer, table.register(`run-${i}`));
+      void run.token.whenCancelled();
+      run.close();
+      table.release(`run-${i}`);
+    }
+    await afterWakeups();
+    assert.equal(Atomics.notify(table.slots.doorbell, 0), 1);
   });
 });
 
