@@ -360,7 +360,8 @@ export class CancelSlots {
    * closed its cancellation (its tokens are frozen) or died, so no bridge
    * watches the slot any more; ringing here would wake every thread's idle
    * doorbell waiter once per run. A token left open sees `shutdown` at its
-   * next read or the next ring.
+   * next read, and its signal aborts at the next ring or within a second
+   * (its thread's watcher re-reads the words it watches every second).
    */
   retire(handle: SlotHandle): void {
     this.#cancel(handle, 'shutdown', false);
@@ -608,6 +609,17 @@ export class CancelSlots {
    */
   get doorbell(): Int32Array {
     return this.#doorbell;
+  }
+
+  /**
+   * Ring the doorbell: every thread watching this buffer re-reads the words
+   * it watches, and a thread's watcher with nothing left to watch lets go of
+   * its waiter — which otherwise holds the buffer until the next cancel of a
+   * watched slot. Call it when the buffer is no longer used (a pool does, on
+   * close).
+   */
+  wakeWatchers(): void {
+    this.#ring();
   }
 
   /**

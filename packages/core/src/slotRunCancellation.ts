@@ -54,8 +54,10 @@ export interface SlotRunCancellation extends RunCancellation {
  *
  * @example
  * ```ts
- * // in a worker, given { buffer, handle } from the supervisor
- * const run = slotRunCancellation(buffer, handle, { clock: systemClock })
+ * // in a worker: attach once (the buffer came with workerData), then per run,
+ * // given the handle the supervisor posted
+ * const slots = CancelSlots.attach(workerData.buffer)
+ * const run = slotRunCancellation(slots, handle, { clock: systemClock })
  * try {
  *   const call = run.openCall(systemClock.now() + 5_000)
  *   try { while (!call.token.isCancelled()) step() } finally { call.close() }
@@ -232,8 +234,10 @@ class WordToken extends SettlingToken {
  * A thread's one waiter on a buffer's doorbell (see {@link CancelSlots.doorbell}):
  * when it rings, every token bridged on this thread re-reads its word. Armed
  * by the first token, it waits while tokens are bridged; once none is left it
- * lets go at the next ring (one waiter at most is left behind per thread and
- * buffer, and a pending `waitAsync` does not keep the event loop alive).
+ * lets go at the next ring or within {@link RECHECK_MS} (a pending waiter
+ * holds the buffer; it does not keep the event loop alive). The periodic
+ * re-read also settles, with `shutdown`, a token whose slot was released
+ * without the run closing it (nothing rings for a release).
  */
 class DoorbellWatcher {
   readonly #doorbell: Int32Array;
@@ -260,7 +264,7 @@ class DoorbellWatcher {
 
   #wait(): void {
     for (;;) {
-      const waited = Atomics.waitAsync(this.#doorbell, 0, this.#seen);
+      const waited = Atomics.waitAsync(this.#doorbell, 0, this.#seen, RECHECK_MS);
       if (waited.async) {
         waited.value.then(() => this.#rung());
         return;
@@ -284,8 +288,12 @@ class DoorbellWatcher {
   }
 }
 
-// One watcher per buffer in this thread, whatever CancelSlots views over it
-// the runs were given (a run made from the raw buffer attaches its own view).
+/** How long a doorbell watcher waits before it re-reads its tokens' words anyway. */
+const RECHECK_MS = 1000;
+
+// One watcher per buffer object in this thread, whatever CancelSlots views over it
+// the runs were given. A buffer posted again arrives as another object, with a
+// watcher of its own: send it to a thread once (workerData), not with every run.
 const watchers = new WeakMap<SharedArrayBuffer, DoorbellWatcher>();
 
 function doorbellWatcher(slots: CancelSlots): DoorbellWatcher {

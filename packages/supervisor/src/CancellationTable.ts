@@ -72,9 +72,10 @@ const REASONS: ReadonlySet<string> = new Set<CancelReason>(['user', 'parent', 'd
  * @example
  * ```ts
  * const table = new CancellationTable({ clock: systemClock })
+ * const worker = new Worker(url, { workerData: { buffer: table.buffer } }) // the buffer once per worker
  * const parent = table.register('a')
  * const child = table.register('a-sub-1', { parent: 'a', deadline: systemClock.now() + 30_000 })
- * worker.postMessage({ buffer: table.buffer, handle: { index: child.index, generation: child.generation } })
+ * worker.postMessage({ handle: { index: child.index, generation: child.generation } })
  * table.cancel('a', 'user') // the worker's isCancelled() turns true, reason 'parent'
  * table.release('a-sub-1'); table.release('a')
  * ```

@@ -744,6 +744,8 @@ export class SubagentPool {
       this.#watchdog.close();
       await this.#piscina.close();
       this.#closeHostPorts();
+      // Idle signal bridges of this thread (parent agents') let go of the buffer.
+      this.#table.slots.wakeWatchers();
     })();
     return this.#closing;
   }
@@ -758,6 +760,7 @@ export class SubagentPool {
     this.#watchdog.close();
     await this.#piscina.destroy();
     this.#closeHostPorts();
+    this.#table.slots.wakeWatchers();
   }
 
   #closeHostPorts(): void {

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { describe, it } from 'node:test';
+import { MessageChannel } from 'node:worker_threads';
 import { CancelledError, isTroupeError, slotRunCancellation } from '@troupe/core';
 import { ManualClock } from '@troupe/core/testing';
 import { CancellationTable } from '@troupe/supervisor';
@@ -229,6 +230,24 @@ describe('slotRunCancellation: close()', () => {
     for (const run of runs) run.close();
     for (const key of keys) table.release(key);
     assert.equal(Atomics.load(bell, 0) - rung, 1, 'releasing closed runs rings nothing');
+  });
+
+  it('a run released without closing its token still aborts it (shutdown) when its watcher re-reads', async () => {
+    const table = new CancellationTable({ capacity: 4, lanes: 2 });
+    const run = slotRunCancellation(table.buffer, table.register('run'));
+    const aborted = once(run.token.signal, 'abort');
+    table.release('run'); // nothing rings for a release: the watcher's periodic re-read finds it
+    // The watcher's wait does not keep the event loop alive (nor should it): an open port does, meanwhile.
+    const keepAlive = new MessageChannel();
+    keepAlive.port1.on('message', () => {});
+    try {
+      await aborted;
+    } finally {
+      keepAlive.port1.close();
+    }
+    assert.equal((run.token.signal.reason as CancelledError).reason, 'shutdown');
+    await afterWakeups();
+    assert.equal(Atomics.notify(table.slots.doorbell, 0), 0, 'and with nothing left to watch, it let go');
   });
 
   it('a hundred bridged runs made from the raw buffer leave one waiter, not one each', async () => {

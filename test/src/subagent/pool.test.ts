@@ -4,11 +4,13 @@ import {
   type AgentId,
   CancelledError,
   isTroupeError,
+  slotRunCancellation,
   ToolTimeoutError,
   TroupeError,
   WorkerCrashedError,
 } from '@troupe/core';
 import { SubagentPool } from '@troupe/supervisor';
+import { afterWakeups } from '../fixtures/afterWakeups.js';
 
 const basic = new URL('../fixtures/agents/basic.js', import.meta.url).href;
 const crashy = new URL('../fixtures/agents/crashy.js', import.meta.url).href;
@@ -370,6 +372,23 @@ describe('SubagentPool bad input', () => {
     await closing.close();
     await closing.destroy();
   });
+
+  for (const end of ['close', 'destroy'] as const) {
+    it(`${end}() lets this thread's idle signal bridge go (it would hold the buffer until the next cancel)`, async () => {
+      const pool = new SubagentPool({ threads: 1 });
+      await pool.ready();
+      // A bridged run on this thread, as a parent agent's async tool makes one.
+      const run = slotRunCancellation(pool.table.buffer, pool.table.register('parent'));
+      void run.token.signal;
+      run.close();
+      pool.table.release('parent');
+      await afterWakeups();
+      const bell = pool.table.slots.doorbell;
+      await pool[end]();
+      await afterWakeups();
+      assert.equal(Atomics.notify(bell, 0), 0);
+    });
+  }
 });
 
 void CancelledError;
