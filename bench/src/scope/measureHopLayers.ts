@@ -59,6 +59,9 @@ export async function measureHopLayers(scope: unknown, budgetMs: number): Promis
             generation: slot.generation,
             host: 0,
             scope,
+            // The pool versions a sealed scope it sees again, and the worker keeps its frozen
+            // copy: the same here, so this layer and the pool's differ only by the pool.
+            scopeVersion: 1,
             input: 'go',
           }),
         ),
