@@ -44,7 +44,11 @@ export const TaskFlag = Object.freeze({ serializedScope: 8 });
 
 const ResumeSchema = z.object({ state: LoopStateSchema, answer: Answer, approvedCalls: z.array(z.string()) });
 
-/** The rarely used parts of a task, sent only when one of them is set. */
+/**
+ * The rarely used parts of a task, sent only when one of them is set. The
+ * type of the wire; checked by hand at the port (see `parseExtras`), the
+ * resume state with zod.
+ */
 const TaskExtras = z.object({
   parentAgentId: z.string().min(1).optional(),
   /** Agent ids from the root to this agent's parent. */
@@ -152,6 +156,48 @@ export function encodeSubagentTask(task: SubagentTask): SubagentTaskWire {
 }
 
 const isNonEmptyString = (v: unknown): v is string => typeof v === 'string' && v.length > 0;
+const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+type Extras = z.infer<typeof TaskExtras>;
+
+/**
+ * The extras of a task, checked by hand as {@link TaskExtras} would (every
+ * nested spawn carries some: its parent, ancestry and metadata; a zod object
+ * parse of them cost ~1 µs a task warm, more in a worker just woken); a
+ * resumed run's state is checked with zod. Returns what is wrong as a string.
+ */
+function parseExtras(raw: unknown): Extras | string {
+  if (!isRecord(raw)) return 'extras must be an object or null';
+  const { parentAgentId, ancestry, toolContext, metadata, deadline, resume } = raw;
+  if (parentAgentId !== undefined && !isNonEmptyString(parentAgentId)) {
+    return 'extras.parentAgentId must be a non-empty string';
+  }
+  if (ancestry !== undefined && !(Array.isArray(ancestry) && ancestry.every((id) => typeof id === 'string'))) {
+    return 'extras.ancestry must be an array of agent ids';
+  }
+  if (toolContext !== undefined && !isRecord(toolContext)) return 'extras.toolContext must be an object';
+  if (metadata !== undefined && !isRecord(metadata)) return 'extras.metadata must be an object';
+  if (deadline !== undefined && !(typeof deadline === 'number' && Number.isFinite(deadline) && deadline >= 0)) {
+    return 'extras.deadline must be a finite time ≥ 0';
+  }
+  let parsedResume: Extras['resume'];
+  if (resume !== undefined) {
+    const r = ResumeSchema.safeParse(resume);
+    if (!r.success) {
+      const issue = r.error.issues[0];
+      return `extras.resume.${issue?.path.join('.') ?? ''} ${issue?.message ?? 'invalid'}`;
+    }
+    parsedResume = r.data;
+  }
+  return {
+    parentAgentId: parentAgentId as string | undefined,
+    ancestry: ancestry as string[] | undefined,
+    toolContext: toolContext as Record<string, unknown> | undefined,
+    metadata: metadata as Record<string, unknown> | undefined,
+    deadline: deadline as number | undefined,
+    resume: parsedResume,
+  };
+}
 const isIndex = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) >= 0;
 
 /** Parse a task at the worker's port; `error` says what was wrong. */
@@ -188,12 +234,9 @@ export function decodeSubagentTask(
       task: { module, agent, agentId, slot, generation, host, scope, scopeVersion: version, input: input ?? undefined },
     };
   }
-  const parsed = TaskExtras.safeParse(extras);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    return { error: `extras.${issue?.path.join('.') ?? ''} ${issue?.message ?? 'invalid'}` };
-  }
-  const e = parsed.data;
+  const parsed = parseExtras(extras);
+  if (typeof parsed === 'string') return { error: parsed };
+  const e = parsed;
   return {
     task: {
       module,

@@ -44,5 +44,13 @@ describe('the supervisor → worker task on the wire', () => {
     assert.match(bad(8, '1').error ?? '', /scopeVersion/);
     assert.match(bad(6, TaskFlag.serializedScope).error ?? '', /serialized scope must be a Uint8Array/);
     assert.match(bad(10, { deadline: -1 }).error ?? '', /extras\.deadline/);
+    assert.match(bad(10, []).error ?? '', /extras must be an object or null/);
+    assert.match(bad(10, { parentAgentId: '' }).error ?? '', /extras\.parentAgentId/);
+    assert.match(bad(10, { ancestry: ['a', 1] }).error ?? '', /extras\.ancestry/);
+    assert.match(bad(10, { metadata: [1] }).error ?? '', /extras\.metadata must be an object/);
+    assert.match(bad(10, { toolContext: 'flags' }).error ?? '', /extras\.toolContext must be an object/);
+    assert.match(bad(10, { resume: { state: {}, answer: {}, approvedCalls: [] } }).error ?? '', /extras\.resume\./);
+    // Keys it does not know are ignored, as a zod object would.
+    assert.equal(bad(10, { parentAgentId: 'agent_0', later: true }).task?.parentAgentId, 'agent_0');
   });
 });
