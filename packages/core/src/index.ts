@@ -91,6 +91,7 @@ export {
   HostTaskResult,
   HostTelemetry,
   PROTOCOL_VERSION,
+  parseHostTaskRequest,
   type SubagentResult,
   type SubagentTask,
   type SubagentTaskWire,

@@ -22,7 +22,7 @@ import {
   type HostApi,
   HostApprovalRequest,
   HostFeature,
-  HostTaskRequest,
+  type HostTaskRequest,
   type HostTaskResult,
   HostTelemetry,
   InvalidArgumentError,
@@ -31,6 +31,7 @@ import {
   isTroupeError,
   type LoopState,
   type Metadata,
+  parseHostTaskRequest,
   type RunId,
   type SubagentTask,
   sealScope,
@@ -641,17 +642,17 @@ export class SubagentPool {
       },
       async runTask(agentId, raw) {
         const host = hostOf(agentId);
-        const parsed = HostTaskRequest.safeParse(raw);
-        if (host === null || !parsed.success || host?.runTask === undefined) {
+        const parsed = parseHostTaskRequest(raw);
+        if (host === null || parsed === undefined || host?.runTask === undefined) {
           const message =
             host === null
               ? 'not a run of this worker'
-              : parsed.success
+              : parsed !== undefined
                 ? 'this run cannot delegate'
                 : 'malformed task request';
           return { status: 'error', error: { name: 'TroupeError', code: 'ERR_PROTOCOL', message }, events: [] };
         }
-        return host.runTask(parsed.data);
+        return host.runTask(parsed);
       },
       telemetry: (agentId, raw) => {
         const host = hostOf(agentId);

@@ -1,6 +1,14 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { decodeSubagentTask, encodeSubagentTask, PROTOCOL_VERSION, type SubagentTask, TaskFlag } from '@troupe/core';
+import {
+  decodeSubagentTask,
+  encodeSubagentTask,
+  HostTaskRequest,
+  PROTOCOL_VERSION,
+  parseHostTaskRequest,
+  type SubagentTask,
+  TaskFlag,
+} from '@troupe/core';
 
 const base: SubagentTask = {
   module: 'file:///agents.js',
@@ -52,5 +60,27 @@ describe('the supervisor → worker task on the wire', () => {
     assert.match(bad(10, { resume: { state: {}, answer: {}, approvedCalls: [] } }).error ?? '', /extras\.resume\./);
     // Keys it does not know are ignored, as a zod object would.
     assert.equal(bad(10, { parentAgentId: 'agent_0', later: true }).task?.parentAgentId, 'agent_0');
+  });
+
+  it("a worker's task request: checked as its schema checks it, a malformed one refused", () => {
+    const ok = { subagent: 'leaf', instructions: 'go', toolCallId: 'call_1', metadata: { title: 'Chat' } };
+    const answered = { ...ok, answer: { id: 'req_1', ok: true, data: { pick: 2 } } };
+    for (const request of [ok, answered, { ...ok, instructions: '' }]) {
+      assert.deepEqual(parseHostTaskRequest(structuredClone(request)), HostTaskRequest.parse(request));
+    }
+    for (const bad of [
+      null,
+      'task',
+      { ...ok, subagent: '' },
+      { ...ok, instructions: 3 },
+      { ...ok, toolCallId: undefined },
+      { ...ok, metadata: [] },
+      { ...ok, metadata: null },
+      { ...ok, answer: { id: '', ok: true } },
+      { ...ok, answer: { id: 'req_1' } },
+    ]) {
+      assert.equal(parseHostTaskRequest(bad), undefined, JSON.stringify(bad));
+      assert.equal(HostTaskRequest.safeParse(bad).success, false, `the schema agrees: ${JSON.stringify(bad)}`);
+    }
   });
 });
