@@ -156,6 +156,7 @@ export function encodeSubagentTask(task: SubagentTask): SubagentTaskWire {
 }
 
 const isNonEmptyString = (v: unknown): v is string => typeof v === 'string' && v.length > 0;
+const isIndex = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) >= 0;
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 type Extras = z.infer<typeof TaskExtras>;
@@ -198,7 +199,6 @@ function parseExtras(raw: unknown): Extras | string {
     resume: parsedResume,
   };
 }
-const isIndex = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) >= 0;
 
 /** Parse a task at the worker's port; `error` says what was wrong. */
 export function decodeSubagentTask(
