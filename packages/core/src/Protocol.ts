@@ -157,7 +157,19 @@ export function encodeSubagentTask(task: SubagentTask): SubagentTaskWire {
 
 const isNonEmptyString = (v: unknown): v is string => typeof v === 'string' && v.length > 0;
 const isIndex = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) >= 0;
-const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+// A plain object, as zod's record accepts (not an array, Map, Date or typed array).
+const isRecord = (v: unknown): v is Record<string, unknown> => {
+  if (typeof v !== 'object' || v === null) return false;
+  const proto: unknown = Object.getPrototypeOf(v);
+  return proto === Object.prototype || proto === null;
+};
+
+function isStringArray(v: unknown): v is string[] {
+  if (!Array.isArray(v)) return false;
+  // By index, not every(): every() skips holes.
+  for (let i = 0; i < v.length; i++) if (typeof v[i] !== 'string') return false;
+  return true;
+}
 
 type Extras = z.infer<typeof TaskExtras>;
 
@@ -173,7 +185,7 @@ function parseExtras(raw: unknown): Extras | string {
   if (parentAgentId !== undefined && !isNonEmptyString(parentAgentId)) {
     return 'extras.parentAgentId must be a non-empty string';
   }
-  if (ancestry !== undefined && !(Array.isArray(ancestry) && ancestry.every((id) => typeof id === 'string'))) {
+  if (ancestry !== undefined && !isStringArray(ancestry)) {
     return 'extras.ancestry must be an array of agent ids';
   }
   if (toolContext !== undefined && !isRecord(toolContext)) return 'extras.toolContext must be an object';
@@ -430,12 +442,11 @@ export function parseHostTaskRequest(raw: unknown): HostTaskRequest | undefined 
   if (typeof subagent !== 'string' || subagent.length === 0) return undefined;
   if (typeof instructions !== 'string') return undefined;
   if (typeof toolCallId !== 'string' || toolCallId.length === 0) return undefined;
-  if (typeof metadata !== 'object' || metadata === null || Array.isArray(metadata)) return undefined;
-  if (answer === undefined)
-    return { subagent, instructions, toolCallId, metadata: metadata as Record<string, unknown> };
+  if (!isRecord(metadata)) return undefined;
+  if (answer === undefined) return { subagent, instructions, toolCallId, metadata };
   const parsed = Answer.safeParse(answer);
   if (!parsed.success) return undefined;
-  return { subagent, instructions, toolCallId, answer: parsed.data, metadata: metadata as Record<string, unknown> };
+  return { subagent, instructions, toolCallId, answer: parsed.data, metadata };
 }
 
 /** Supervisor → worker: how a delegated task ended. */

@@ -57,9 +57,9 @@ const deeplyFrozen = new WeakSet<object>();
 
 /**
  * True when `value` can never change: {@link deepFreeze} or {@link sealScope}
- * froze it all the way down and it holds no `Map`, `Set`, `ArrayBuffer` or
- * typed array (those stay changeable when frozen). A primitive is constant
- * too. What is derived from such a value (its size, its bytes, a frozen copy
+ * froze it all the way down and it holds nothing but plain objects, arrays
+ * and primitives (a `Map`, `Set`, `Date`, `RegExp`, buffer or typed array
+ * stays changeable when frozen). A primitive is constant too. What is derived from such a value (its size, its bytes, a frozen copy
  * in another thread) may be kept for as long as the value lives.
  */
 export function isDeepFrozen(value: unknown): boolean {
@@ -130,9 +130,10 @@ export function serializedBytes(value: unknown): Uint8Array {
  *
  * Gotchas: a value frozen only at the top is still walked (its insides may be
  * mutable); typed arrays and `ArrayBuffer` bytes cannot be frozen, and a
- * frozen `Map`/`Set` can still be changed with `set`/`add`, so a value
- * holding one of them is frozen as far as possible but never counts as
- * sealed (its serialized size is not remembered). For a copy this thread has
+ * frozen `Map`/`Set`/`Date`/`RegExp` can still be changed (`set`, `add`,
+ * `setTime`, `compile`), so a value holding anything but plain objects,
+ * arrays and primitives is frozen as far as possible but never counts as
+ * sealed (see {@link isDeepFrozen}: nothing derived from it is kept). For a copy this thread has
  * just received, {@link freezeReceived} is cheaper.
  */
 export function deepFreeze<T>(value: T): DeepReadonly<T> {
@@ -157,14 +158,13 @@ export function deepFreeze<T>(value: T): DeepReadonly<T> {
       continue;
     }
     Object.freeze(v);
+    if (!freezeSeals(v)) sealable = false;
     if (v instanceof Map) {
-      sealable = false;
       for (const [k, item] of v) {
         if (typeof k === 'object' && k !== null) stack.push(k);
         if (typeof item === 'object' && item !== null) stack.push(item);
       }
     } else if (v instanceof Set) {
-      sealable = false;
       for (const item of v) if (typeof item === 'object' && item !== null) stack.push(item);
     } else {
       for (const key of Object.keys(v)) {
@@ -269,8 +269,10 @@ export function checkBudget(budgetBytes: unknown, name = 'budgetBytes'): number 
  * Gotchas: the value is frozen in place. A value refused as not cloneable is
  * left untouched; one refused as over the budget has been frozen (its size is
  * that of the frozen value, which is what crosses). A scope is plain data:
- * an accessor property is read when the scope is sealed and again each time
- * it crosses a thread, and one that answers differently may be refused.
+ * an accessor property is read when the scope is sealed and when it first
+ * crosses to a worker, which keeps that copy for later runs of the same scope
+ * object — what the getter returns afterwards is not seen (one that answers
+ * differently while the scope is sealed is refused).
  *
  * @throws InvalidArgumentError `ERR_NOT_CLONEABLE` (naming the path when
  *   there is one), `ERR_SCOPE_OVER_BUDGET` (giving the size).
@@ -342,9 +344,20 @@ function freezeListed(root: object, objects: readonly object[]): void {
       continue;
     }
     Object.freeze(o);
-    if (o instanceof Map || o instanceof Set) sealable = false;
+    if (sealable && !freezeSeals(o)) sealable = false;
   }
   if (sealable) deeplyFrozen.add(root);
+}
+
+// Whether Object.freeze makes `o` unchangeable: a plain object or an array.
+// Anything else that crosses a thread can still change — or read differently —
+// once frozen: a Map or Set (set/add), a Date (setTime), a RegExp (compile),
+// a SharedArrayBuffer (shared bytes), a boxed primitive. A value holding one
+// is frozen as far as it goes but never counts as sealed.
+function freezeSeals(o: object): boolean {
+  if (Array.isArray(o)) return true;
+  const proto: unknown = Object.getPrototypeOf(o);
+  return proto === Object.prototype || proto === null;
 }
 
 /**

@@ -11,6 +11,7 @@ import {
   freezeReceived,
   InvalidArgumentError,
   isCloneable,
+  isDeepFrozen,
   isTroupeError,
   sealScope,
   serializedSize,
@@ -146,6 +147,46 @@ describe('serializedSize', () => {
     const before = serializedSize(value);
     inner.list.push('x'.repeat(10_000));
     assert.ok(serializedSize(value) > before + 9_000);
+  });
+});
+
+describe('isDeepFrozen: what can never change, so what is derived from it may be kept', () => {
+  it('holds for plain objects, arrays and primitives frozen all the way down, by deepFreeze or sealScope', () => {
+    assert.equal(isDeepFrozen(deepFreeze({ a: { b: [1, { c: 'x' }] } })), true);
+    assert.equal(isDeepFrozen(sealScope({ userId: 'u1', teams: ['t1', 't2'], profile: { tz: 'UTC' } })), true);
+    assert.equal(isDeepFrozen(deepFreeze(Object.assign(Object.create(null), { a: 1 }))), true);
+    assert.equal(isDeepFrozen('a string'), true);
+    assert.equal(isDeepFrozen(undefined), true);
+  });
+
+  it('does not hold for a value frozen at the top only, or never frozen', () => {
+    assert.equal(isDeepFrozen(Object.freeze({ inner: { n: 1 } })), false);
+    assert.equal(isDeepFrozen({ n: 1 }), false);
+  });
+
+  it('does not hold for anything that still changes once frozen, however deep', () => {
+    const changeable: [string, () => unknown][] = [
+      ['Map', () => new Map([['k', 1]])],
+      ['Set', () => new Set([1])],
+      ['Date (setTime)', () => new Date(0)],
+      ['RegExp (compile)', () => /a/],
+      ['typed array', () => new Uint8Array(2)],
+      ['ArrayBuffer', () => new ArrayBuffer(2)],
+    ];
+    for (const [what, make] of changeable) {
+      assert.equal(isDeepFrozen(deepFreeze({ deep: [{ value: make() }] })), false, `deepFreeze, ${what}`);
+      assert.equal(isDeepFrozen(sealScope({ deep: [{ value: make() }] })), false, `sealScope, ${what}`);
+    }
+    // Shared memory: deepFreeze takes it and does not call it sealed; a scope refuses it.
+    assert.equal(isDeepFrozen(deepFreeze({ deep: [{ value: new SharedArrayBuffer(2) }] })), false);
+    assert.throws(
+      () => sealScope({ deep: [{ value: new SharedArrayBuffer(2) }] }),
+      (e) => isTroupeError(e, 'ERR_NOT_CLONEABLE'),
+    );
+    // The case that mattered: a frozen Date still moves, so a kept copy would go stale.
+    const date = deepFreeze({ when: new Date(0) }).when as Date;
+    date.setTime(5);
+    assert.equal(date.getTime(), 5);
   });
 });
 

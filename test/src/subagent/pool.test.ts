@@ -147,6 +147,14 @@ describe('SubagentPool', () => {
         tags.set('tag', 'v2');
         assert.deepEqual(await look(scope), { same: false, frozen: true, tag: 'v2' });
       });
+
+      it(`${kind}: a scope holding a Date is never kept: a change to the frozen Date between runs is seen`, async () => {
+        const when = new Date(0);
+        const scope = { when, ...extra };
+        assert.equal((await look(scope)).tag, '0');
+        when.setTime(5_000); // Object.freeze does not stop setTime
+        assert.deepEqual(await look(scope), { same: false, frozen: true, tag: '5000' });
+      });
     }
   });
 
