@@ -22,7 +22,7 @@ describe('pnpm bench: bad input', () => {
   it('an unknown suite lists the suites', () => {
     const { code, out } = bench('nosuch');
     assert.equal(code, 2);
-    assert.match(out, /unknown suite "nosuch"; the suites are: core, cancel, subagent, supervisor, scope/);
+    assert.match(out, /unknown suite "nosuch"; the suites are: core, cancel, subagent, supervisor, scope, ab/);
   });
 
   it('a scope file that is missing or not JSON is named, with what to do', () => {
@@ -50,5 +50,25 @@ describe('pnpm bench: bad input', () => {
       assert.equal(code, 2, `${flag} ${value}: ${out}`);
       assert.match(out, message);
     }
+  });
+
+  it('ab needs a built checkout to compare with, and says how to make one', () => {
+    const none = bench('ab');
+    assert.equal(none.code, 2, none.out);
+    assert.match(none.out, /ab needs --against <dir>/);
+    assert.match(none.out, /git worktree add/);
+    const missing = join(dir, 'no-checkout');
+    const gone = bench('ab', '--against', missing);
+    assert.equal(gone.code, 2, gone.out);
+    assert.ok(gone.out.includes(`${missing}: not a directory`), gone.out);
+    const unbuilt = bench('ab', '--against', dir);
+    assert.equal(unbuilt.code, 2, unbuilt.out);
+    assert.ok(
+      unbuilt.out.includes(`${dir}: no packages/supervisor/dist/index.js; build that checkout first`),
+      unbuilt.out,
+    );
+    const blocks = bench('ab', '--against', '.', '--blocks', '1');
+    assert.equal(blocks.code, 2, blocks.out);
+    assert.match(blocks.out, /--blocks needs an integer from 2 to 200, got 1/);
   });
 });
