@@ -32,10 +32,12 @@ function usage(): string {
   return [
     'usage: pnpm bench [suite ...] [--quick] [--pin] [--json <file>]',
     '       pnpm bench scope --file my-scope.json [--hops n] [--samples n] [--new-scope-samples n] [--budget bytes]',
+    '       pnpm bench ab --against <built checkout> [--blocks n]',
     '  --quick   reduced run (under a minute)',
     '  --pin     run latency suites pinned to one CPU only (default: pinned and unpinned)',
     '  --json    write machine-readable figures to <file>',
     '  --file    (scope) measure your own scope: per-hop cost, what a new scope costs, size against the budget, heaviest keys',
+    '  --against (ab) the root of another built checkout to measure side by side with this one (. = the noise floor)',
     '  --charts-from <file>  re-render the charts of a saved --json file (no measuring)',
     `charts: SVG files in ${chartDir(false)} (full runs) or ${chartDir(true)} (--quick)`,
     'suites:',
