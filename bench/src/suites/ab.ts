@@ -15,7 +15,6 @@ const suite = 'ab';
 
 /** What one build offers the comparison, imported from its own dist files. */
 interface Build {
-  readonly label: string;
   readonly createSupervisor: (options: object) => BuildSupervisor;
   readonly deepFreeze: <T>(value: T) => T;
   /** The one-hop and two-hop chains of `measureScopeCost`. */
@@ -68,7 +67,7 @@ function parseArgs(args: readonly string[]): { against: string; blocks: number |
   return { against: resolve(against), blocks };
 }
 
-async function loadBuild(root: string, label: string): Promise<Build> {
+async function loadBuild(root: string): Promise<Build> {
   if (!existsSync(root) || !statSync(root).isDirectory()) {
     throw new BenchInputError(`${root}: not a directory; pass the root of a built Troupe checkout to --against`);
   }
@@ -92,7 +91,6 @@ async function loadBuild(root: string, label: string): Promise<Build> {
     throw new BenchInputError(`${root}: this checkout is too old to compare with (no measureScopeCost chains)`);
   }
   return {
-    label,
     createSupervisor: supervisor.createSupervisor as Build['createSupervisor'],
     deepFreeze: core.deepFreeze as Build['deepFreeze'],
     oneHop: oneHop as Agent,
@@ -144,8 +142,8 @@ function paired(name: string, unit: string, base: number[], ours: number[], agai
 async function run({ quick, progress, args }: SuiteContext): Promise<Figure[]> {
   const { against, blocks: blocksArg } = parseArgs(args);
   const here = fileURLToPath(new URL('../../..', import.meta.url));
-  const base = await loadBuild(against, 'base');
-  const ours = await loadBuild(here, 'this');
+  const base = await loadBuild(against);
+  const ours = await loadBuild(here);
   const blocks = blocksArg ?? (quick ? 4 : 12);
   const perBlock = quick ? 60 : 300;
   const trials = quick ? 10 : 60;

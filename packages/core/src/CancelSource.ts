@@ -1,5 +1,6 @@
 import type { CallCancellation, CancelToken, RunCancellation } from './CancelToken.js';
-import { CancelledError, type CancelReason } from './TroupeError.js';
+import { SettlingToken } from './SettlingToken.js';
+import type { CancelReason } from './TroupeError.js';
 
 /**
  * An in-process cancellation source: cancels its token, and every child
@@ -14,11 +15,8 @@ import { CancelledError, type CancelReason } from './TroupeError.js';
  * child.token.isCancelled() // true, reason 'parent'
  * ```
  */
-export class CancelSource implements CancelToken {
+export class CancelSource extends SettlingToken {
   #reason: CancelReason | undefined;
-  #controller: AbortController | undefined;
-  #cancelled: Promise<CancelReason> | undefined;
-  #resolveCancelled: ((reason: CancelReason) => void) | undefined;
   #children: Set<CancelSource> | undefined;
   #parent: CancelSource | undefined;
 
@@ -35,26 +33,12 @@ export class CancelSource implements CancelToken {
     return this.#reason !== undefined;
   }
 
-  throwIfCancelled(): void {
-    if (this.#reason !== undefined) throw new CancelledError(this.#reason);
+  // A source never ends uncancelled, and cancel() settles it itself: nothing to watch.
+  protected get ended(): boolean {
+    return false;
   }
 
-  get signal(): AbortSignal {
-    if (this.#controller === undefined) {
-      this.#controller = new AbortController();
-      if (this.#reason !== undefined) this.#controller.abort(new CancelledError(this.#reason));
-    }
-    return this.#controller.signal;
-  }
-
-  whenCancelled(): Promise<CancelReason> {
-    if (this.#cancelled === undefined) {
-      const reason = this.#reason;
-      if (reason !== undefined) this.#cancelled = Promise.resolve(reason);
-      else this.#cancelled = new Promise((resolve) => (this.#resolveCancelled = resolve));
-    }
-    return this.#cancelled;
-  }
+  protected watch(): void {}
 
   /**
    * Cancel this source and its descendants (they get reason `parent`).
@@ -63,9 +47,7 @@ export class CancelSource implements CancelToken {
   cancel(reason: CancelReason): boolean {
     if (this.#reason !== undefined) return false;
     this.#reason = reason;
-    this.#controller?.abort(new CancelledError(reason));
-    this.#resolveCancelled?.(reason);
-    this.#resolveCancelled = undefined;
+    this.settle(reason);
     if (this.#children !== undefined) {
       for (const child of this.#children) child.cancel('parent');
       this.#children = undefined;

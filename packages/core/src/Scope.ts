@@ -159,19 +159,7 @@ export function deepFreeze<T>(value: T): DeepReadonly<T> {
     }
     Object.freeze(v);
     if (!freezeSeals(v)) sealable = false;
-    if (v instanceof Map) {
-      for (const [k, item] of v) {
-        if (typeof k === 'object' && k !== null) stack.push(k);
-        if (typeof item === 'object' && item !== null) stack.push(item);
-      }
-    } else if (v instanceof Set) {
-      for (const item of v) if (typeof item === 'object' && item !== null) stack.push(item);
-    } else {
-      for (const key of Object.keys(v)) {
-        const item = (v as Record<string, unknown>)[key];
-        if (typeof item === 'object' && item !== null) stack.push(item);
-      }
-    }
+    pushChildren(v, stack);
   }
   if (sealable) deeplyFrozen.add(value);
   return value as DeepReadonly<T>;
@@ -196,36 +184,42 @@ export function freezeReceived<T>(value: T): DeepReadonly<T> {
     const v = stack.pop() as object;
     if (Object.isFrozen(v) || ArrayBuffer.isView(v) || v instanceof ArrayBuffer) continue;
     Object.freeze(v);
-    if (Array.isArray(v)) {
-      // Holes or named properties (they cross too): by key, so a sparse array
-      // of length 2 ** 31 is not walked index by index.
-      const keys = irregularKeys(v);
-      if (keys === undefined) {
-        for (let i = 0; i < v.length; i++) {
-          const item: unknown = v[i];
-          if (typeof item === 'object' && item !== null) stack.push(item);
-        }
-      } else {
-        for (const key of keys) {
-          const item = (v as unknown as Record<string, unknown>)[key];
-          if (typeof item === 'object' && item !== null) stack.push(item);
-        }
-      }
-    } else if (v instanceof Map) {
-      for (const [k, item] of v) {
-        if (typeof k === 'object' && k !== null) stack.push(k);
-        if (typeof item === 'object' && item !== null) stack.push(item);
-      }
-    } else if (v instanceof Set) {
-      for (const item of v) if (typeof item === 'object' && item !== null) stack.push(item);
-    } else {
-      for (const key of Object.keys(v)) {
-        const item = (v as Record<string, unknown>)[key];
-        if (typeof item === 'object' && item !== null) stack.push(item);
-      }
-    }
+    pushChildren(v, stack);
   }
   return value as DeepReadonly<T>;
+}
+
+// Push the objects `v` holds — array items, Map keys and values, Set items,
+// property values — for a freezing walk. An array with holes or named
+// properties (they cross too) is read by key, so a sparse array of length
+// 2 ** 31 is not walked index by index.
+function pushChildren(v: object, stack: object[]): void {
+  if (Array.isArray(v)) {
+    const keys = irregularKeys(v);
+    if (keys === undefined) {
+      for (let i = 0; i < v.length; i++) {
+        const item: unknown = v[i];
+        if (typeof item === 'object' && item !== null) stack.push(item);
+      }
+      return;
+    }
+    for (const key of keys) {
+      const item = (v as unknown as Record<string, unknown>)[key];
+      if (typeof item === 'object' && item !== null) stack.push(item);
+    }
+  } else if (v instanceof Map) {
+    for (const [k, item] of v) {
+      if (typeof k === 'object' && k !== null) stack.push(k);
+      if (typeof item === 'object' && item !== null) stack.push(item);
+    }
+  } else if (v instanceof Set) {
+    for (const item of v) if (typeof item === 'object' && item !== null) stack.push(item);
+  } else {
+    for (const key of Object.keys(v)) {
+      const item = (v as Record<string, unknown>)[key];
+      if (typeof item === 'object' && item !== null) stack.push(item);
+    }
+  }
 }
 
 function isFlat(value: Record<string, unknown>): boolean {

@@ -3,7 +3,8 @@
 import { CancelSlots, type SlotHandle } from './CancelSlots.js';
 import type { CallCancellation, CallInfo, CancelToken, RunCancellation } from './CancelToken.js';
 import type { Clock } from './Clock.js';
-import { CancelledError, type CancelReason, ClosedError, InvalidArgumentError } from './TroupeError.js';
+import { SettlingToken } from './SettlingToken.js';
+import { type CancelReason, ClosedError, InvalidArgumentError } from './TroupeError.js';
 
 /** Options of {@link slotRunCancellation}. */
 export interface SlotRunCancellationOptions {
@@ -86,67 +87,6 @@ export function slotRunCancellation(
   slots.ensure(handle.index);
   if (options.deadline !== null) CancelSlots.checkDeadline(options.deadline, 'the run deadline');
   return new SlotRun(slots, { index: handle.index, generation: handle.generation }, options);
-}
-
-/**
- * What both slot token kinds share: `throwIfCancelled`, and the `signal` and
- * `whenCancelled()` promise a token hands out to wait on its cancel — each made
- * on first use and settled once by `settle`. A subclass says how to start
- * watching (`watch`: a waitAsync bridge, or following the run token) and
- * whether it has ended.
- */
-abstract class SettlingToken implements CancelToken {
-  #controller: AbortController | undefined;
-  #cancelled: Promise<CancelReason> | undefined;
-  #resolve: ((reason: CancelReason) => void) | undefined;
-
-  abstract isCancelled(): boolean;
-  abstract get reason(): CancelReason | undefined;
-  /** The token ended (uncancelled, when `reason` is undefined). */
-  protected abstract get ended(): boolean;
-  /** Start watching for the cancel (at most once; nothing once ended). */
-  protected abstract watch(): void;
-
-  throwIfCancelled(): void {
-    const reason = this.reason;
-    if (reason !== undefined) throw new CancelledError(reason);
-  }
-
-  get signal(): AbortSignal {
-    if (this.#controller === undefined) {
-      const controller = new AbortController();
-      this.#controller = controller;
-      const reason = this.reason;
-      if (reason !== undefined) controller.abort(new CancelledError(reason));
-      else this.watch();
-    }
-    return this.#controller.signal;
-  }
-
-  whenCancelled(): Promise<CancelReason> {
-    if (this.#cancelled === undefined) {
-      const reason = this.reason;
-      if (reason !== undefined) this.#cancelled = Promise.resolve(reason);
-      // Ended uncancelled: never settles (one promise per token, not a shared one
-      // that would keep every reaction chained on it).
-      else if (this.ended) this.#cancelled = new Promise(() => {});
-      else {
-        this.#cancelled = new Promise((resolve) => {
-          this.#resolve = resolve;
-        });
-        this.watch();
-      }
-    }
-    return this.#cancelled;
-  }
-
-  /** Abort the signal and settle the promise, if they were made. */
-  protected settle(reason: CancelReason): void {
-    const controller = this.#controller;
-    if (controller !== undefined && !controller.signal.aborted) controller.abort(new CancelledError(reason));
-    this.#resolve?.(reason);
-    this.#resolve = undefined;
-  }
 }
 
 /**

@@ -176,6 +176,9 @@ interface ScopeWire {
   readonly serialized: boolean;
 }
 
+/** A spawn without a scope. */
+const NO_SCOPE: ScopeWire = Object.freeze({ scope: undefined, version: 0, serialized: false });
+
 /** From this serialized size a scope crosses as shared bytes (see #scopeWire). */
 const SERIALIZED_SCOPE_MIN_BYTES = 8 * 1024;
 
@@ -683,10 +686,12 @@ export class SubagentPool {
    * clone would serialize the whole graph on this thread on every hop. A lean
    * one (the norm) as it is. A scope that can never change (`isDeepFrozen`)
    * gets a version, and its wire form is kept: a worker decodes or freezes
-   * each version once and reuses it. One that can (it holds a Map, Set or
-   * typed array) is looked at afresh on every spawn and never versioned.
+   * each version once and reuses it. One that can (it holds anything but
+   * plain objects, arrays and primitives: a Map, a Date...) is looked at
+   * afresh on every spawn and never versioned.
    */
   #scopeWire(scope: unknown): ScopeWire {
+    if (scope === undefined) return NO_SCOPE;
     if (typeof scope !== 'object' || scope === null) return { scope, version: 0, serialized: false };
     const known = this.#scopeWires.get(scope);
     if (known !== undefined) return known;
