@@ -42,7 +42,33 @@ export type ErrorCode =
   | 'ERR_REQUEST_EXPIRED'
   | 'ERR_REQUEST_DECLINED'
   | 'ERR_AGENT_STOPPED'
-  | 'ERR_INTERNAL';
+  | 'ERR_INTERNAL'
+  /** A host-channel call was refused: unknown operation, bad arguments, or not this thread's run. */
+  | 'ERR_HOST_REFUSED'
+  /** The model server refused the credentials (401, 403). */
+  | 'ERR_MODEL_AUTH'
+  /** The model server refused the request itself (400, 404, 422...): not retried. */
+  | 'ERR_MODEL_BAD_REQUEST'
+  /** Rate limited (429) past the retry budget, or told to wait longer than the cap. */
+  | 'ERR_MODEL_RATE_LIMITED'
+  /** The model call overran its timeout. */
+  | 'ERR_MODEL_TIMEOUT'
+  /** The model server could not be reached (refused, reset, DNS). */
+  | 'ERR_MODEL_CONNECTION'
+  /** A streamed answer stalled: no delta within the idle timeout. */
+  | 'ERR_MODEL_STREAM_IDLE'
+  /** A value cannot be saved as JSON (metadata, answers): refused when it is made. */
+  | 'ERR_NOT_JSON'
+  /** The store's file is not a Troupe database, or is damaged. */
+  | 'ERR_STORE_CORRUPT'
+  /** The store was written by a newer Troupe (its schema version is unknown here). */
+  | 'ERR_STORE_VERSION'
+  /** Another process holds the store for writing. */
+  | 'ERR_STORE_LOCKED'
+  /** A write to the store failed (read-only file, full disk): nothing was advanced past it. */
+  | 'ERR_STORE_WRITE'
+  /** A tool's side effect started but its result was never saved (the process died): not re-run. */
+  | 'ERR_INTERRUPTED';
 
 /** Options accepted by every Troupe error constructor. */
 export interface TroupeErrorOptions {

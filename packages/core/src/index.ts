@@ -70,6 +70,8 @@ export type {
   AssistantMessage,
   Message,
   Model,
+  ModelCallInfo,
+  ModelDelta,
   ModelRequest,
   ModelResponse,
   ModelToolCall,
