@@ -184,7 +184,8 @@ export class Dispatcher {
     try {
       raw = await this.#o.pool.run(task, new Ticket(node, task, this));
     } catch (error) {
-      const thread = node.thread;
+      // (Set by the ticket at dispatch: TypeScript cannot see that.)
+      const thread = node.thread as ThreadInfo | undefined;
       // An uncaught error is reported before the thread's exit: wait for the exit code.
       if (thread !== undefined && thread.exitCode === undefined && (thread.error !== undefined || thread.recycled !== undefined)) {
         await thread.exited;
