@@ -109,13 +109,23 @@ export class HostLink {
     return promise;
   }
 
-  /** Queue an event of the run (sent with the next batch). */
+  /**
+   * Queue an event of the run (sent with the next batch). A question, and
+   * the start of a tool or model call, go at once with what is queued: user
+   * code is about to run, and it may hold the thread (a CPU-bound tool never
+   * lets a scheduled flush happen).
+   */
   event(event: HostEvent): void {
     if (this.#closed) return;
     this.#endDeltas();
     this.#buffer.push(event);
-    if (event[0] === 'q' || this.#buffer.length >= MAX_HOST_EVENTS) this.flush();
-    else this.#schedule();
+    if (
+      event[0] === 'q' ||
+      (event[0] === 't' && (event[1] === 'tool.execute.start' || event[1] === 'model.start')) ||
+      this.#buffer.length >= MAX_HOST_EVENTS
+    ) {
+      this.flush();
+    } else this.#schedule();
   }
 
   /** Queue a model delta (consecutive deltas travel as one event). */
