@@ -11,11 +11,11 @@ export {
   addUsage,
   DEFAULT_MAX_FAILED_TURNS,
   initialLoopState,
-  openCalls,
   type LoopEventSink,
   type LoopEvents,
   type LoopOutcome,
   type LoopState,
+  openCalls,
   type PendingCall,
   type RunAgentLoopOptions,
   resolveDelegatedCall,
@@ -61,6 +61,18 @@ export {
   type ToolExecution,
 } from './executeTool.js';
 export {
+  type HostCall,
+  type HostCallWire,
+  type HostEvent,
+  HostOp,
+  type HostReplyWire,
+  MAX_HOST_EVENTS,
+  parseHostCall,
+  parseHostEvents,
+  parseHostReply,
+  TELEMETRY_EVENTS,
+} from './HostProtocol.js';
+export {
   type AgentId,
   type Branded,
   createId,
@@ -83,6 +95,7 @@ export type {
   ToolMessage,
   Usage,
 } from './Model.js';
+export type { ModelErrorEvent, ModelEventBase, ModelEvents, ModelStartEvent, ModelStopEvent } from './ModelEvents.js';
 export {
   AgentRef,
   CAPABILITY_LENGTH,
@@ -106,19 +119,6 @@ export {
   TaskSlot,
   WORKER_READY,
 } from './Protocol.js';
-export {
-  type HostCall,
-  type HostCallWire,
-  type HostEvent,
-  HostOp,
-  type HostReplyWire,
-  MAX_HOST_EVENTS,
-  parseHostCall,
-  parseHostEvents,
-  parseHostReply,
-  TELEMETRY_EVENTS,
-} from './HostProtocol.js';
-export type { ModelErrorEvent, ModelEventBase, ModelEvents, ModelStartEvent, ModelStopEvent } from './ModelEvents.js';
 export { Answer, Request } from './Request.js';
 export {
   assertScopeBudget,

@@ -15,7 +15,7 @@ import { RunTree } from '@troupe/supervisor/internal';
 import { EventEmitter } from 'eventemitter3';
 import { afterWakeups } from '../fixtures/afterWakeups.js';
 import { brokenModel, contextProbe, echo, looper, scopeIdentity, sloppy } from '../fixtures/agents/basic.js';
-import { poller, politeTimeout, spinner, stubborn, waiter } from '../fixtures/agents/cancellable.js';
+import { politeTimeout, poller, spinner, stubborn, waiter } from '../fixtures/agents/cancellable.js';
 import { exiter, hog, thrower } from '../fixtures/agents/crashy.js';
 
 const basic = new URL('../fixtures/agents/basic.js', import.meta.url).href;
@@ -336,7 +336,9 @@ describe('Supervisor.spawn: bad input', () => {
     const before = supervisor.stats().pool.completed;
     const model = ScriptedModel.answering('x');
     const nowhere = defineAgent({ name: 'x', module: 'file:///nowhere/agent.js', instructions: '', model });
-    await assert.rejects(supervisor.spawn(nowhere, { input: 'x', scope }), (e) => isTroupeError(e, 'ERR_UNKNOWN_AGENT'));
+    await assert.rejects(supervisor.spawn(nowhere, { input: 'x', scope }), (e) =>
+      isTroupeError(e, 'ERR_UNKNOWN_AGENT'),
+    );
     const missing = defineAgent({ name: 'nothing', module: basic, instructions: '', model });
     await assert.rejects(
       supervisor.spawn(missing, { input: 'x', scope }),
@@ -369,9 +371,8 @@ describe('Supervisor.spawn: bad input', () => {
 
   it('an already-aborted signal refuses the spawn before anything is posted', async () => {
     const before = supervisor.stats().pool.completed;
-    await assert.rejects(
-      supervisor.spawn(echo, { input: 'x', scope, signal: AbortSignal.abort() }),
-      (e) => isTroupeError(e, 'ERR_CANCELLED'),
+    await assert.rejects(supervisor.spawn(echo, { input: 'x', scope, signal: AbortSignal.abort() }), (e) =>
+      isTroupeError(e, 'ERR_CANCELLED'),
     );
     assert.equal(supervisor.stats().pool.completed, before);
     assert.equal(supervisor.stats().runs, 0);
