@@ -130,6 +130,14 @@ export interface RunAgentLoopOptions {
   readonly onDelta?: ((delta: ModelDelta) => void) | undefined;
   /** Told about a tool or model promise the loop stopped waiting for while it ran on (see `executeTool`). */
   readonly abandoned?: ((work: PromiseLike<unknown>) => void) | undefined;
+  /**
+   * Race each model call against the run's cancellation (default true). Off
+   * where something else bounds a model that ignores its signal — a worker,
+   * whose watchdog kills it after the grace period — so that a run does not
+   * pay a cancellation bridge per model call for nothing: the outcome is
+   * still `cancelled` once the call returns.
+   */
+  readonly raceModel?: boolean | undefined;
 }
 
 /** A fresh loop state for an agent: its instructions, empty todos, the given metadata. */
@@ -392,6 +400,7 @@ function callModel(
   generate: () => Promise<ModelResponse>,
   token: CancelToken,
   abandoned: ((work: PromiseLike<unknown>) => void) | undefined,
+  race: boolean,
 ): Promise<ModelCall> {
   let promise: Promise<ModelResponse>;
   try {
@@ -401,6 +410,12 @@ function callModel(
   }
   if (typeof (promise as { then?: unknown } | null)?.then !== 'function') {
     return Promise.resolve({ kind: 'answered', response: promise as unknown as ModelResponse });
+  }
+  if (!race) {
+    return Promise.resolve(promise).then(
+      (response): ModelCall => ({ kind: 'answered', response }),
+      (error: unknown): ModelCall => ({ kind: 'threw', error }),
+    );
   }
   return new Promise<ModelCall>((resolve) => {
     let done = false;
@@ -664,6 +679,7 @@ async function loop(options: RunAgentLoopOptions): Promise<LoopOutcome> {
       () => model.generate(new LazySignalRequest(messages, specs, token, deltas)),
       token,
       options.abandoned,
+      options.raceModel !== false,
     );
     if (call.kind === 'cancelled' || token.isCancelled()) {
       if (observed)

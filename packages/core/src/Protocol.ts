@@ -192,11 +192,13 @@ export function encodeSubagentTask(task: SubagentTask): SubagentTaskWire {
 
 /** A capability: ≥ 128 random bits, as the supervisor mints them (24 nanoid characters, 144 bits). */
 export const CAPABILITY_LENGTH = 24;
-const CAPABILITY = /^[A-Za-z0-9_-]{24}$/;
 
-/** True for a string shaped like a capability (its authority is checked by the supervisor). */
+/**
+ * True for a string shaped like a capability. Only its length is checked:
+ * its authority is the supervisor's lookup, and this runs on every message.
+ */
 export function isCapability(v: unknown): v is string {
-  return typeof v === 'string' && CAPABILITY.test(v);
+  return typeof v === 'string' && v.length === CAPABILITY_LENGTH;
 }
 
 const isNonEmptyString = (v: unknown): v is string => typeof v === 'string' && v.length > 0;

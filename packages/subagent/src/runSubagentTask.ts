@@ -282,6 +282,8 @@ async function runTask(raw: unknown): Promise<SubagentResult> {
       onQuestion: (toolCallId, request) => host.event(['q', toolCallId, request]),
       onDelta: (task.host & HostFeature.stream) !== 0 ? (delta) => host.delta(delta) : undefined,
       abandoned: abandon,
+      // The watchdog bounds a model that ignores its signal here (it kills the worker after the grace).
+      raceModel: false,
     });
     host.flush();
     result = toResult(outcome, host.sent);

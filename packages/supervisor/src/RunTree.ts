@@ -43,6 +43,7 @@ import type { EventEmitter } from 'eventemitter3';
 import { CancellationTable } from './CancellationTable.js';
 import { BASE_FEATURES, Dispatcher, type WorkerEnd } from './internal/Dispatcher.js';
 import { HostChannel, type HostLookup, type HostRun } from './internal/HostChannel.js';
+import { RecentMap } from './internal/RecentMap.js';
 import {
   type FinalEnd,
   firstOpenRequest,
@@ -52,7 +53,7 @@ import {
   type RootOwner,
   type RunEnd,
   type RunKind,
-  type RunNode,
+  RunNode,
   taskResultOf,
   totalOf,
 } from './internal/RunNode.js';
@@ -75,6 +76,8 @@ export interface RunTreeOptions {
   readonly subagentTimeoutMs: number | undefined;
   /** Host-channel messages a thread may send per second before it counts as a flood. */
   readonly floodLimit?: number | undefined;
+  /** Changes whenever a listener is added or removed (lets the tree cache "anyone listening?"). */
+  readonly listenersVersion?: (() => number) | undefined;
 }
 
 /** What starts a root run: a parent agent's message, or a direct spawn. */
@@ -109,6 +112,15 @@ export interface OpenRequest {
 }
 
 const CLOSED_MEMORY = 10_000;
+
+/** The event announcing each way a subagent run ends. */
+const OUTCOME_EVENTS = Object.freeze({
+  done: 'subagent.done',
+  failed: 'subagent.failed',
+  crashed: 'subagent.crashed',
+  cancelled: 'subagent.cancelled',
+  incomplete: 'subagent.incomplete',
+} as const);
 const EMPTY: Readonly<Record<string, unknown>> = Object.freeze({});
 const NO_EVENTS: readonly never[] = Object.freeze([]);
 
@@ -143,9 +155,10 @@ export class RunTree {
   readonly #nodes = new Map<RunId, RunNode>();
   readonly #byAgent = new Map<string, RunNode>();
   readonly #byCapability = new Map<string, RunNode>();
-  readonly #ended = new Map<string, { readonly agentId: string; readonly runId: string }>();
+  // A capability is only ever presented by the run's own late work: a short memory suffices.
+  readonly #ended = new RecentMap<string, { readonly agentId: string; readonly runId: string }>(1024);
   readonly #requests = new Map<string, RequestEntry>();
-  readonly #closedRequests = new Map<string, 'answered' | 'withdrawn'>();
+  readonly #closedRequests = new RecentMap<string, 'answered' | 'withdrawn'>(CLOSED_MEMORY);
   readonly #roots = new Set<RunNode>();
   readonly #streams = new Map<RunNode, Set<(node: RunNode, deltas: readonly ModelDelta[]) => void>>();
   readonly #idle: (() => void)[] = [];
@@ -168,7 +181,7 @@ export class RunTree {
       lookup: (capability, thread) => this.#lookup(capability, thread),
       recycle: (thread, reason) => this.#recycle(thread, reason),
       refused: (refusal) => {
-        if (this.#events.listenerCount('host.refused') > 0) this.#events.emit('host.refused', refusal);
+        if (this.#has('host.refused')) this.#events.emit('host.refused', refusal);
       },
       floodLimit: options.floodLimit,
     });
@@ -180,7 +193,7 @@ export class RunTree {
       onHostPort: (thread, port) => this.#host.bind(thread, port),
       onViolation: (thread, reason) => {
         this.#recycle(thread, `it sent ${reason}`);
-        if (this.#events.listenerCount('host.refused') > 0) {
+        if (this.#has('host.refused')) {
           this.#events.emit('host.refused', {
             threadId: thread.id,
             reason,
@@ -263,12 +276,12 @@ export class RunTree {
     const stack: RunNode[] = [root];
     for (let n = stack.pop(); n !== undefined; n = stack.pop()) {
       for (const entry of n.requests.values()) this.#requests.delete(entry.id);
-      n.requests.clear();
+      n.clearRequests();
       n.phase = 'ended';
       this.table.release(n.id);
       this.#nodes.delete(n.id);
       if (this.#byAgent.get(n.agentId) === n) this.#byAgent.delete(n.agentId);
-      for (const child of n.children) stack.push(child);
+      for (const child of n.childByCall.values()) if (child.phase !== 'ended') stack.push(child);
     }
     this.#roots.delete(root);
     this.#streams.delete(root);
@@ -296,6 +309,7 @@ export class RunTree {
   /** Resolves with what the root's owner makes of its tree the next time nothing of it runs. */
   whenQuiet(root: RunNode): Promise<unknown> {
     return new Promise((resolve) => {
+      root.quiet ??= [];
       root.quiet.push(resolve);
       if (root.active === 0) this.#quiet(root);
     });
@@ -333,39 +347,9 @@ export class RunTree {
       throw new InvalidArgumentError(`agent ${init.agentId} is already running: give each run its own id`);
     }
     this.table.register(init.id, { parent: init.parent?.id, slot: 'deferred' });
-    const node: RunNode = {
-      ...init,
-      root: undefined as unknown as RunNode,
-      path: init.parent === undefined ? [init.agentId] : [...init.parent.path, init.agentId],
-      phase: 'queued',
-      state: undefined,
-      end: undefined,
-      children: new Set(),
-      childByCall: new Map(),
-      nextChild: 0,
-      requests: new Map(),
-      usage: NO_USAGE,
-      childUsage: NO_USAGE,
-      waiter: undefined,
-      capability: undefined,
-      thread: undefined,
-      attempt: 0,
-      kill: undefined,
-      ended: undefined,
-      received: 0,
-      expect: undefined,
-      expectTimer: undefined,
-      held: undefined,
-      lastToolStart: undefined,
-      active: 0,
-      quiet: [],
-      reported: false,
-    };
-    (node as { root: RunNode }).root = init.parent === undefined ? node : init.parent.root;
+    const node = new RunNode(init);
     this.#nodes.set(node.id, node);
     this.#byAgent.set(node.agentId, node);
-    init.parent?.children.add(node);
-    if (init.toolCallId !== undefined) init.parent?.childByCall.set(init.toolCallId, node);
     return node;
   }
 
@@ -377,19 +361,24 @@ export class RunTree {
     if (this.#running++ === 0) this.#hold();
     // Each (re)dispatch gets its own deadline; time spent waiting for a person does not count.
     const timeoutMs = node.timeoutMs;
-    this.table.setDeadline(node.id, timeoutMs === undefined ? undefined : this.#clock.now() + timeoutMs);
+    if (timeoutMs !== undefined) this.table.setDeadline(node.id, this.#clock.now() + timeoutMs);
+    else if (node.attempt > 1 || node.parent !== undefined) this.table.setDeadline(node.id, undefined);
   }
 
-  // While anything runs, the process stays alive (a script awaiting `send` must not exit under it).
+  // While anything runs, the process stays alive (a script awaiting `send` must not exit
+  // under it). One interval, ref'd and unref'd: cheaper than making one per run.
   #hold(): void {
     this.#keepAlive ??= setInterval(() => {}, 1 << 30);
+    this.#keepAlive.ref();
   }
 
   #release(): void {
-    if (this.#keepAlive !== undefined) {
-      clearInterval(this.#keepAlive);
-      this.#keepAlive = undefined;
-    }
+    this.#keepAlive?.unref();
+  }
+
+  #stopKeepAlive(): void {
+    if (this.#keepAlive !== undefined) clearInterval(this.#keepAlive);
+    this.#keepAlive = undefined;
   }
 
   async #runLocal(
@@ -455,7 +444,7 @@ export class RunTree {
       (node.agent.subagents.length > 0 ? HostFeature.spawn : 0) |
       (this.#observed() ? HostFeature.telemetry : 0) |
       (this.#streamed(node) ? HostFeature.stream : 0);
-    const we = await this.#dispatcher.run(node, { ...input, features });
+    const we = await this.#dispatcher.run(node, input, features);
     this.#workerRuns--;
     this.#completed++;
     const thread = node.thread;
@@ -490,14 +479,17 @@ export class RunTree {
     }
     if (node.capability !== undefined) {
       this.#byCapability.delete(node.capability);
-      this.#rememberEnded(node.capability, node);
+      // Only a run that used its channel can have late messages on it.
+      if (node.talked) this.#rememberEnded(node.capability, node);
     }
+    node.talked = false;
     if (node.kill?.kind === 'lane-timeout' && end.status === 'failed') this.#reportKilledCall(node, end.error);
     node.capability = undefined;
     node.kill = undefined;
     node.lastToolStart = undefined;
-    this.table.unbind(node.id);
+    // Its slot is freed with it (release), or below when it lives on (suspended, or children left).
     this.#ownEnded(node, end, usage, end.status === 'suspended' ? end.state : undefined);
+    if (node.phase !== 'ended') this.table.unbind(node.id);
   }
 
   // ── Ends and propagation ──────────────────────────────────────────────────
@@ -529,16 +521,13 @@ export class RunTree {
 
   // A node whose own work is final: stop what is left of its subtree, then end.
   #drain(node: RunNode): void {
-    for (const entry of node.requests.values()) this.#withdraw(entry, 'the run ended');
-    let running = false;
-    for (const child of node.children) if (child.phase !== 'ended') running = true;
-    if (running && node.end?.status !== 'done') this.cancel(node, 'parent');
+    if (node.requests.size > 0) for (const entry of [...node.requests.values()]) this.#withdraw(entry, 'the run ended');
+    if (node.liveChildren > 0 && node.end?.status !== 'done') this.cancel(node, 'parent');
     this.#maybeEnd(node);
   }
 
   #maybeEnd(node: RunNode): void {
-    if (node.phase !== 'draining') return;
-    for (const child of node.children) if (child.phase !== 'ended') return;
+    if (node.phase !== 'draining' || node.liveChildren > 0) return;
     node.phase = 'ended';
     this.#emitOutcome(node);
     this.table.release(node.id);
@@ -551,7 +540,7 @@ export class RunTree {
       this.#afterChange(node);
       return;
     }
-    parent.children.delete(node);
+    parent.liveChildren--;
     parent.childUsage = addUsage(parent.childUsage, totalOf(node));
     const result = taskResultOf(node, parent.agent.mergeMetadataFrom.has(node.agent.name));
     const waiter = node.waiter;
@@ -606,7 +595,7 @@ export class RunTree {
     node.state = state;
     if (answer !== undefined) {
       const taken = answer.answer as NonNullable<RequestEntry['answer']>;
-      node.requests.delete(answer.toolCallId);
+      node.deleteRequest(answer.toolCallId);
       this.#resume(node, {
         answer: taken.answer,
         approvedCalls: answer.approval && taken.answer.ok ? [answer.toolCallId] : [],
@@ -625,7 +614,7 @@ export class RunTree {
       node.waiter = undefined;
       if (first !== undefined) waiter({ status: 'suspended', request: first.request });
     }
-    if (node.parent !== undefined && this.#events.listenerCount('subagent.suspended') > 0) {
+    if (node.parent !== undefined && this.#has('subagent.suspended')) {
       this.#events.emit('subagent.suspended', {
         agentId: node.agentId,
         runId: node.id,
@@ -668,34 +657,50 @@ export class RunTree {
   #abandon(node: RunNode, reason: CancelReason): void {
     node.end = { status: 'cancelled', reason, forced: false };
     node.phase = 'draining';
-    for (const entry of node.requests.values()) this.#withdraw(entry, `the run was cancelled (${reason})`);
-    for (const child of node.children) if (child.phase === 'suspended') this.#reconsider(child);
+    for (const entry of [...node.requests.values()]) this.#withdraw(entry, `the run was cancelled (${reason})`);
+    for (const child of node.childByCall.values()) if (child.phase === 'suspended') this.#reconsider(child);
     this.#maybeEnd(node);
   }
 
   #afterChange(root: RunNode): void {
     // An ended root is reported to its owner even when nobody waits (a cancel of a suspended message).
-    if (root.active === 0 && (root.quiet.length > 0 || (root.phase === 'ended' && !root.reported))) this.#quiet(root);
+    if (
+      root.active === 0 &&
+      ((root.quiet !== undefined && root.quiet.length > 0) || (root.phase === 'ended' && !root.reported))
+    ) {
+      this.#quiet(root);
+    }
     if (this.#running === 0 && this.#idle.length > 0) for (const resolve of this.#idle.splice(0)) resolve();
   }
 
   #quiet(root: RunNode): void {
     // Its own work is over but not its subtree's: it is quiet only once it has ended.
     if (root.phase === 'draining') return;
-    const waiters = root.quiet.splice(0);
+    const waiters = root.quiet === undefined ? [] : root.quiet.splice(0);
     if (root.phase === 'ended') {
       if (root.reported && waiters.length === 0) return;
       root.reported = true;
     } else if (waiters.length === 0) return;
     const owner = root.owner as RootOwner;
-    void owner.settle(root).then(
-      (reply) => {
-        for (const resolve of waiters) resolve(reply);
-      },
-      (error: unknown) => {
-        for (const resolve of waiters) resolve(error);
-      },
-    );
+    let reply: unknown;
+    try {
+      reply = owner.settle(root);
+    } catch (error) {
+      reply = error;
+    }
+    if (reply instanceof Promise) {
+      reply.then(
+        (value: unknown) => {
+          for (const resolve of waiters) resolve(value);
+        },
+        (error: unknown) => {
+          for (const resolve of waiters) resolve(error);
+        },
+      );
+      return;
+    }
+    // A reply made at once (a spawn's outcome): no promise hop on every run's way back.
+    for (const resolve of waiters) resolve(reply);
   }
 
   // ── Delegation ────────────────────────────────────────────────────────────
@@ -837,9 +842,9 @@ export class RunTree {
       openedAt: this.#clock.now(),
       answer: undefined,
     };
-    node.requests.set(toolCallId, entry);
+    node.setRequest(toolCallId, entry);
     this.#requests.set(id, entry);
-    if (this.#events.listenerCount('request.opened') > 0) {
+    if (this.#has('request.opened')) {
       this.#events.emit('request.opened', {
         request: hostRequest(entry),
         agentId: node.root.agentId,
@@ -854,9 +859,9 @@ export class RunTree {
   #withdraw(entry: RequestEntry, why: string): void {
     if (this.#requests.get(entry.id) !== entry) return;
     this.#requests.delete(entry.id);
-    entry.node.requests.delete(entry.toolCallId);
+    entry.node.deleteRequest(entry.toolCallId);
     this.#remember(entry.id, 'withdrawn');
-    if (this.#events.listenerCount('request.withdrawn') > 0) {
+    if (this.#has('request.withdrawn')) {
       this.#events.emit('request.withdrawn', {
         requestId: entry.id,
         agentId: entry.node.root.agentId,
@@ -868,10 +873,6 @@ export class RunTree {
 
   #remember(id: string, how: 'answered' | 'withdrawn'): void {
     this.#closedRequests.set(id, how);
-    if (this.#closedRequests.size > CLOSED_MEMORY) {
-      const oldest = this.#closedRequests.keys().next().value;
-      if (oldest !== undefined) this.#closedRequests.delete(oldest);
-    }
   }
 
   /** Requests waiting for a person, oldest first. */
@@ -934,7 +935,7 @@ export class RunTree {
     this.#requests.delete(id);
     this.#remember(id, 'answered');
     const node = entry.node;
-    if (this.#events.listenerCount('request.answered') > 0) {
+    if (this.#has('request.answered')) {
       this.#events.emit('request.answered', {
         requestId: id,
         agentId: node.root.agentId,
@@ -968,7 +969,7 @@ export class RunTree {
     for (let n = stack.pop(); n !== undefined; n = stack.pop()) {
       if (n.thread !== undefined && (n.phase === 'running' || n.phase === 'queued')) this.#watchdog.cancelled(n.id);
       if (n.phase === 'suspended') suspended.push(n);
-      for (const child of n.children) stack.push(child);
+      for (const child of n.childByCall.values()) if (child.phase !== 'ended') stack.push(child);
     }
     // Deepest first: each ends before its parent looks at it.
     for (let i = suspended.length - 1; i >= 0; i--) this.#reconsider(suspended[i] as RunNode);
@@ -998,7 +999,7 @@ export class RunTree {
         ? 'a tool call overran its timeout without yielding'
         : 'its run ignored a cancel past the grace period',
     );
-    if (this.#events.listenerCount('worker.recycled') > 0) {
+    if (this.#has('worker.recycled')) {
       this.#events.emit('worker.recycled', {
         threadId: thread.id,
         agentId: node.agentId,
@@ -1012,7 +1013,7 @@ export class RunTree {
   #recycle(thread: ThreadInfo, reason: string): void {
     if (thread.recycled !== undefined) return;
     this.pool.recycle(thread, reason);
-    if (this.#events.listenerCount('worker.recycled') > 0) {
+    if (this.#has('worker.recycled')) {
       let agentId: string | undefined;
       let runId: string | undefined;
       for (const node of this.#byCapability.values()) {
@@ -1039,6 +1040,7 @@ export class RunTree {
     if (node !== undefined) {
       // Issued, but to another thread: it was stolen.
       if (node.thread !== thread) return { kind: 'unknown' };
+      node.talked = true;
       return { kind: 'run', run: this.#hostRun(node) };
     }
     const ended = this.#ended.get(capability);
@@ -1048,10 +1050,6 @@ export class RunTree {
 
   #rememberEnded(capability: string, node: RunNode): void {
     this.#ended.set(capability, { agentId: node.agentId, runId: node.id });
-    if (this.#ended.size > CLOSED_MEMORY) {
-      const oldest = this.#ended.keys().next().value;
-      if (oldest !== undefined) this.#ended.delete(oldest);
-    }
   }
 
   // One view per node, made when its host channel first needs it.
@@ -1107,10 +1105,10 @@ export class RunTree {
     const at = this.#clock.now();
     const timeoutMs = (error as { timeoutMs?: number }).timeoutMs ?? 0;
     const ids = { agentId: node.agentId, runId: node.id, path: node.path };
-    if (this.#events.listenerCount('tool.execute.timeout') > 0) {
+    if (this.#has('tool.execute.timeout')) {
       this.#events.emit('tool.execute.timeout', { ...(start as object), ...ids, timeoutMs, at } as never);
     }
-    if (this.#events.listenerCount('tool.execute.stop') > 0) {
+    if (this.#has('tool.execute.stop')) {
       const started = typeof start.at === 'number' ? start.at : at;
       this.#events.emit('tool.execute.stop', {
         ...(start as object),
@@ -1164,7 +1162,7 @@ export class RunTree {
   }
 
   #deltas(node: RunNode, deltas: readonly ModelDelta[]): void {
-    if (this.#events.listenerCount('model.delta') > 0) {
+    if (this.#has('model.delta')) {
       this.#events.emit('model.delta', {
         agentId: node.agentId,
         runId: node.id,
@@ -1177,14 +1175,42 @@ export class RunTree {
     if (listeners !== undefined) for (const listener of listeners) listener(node, deltas);
   }
 
+  // Whether anyone listens to a worker's telemetry: asked on every dispatch, recomputed
+  // only when the listeners changed (the supervisor counts changes).
   #observed(): boolean {
-    for (const name of TELEMETRY_EVENTS)
-      if (this.#events.listenerCount(name as keyof SupervisorEvents) > 0) return true;
-    return false;
+    const version = this.#o.listenersVersion?.() ?? -1;
+    if (version !== this.#observedVersion || version === -1) {
+      this.#observedVersion = version;
+      this.#observedCache = false;
+      for (const name of TELEMETRY_EVENTS) {
+        if (this.#events.listenerCount(name as keyof SupervisorEvents) > 0) this.#observedCache = true;
+      }
+    }
+    return this.#observedCache;
   }
+  #observedVersion = -2;
+  #observedCache = false;
+
+  // Whether anyone listens to `name`: per-run checks read a cache the listener version invalidates.
+  #has(name: keyof SupervisorEvents): boolean {
+    const version = this.#o.listenersVersion?.() ?? -1;
+    if (version === -1) return this.#events.listenerCount(name) > 0;
+    if (version !== this.#hasVersion) {
+      this.#hasVersion = version;
+      this.#hasCache.clear();
+    }
+    let known = this.#hasCache.get(name);
+    if (known === undefined) {
+      known = this.#events.listenerCount(name) > 0;
+      this.#hasCache.set(name, known);
+    }
+    return known;
+  }
+  #hasVersion = -2;
+  readonly #hasCache = new Map<string, boolean>();
 
   #streamed(node: RunNode): boolean {
-    return this.#streams.has(node.root) || this.#events.listenerCount('model.delta') > 0;
+    return this.#streams.has(node.root) || this.#has('model.delta');
   }
 
   // The loop's events for a run on this thread: the supervisor's emitter, with the run's ids added.
@@ -1201,7 +1227,7 @@ export class RunTree {
   // ── Events ────────────────────────────────────────────────────────────────
 
   #emitSpawned(node: RunNode, metadata: Metadata | undefined, resumed = false): void {
-    if (this.#events.listenerCount('subagent.spawned') === 0) return;
+    if (!this.#has('subagent.spawned')) return;
     const bytes = channelBytes(node.scope, node.toolContext, metadata);
     this.#events.emit('subagent.spawned', {
       agentId: node.agentId,
@@ -1219,6 +1245,7 @@ export class RunTree {
     if (node.kind === 'message') return; // a parent agent's message is reported by its owner
     const end = node.end as FinalEnd;
     const events = this.#events;
+    if (!this.#has(OUTCOME_EVENTS[end.status])) return;
     const base = {
       agentId: node.agentId,
       runId: node.id,
@@ -1230,24 +1257,23 @@ export class RunTree {
     };
     switch (end.status) {
       case 'done':
-        if (events.listenerCount('subagent.done') > 0) events.emit('subagent.done', { ...base, turns: end.turns });
+        if (this.#has('subagent.done')) events.emit('subagent.done', { ...base, turns: end.turns });
         break;
       case 'failed':
-        if (events.listenerCount('subagent.failed') > 0) events.emit('subagent.failed', { ...base, error: end.error });
+        if (this.#has('subagent.failed')) events.emit('subagent.failed', { ...base, error: end.error });
         break;
       case 'crashed':
-        if (events.listenerCount('subagent.crashed') > 0) {
+        if (this.#has('subagent.crashed')) {
           events.emit('subagent.crashed', { ...base, exitCode: end.exitCode, error: end.error });
         }
         break;
       case 'cancelled':
-        if (events.listenerCount('subagent.cancelled') > 0) {
+        if (this.#has('subagent.cancelled')) {
           events.emit('subagent.cancelled', { ...base, reason: end.reason, forced: end.forced });
         }
         break;
       case 'incomplete':
-        if (events.listenerCount('subagent.incomplete') > 0)
-          events.emit('subagent.incomplete', { ...base, turns: end.turns });
+        if (this.#has('subagent.incomplete')) events.emit('subagent.incomplete', { ...base, turns: end.turns });
         break;
     }
   }
@@ -1303,7 +1329,7 @@ export class RunTree {
     this.#watchdog.close();
     await this.pool.close();
     this.table.slots.wakeWatchers();
-    this.#release();
+    this.#stopKeepAlive();
   }
 
   /** Terminate every thread now. */
@@ -1311,7 +1337,7 @@ export class RunTree {
     this.#watchdog.close();
     await this.pool.destroy();
     this.table.slots.wakeWatchers();
-    this.#release();
+    this.#stopKeepAlive();
   }
 }
 

@@ -18,6 +18,7 @@ import {
   initialLoopState,
   isAgent,
   isTroupeError,
+  type LoopState,
   type Metadata,
   type Request,
   type Scope,
@@ -165,14 +166,8 @@ const PoolSchema = z
 
 const EMPTY_CONTEXT: Readonly<Record<string, unknown>> = Object.freeze({});
 
-/** What a direct spawn's caller gets: the run's outcome, the first time its tree is quiet. */
-class SpawnOwner implements RootOwner {
-  outcome: SubagentOutcome | undefined;
-  async settle(root: RunNode): Promise<SubagentOutcome> {
-    this.outcome = outcomeOf(root);
-    return this.outcome;
-  }
-}
+/** What a direct spawn's caller gets: the run's outcome each time its tree is quiet. */
+const SPAWN_OWNER: RootOwner = Object.freeze({ settle: outcomeOf });
 
 /**
  * The supervisor: owns parent agents (actors on this thread), the run tree
@@ -202,6 +197,8 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
   readonly #checkedToolContexts = new WeakSet<object>();
   #closing: Promise<void> | undefined;
   #destroying: Promise<void> | undefined;
+  /** Bumped on every listener change (the run tree caches whether anyone listens). */
+  #listeners = 0;
   #closed = false;
 
   constructor(options: SupervisorOptions = {}) {
@@ -277,12 +274,65 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
       tableCapacity: p.tableCapacity,
       subagentTimeoutMs: timeout,
       floodLimit: p.floodLimit,
+      listenersVersion: () => this.#listeners,
     });
     const tree = this.#tree;
     this.pool = {
       ready: () => tree.pool.ready(),
       stats: () => this.stats().pool,
     };
+  }
+
+  override on<T extends keyof SupervisorEvents>(
+    event: T,
+    fn: (...args: SupervisorEvents[T]) => void,
+    context?: unknown,
+  ): this {
+    this.#listeners++;
+    return super.on(event, fn as never, context);
+  }
+
+  override addListener<T extends keyof SupervisorEvents>(
+    event: T,
+    fn: (...args: SupervisorEvents[T]) => void,
+    context?: unknown,
+  ): this {
+    this.#listeners++;
+    return super.addListener(event, fn as never, context);
+  }
+
+  override once<T extends keyof SupervisorEvents>(
+    event: T,
+    fn: (...args: SupervisorEvents[T]) => void,
+    context?: unknown,
+  ): this {
+    this.#listeners++;
+    return super.once(event, fn as never, context);
+  }
+
+  override off<T extends keyof SupervisorEvents>(
+    event: T,
+    fn?: (...args: SupervisorEvents[T]) => void,
+    context?: unknown,
+    once?: boolean,
+  ): this {
+    this.#listeners++;
+    return super.off(event, fn as never, context, once);
+  }
+
+  override removeListener<T extends keyof SupervisorEvents>(
+    event: T,
+    fn?: (...args: SupervisorEvents[T]) => void,
+    context?: unknown,
+    once?: boolean,
+  ): this {
+    this.#listeners++;
+    return super.removeListener(event, fn as never, context, once);
+  }
+
+  override removeAllListeners(event?: keyof SupervisorEvents): this {
+    this.#listeners++;
+    return super.removeAllListeners(event);
   }
 
   /** Resolves once every worker thread has booted (the pool starts them at construction). */
@@ -473,36 +523,42 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     const toolContext = this.#toolContext(options.toolContext);
     const metadata = options.metadata;
     if (metadata !== undefined && !Object.isFrozen(metadata)) assertCloneable(metadata, 'metadata');
-    const def = await this.#definition(agent);
-    this.#assertOpen();
+    // Loaded already (the common case): no await on the way to the dispatch.
+    const loaded = agent.module === undefined ? undefined : loadedAgent(agent.module, agent.name);
+    const def = loaded ?? (await this.#definition(agent));
+    if (loaded === undefined) this.#assertOpen();
     if (!this.#tree.canQueue()) {
       throw new BackpressureError(
         `the subagent queue is full (${this.#maxQueue} runs waiting for a thread): retry later or raise pool.maxQueue`,
         this.#maxQueue,
       );
     }
-    const owner = new SpawnOwner();
     const root = this.#tree.startRoot({
       kind: 'spawn',
       agent: def,
       agentId: createId('agent'),
       scope,
       toolContext,
-      owner,
+      owner: SPAWN_OWNER,
       input: options.input,
       metadata,
       timeoutMs,
     });
+    if (signal === undefined) {
+      const outcome = await this.#tree.whenQuiet(root);
+      if (outcome instanceof Error) throw outcome;
+      return outcome as SubagentOutcome;
+    }
     const onAbort = (): void => {
       this.#tree.cancel(root, 'user');
     };
-    signal?.addEventListener('abort', onAbort, { once: true });
+    signal.addEventListener('abort', onAbort, { once: true });
     try {
       const outcome = await this.#tree.whenQuiet(root);
       if (outcome instanceof Error) throw outcome;
       return outcome as SubagentOutcome;
     } finally {
-      signal?.removeEventListener('abort', onAbort);
+      signal.removeEventListener('abort', onAbort);
     }
   }
 
@@ -638,35 +694,60 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
   }
 }
 
-/** A direct spawn's tree, as its outcome. */
+/** A direct spawn's tree, as its outcome (literals, not spreads: this runs for every spawn). */
 function outcomeOf(root: RunNode): SubagentOutcome {
-  const base = { agentId: root.agentId, runId: root.id, usage: root.usage, totalUsage: totalOf(root) };
+  const agentId = root.agentId;
+  const runId = root.id;
+  const usage = root.usage;
+  const totalUsage = totalOf(root);
   if (root.phase !== 'ended') {
     const first = firstOpenRequest(root);
-    const state = root.state;
+    const state = root.state as LoopState;
     return {
-      ...base,
+      agentId,
+      runId,
+      usage,
+      totalUsage,
       status: 'suspended',
       request: first?.request ?? { id: '', kind: 'none', prompt: '' },
-      state: state as NonNullable<typeof state>,
-      events: state?.events ?? [],
-      turns: state?.turns ?? 0,
+      state,
+      events: state.events,
+      turns: state.turns,
     };
   }
   const end = root.end;
   switch (end?.status) {
     case 'done':
-      return { ...base, status: 'done', result: end.text, updates: end.updates, events: end.events, turns: end.turns };
+      return {
+        agentId,
+        runId,
+        usage,
+        totalUsage,
+        status: 'done',
+        result: end.text,
+        updates: end.updates,
+        events: end.events,
+        turns: end.turns,
+      };
     case 'failed':
-      return { ...base, status: 'failed', error: end.error, events: end.events, turns: end.turns };
+      return {
+        agentId,
+        runId,
+        usage,
+        totalUsage,
+        status: 'failed',
+        error: end.error,
+        events: end.events,
+        turns: end.turns,
+      };
     case 'incomplete':
-      return { ...base, status: 'incomplete', events: end.events, turns: end.turns };
+      return { agentId, runId, usage, totalUsage, status: 'incomplete', events: end.events, turns: end.turns };
     case 'crashed':
-      return { ...base, status: 'crashed', error: end.error, exitCode: end.exitCode };
+      return { agentId, runId, usage, totalUsage, status: 'crashed', error: end.error, exitCode: end.exitCode };
     case 'cancelled':
-      return { ...base, status: 'cancelled', reason: end.reason, forced: end.forced };
+      return { agentId, runId, usage, totalUsage, status: 'cancelled', reason: end.reason, forced: end.forced };
     default:
-      return { ...base, status: 'cancelled', reason: 'shutdown', forced: false };
+      return { agentId, runId, usage, totalUsage, status: 'cancelled', reason: 'shutdown', forced: false };
   }
 }
 

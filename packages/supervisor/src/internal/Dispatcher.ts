@@ -40,8 +40,6 @@ export interface DispatchInput {
         readonly expired: boolean;
       }
     | undefined;
-  /** HostFeature bits: what the run's host channel offers it. */
-  readonly features: number;
 }
 
 /** How a worker run ended, as the supervisor reads it. */
@@ -133,31 +131,29 @@ export class Dispatcher {
   }
 
   /** Post the node's task; resolves with how its work ended (never rejects). */
-  async run(node: RunNode, input: DispatchInput): Promise<WorkerEnd> {
+  run(node: RunNode, input: DispatchInput, features: number): Promise<WorkerEnd> {
     const ref = node.agent;
     const wire = this.#scopeWire(node.scope);
     const capability = mintCapability();
     node.capability = capability;
     node.thread = undefined;
-    const extras: Record<string, unknown> = {};
-    let hasExtras = false;
+    // Made only when one of them is set: most spawns carry none.
+    let extras: Record<string, unknown> | null = null;
     const parent = node.parent;
     if (parent !== undefined) {
-      extras.parentAgentId = parent.agentId;
-      extras.ancestry = node.path.slice(0, -1);
-      hasExtras = true;
+      extras = { parentAgentId: parent.agentId, ancestry: node.path.slice(0, -1) };
     }
     const toolContext = node.toolContext;
     for (const _ in toolContext) {
+      extras ??= {};
       extras.toolContext = toolContext;
-      hasExtras = true;
       break;
     }
     const metadata = input.resume === undefined ? input.metadata : undefined;
     if (metadata !== undefined) {
       for (const _ in metadata) {
+        extras ??= {};
         extras.metadata = metadata;
-        hasExtras = true;
         break;
       }
     }
@@ -166,8 +162,8 @@ export class Dispatcher {
       const resume: Record<string, unknown> = { state: r.state, approvedCalls: [...r.approvedCalls] };
       if (r.answer !== undefined) resume.answer = r.answer;
       if (r.expired) resume.expired = true;
+      extras ??= {};
       extras.resume = resume;
-      hasExtras = true;
     }
     const task = encodeSubagentTask({
       module: ref.module as string,
@@ -175,31 +171,31 @@ export class Dispatcher {
       agentId: node.agentId,
       slot: 0,
       generation: 0,
-      host: input.features | (wire.serialized ? TaskFlag.serializedScope : 0),
+      host: features | (wire.serialized ? TaskFlag.serializedScope : 0),
       scope: wire.scope,
       scopeVersion: wire.version === 0 ? undefined : wire.version,
       input: input.resume === undefined ? input.input : undefined,
       capability,
     }) as unknown[];
     // The extras go in as one object the ticket may still add the time left to.
-    task[10] = hasExtras ? extras : null;
-    let raw: unknown;
-    try {
-      raw = await this.#o.pool.run(task, new Ticket(node, task, this));
-    } catch (error) {
-      // (Set by the ticket at dispatch: TypeScript cannot see that.)
-      const thread = node.thread as ThreadInfo | undefined;
-      // An uncaught error is reported before the thread's exit: wait for the exit code.
-      if (
-        thread !== undefined &&
-        thread.exitCode === undefined &&
-        (thread.error !== undefined || thread.recycled !== undefined)
-      ) {
-        await thread.exited;
-      }
-      return this.#fromRejection(error, node);
-    }
-    return this.#fromResult(raw, node);
+    task[10] = extras;
+    // One `then`, not an async function: this is every run's way back.
+    return this.#o.pool.run(task, new Ticket(node, task, this)).then(
+      (raw) => this.#fromResult(raw, node),
+      async (error: unknown) => {
+        // (Set by the ticket at dispatch: TypeScript cannot see that.)
+        const thread = node.thread as ThreadInfo | undefined;
+        // An uncaught error is reported before the thread's exit: wait for the exit code.
+        if (
+          thread !== undefined &&
+          thread.exitCode === undefined &&
+          (thread.error !== undefined || thread.recycled !== undefined)
+        ) {
+          await thread.exited;
+        }
+        return this.#fromRejection(error, node);
+      },
+    );
   }
 
   /** The dispatch moment (called by the ticket, inside piscina's balancer: must not throw). */

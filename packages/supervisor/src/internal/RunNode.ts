@@ -19,6 +19,8 @@ import {
 import type { WatchdogKillCause } from '../Watchdog.js';
 import type { ThreadInfo } from './WorkerPool.js';
 
+const ZERO: Usage = Object.freeze({ inputTokens: 0, outputTokens: 0 });
+
 /** What kind of run a node is. */
 export type RunKind = 'message' | 'subagent' | 'spawn';
 
@@ -80,14 +82,38 @@ export interface RequestEntry {
 
 /** The caller that owns a root run and turns its settled state into a reply. */
 export interface RootOwner {
-  /** The root's tree is quiet (nothing runs): report it; resolves with the reply every waiter gets. */
-  settle(root: RunNode): Promise<unknown>;
+  /**
+   * The root's tree is quiet (nothing runs): report it; the reply every
+   * waiter gets, or a promise of it (an owner that saves first).
+   */
+  settle(root: RunNode): unknown;
   /** The root runs again (an answer resumed part of its tree). */
   resumed?(root: RunNode): void;
 }
 
-/** One run of the tree. Owned by `RunTree`; other modules read it. */
-export interface RunNode {
+/** What a node is made from. */
+export interface RunNodeInit {
+  readonly id: RunId;
+  readonly agentId: AgentId;
+  readonly kind: RunKind;
+  readonly agent: Agent;
+  readonly parent: RunNode | undefined;
+  readonly toolCallId: string | undefined;
+  readonly scope: Scope;
+  readonly toolContext: Readonly<Record<string, unknown>>;
+  readonly timeoutMs: number | undefined;
+  readonly owner: RootOwner | undefined;
+}
+
+const NO_CHILDREN: ReadonlyMap<string, RunNode> = new Map();
+const NO_REQUESTS: ReadonlyMap<string, RequestEntry> = new Map();
+
+/**
+ * One run of the tree. Owned by `RunTree`; other modules read it. A class
+ * with every field set in the constructor (one hidden class: this is made
+ * per spawn), its collections made on first use.
+ */
+export class RunNode {
   readonly id: RunId;
   readonly agentId: AgentId;
   readonly kind: RunKind;
@@ -95,8 +121,6 @@ export interface RunNode {
   readonly agent: Agent;
   readonly parent: RunNode | undefined;
   readonly root: RunNode;
-  /** Agent ids from the root down to this run. */
-  readonly path: readonly AgentId[];
   /** The parent's `task` call that spawned it. */
   readonly toolCallId: string | undefined;
   readonly scope: Scope;
@@ -104,54 +128,105 @@ export interface RunNode {
   /** Relative deadline of each of its (re)dispatches. */
   readonly timeoutMs: number | undefined;
   readonly owner: RootOwner | undefined;
-  phase: RunPhase;
+  phase: RunPhase = 'queued';
   /** The state it is suspended in, or to resume from. */
-  state: LoopState | undefined;
+  state: LoopState | undefined = undefined;
   /** Its own work's final end (draining, ended). */
-  end: FinalEnd | undefined;
-  readonly children: Set<RunNode>;
-  readonly childByCall: Map<string, RunNode>;
+  end: FinalEnd | undefined = undefined;
+  /** Children not yet ended. */
+  liveChildren = 0;
   /** The number of the next child (`<agentId>-sub-<n>`); never reused, even across suspensions. */
-  nextChild: number;
-  /** Its own open questions, by the tool call that asked. */
-  readonly requests: Map<string, RequestEntry>;
+  nextChild = 0;
   /** Tokens of its own model calls. */
-  usage: Usage;
+  usage: Usage = ZERO;
   /** Tokens of its ended children's subtrees. */
-  childUsage: Usage;
+  childUsage: Usage = ZERO;
   /** The parent's `task` call, while it awaits this run. */
-  waiter: ((result: TaskResult) => void) | undefined;
+  waiter: ((result: TaskResult) => void) | undefined = undefined;
   /** Its current dispatch: the capability its host calls present and the thread it was sent to. */
-  capability: string | undefined;
-  thread: ThreadInfo | undefined;
+  capability: string | undefined = undefined;
+  thread: ThreadInfo | undefined = undefined;
   /** Incremented on every (re)dispatch: a fencing token for what is saved of it. */
-  attempt: number;
+  attempt = 0;
   /** Why the watchdog had its thread killed, if it did. */
-  kill: WatchdogKillCause | undefined;
+  kill: WatchdogKillCause | undefined = undefined;
   /** Event batches of its current dispatch read so far. */
-  received: number;
+  received = 0;
+  /** Its current dispatch presented its capability on the host channel. */
+  talked = false;
   /** Its result, held until `sent` batches were read (see `SubagentResult.sent`). */
-  expect: { readonly sent: number; readonly resolve: () => void } | undefined;
-  expectTimer: unknown;
+  expect: { readonly sent: number; readonly resolve: () => void } | undefined = undefined;
+  expectTimer: unknown = undefined;
   /** The last `tool.execute.start` its worker reported (to close that call if the worker is killed). */
-  lastToolStart: Readonly<Record<string, unknown>> | undefined;
+  lastToolStart: Readonly<Record<string, unknown>> | undefined = undefined;
   /** The result a worker handed over while it held work of the ended run. */
-  held: import('./Dispatcher.js').WorkerEnd | undefined;
+  held: import('./Dispatcher.js').WorkerEnd | undefined = undefined;
   /** Aborted when its own work ends (an approval handler stops asking). */
-  ended: AbortController | undefined;
+  ended: AbortController | undefined = undefined;
   /** Roots only: nodes of the tree queued or running. */
-  active: number;
+  active = 0;
   /** Roots only: callers waiting for the tree to be quiet. */
-  quiet: ((reply: unknown) => void)[];
+  quiet: ((reply: unknown) => void)[] | undefined = undefined;
   /** Roots only: its end was reported to its owner. */
-  reported: boolean;
+  reported = false;
+  #children: Map<string, RunNode> | undefined = undefined;
+  #requests: Map<string, RequestEntry> | undefined = undefined;
+  #path: readonly AgentId[] | undefined = undefined;
+
+  constructor(init: RunNodeInit) {
+    this.id = init.id;
+    this.agentId = init.agentId;
+    this.kind = init.kind;
+    this.agent = init.agent;
+    this.parent = init.parent;
+    this.root = init.parent === undefined ? this : init.parent.root;
+    this.toolCallId = init.toolCallId;
+    this.scope = init.scope;
+    this.toolContext = init.toolContext;
+    this.timeoutMs = init.timeoutMs;
+    this.owner = init.owner;
+    if (init.parent !== undefined && init.toolCallId !== undefined) init.parent.#adopt(init.toolCallId, this);
+  }
+
+  #adopt(toolCallId: string, child: RunNode): void {
+    this.#children ??= new Map();
+    this.#children.set(toolCallId, child);
+    this.liveChildren++;
+  }
+
+  /** Agent ids from the root down to this run (made on first read). */
+  get path(): readonly AgentId[] {
+    this.#path ??= this.parent === undefined ? [this.agentId] : [...this.parent.path, this.agentId];
+    return this.#path;
+  }
+
+  /** Its children by the `task` call that spawned them, ended ones included. */
+  get childByCall(): ReadonlyMap<string, RunNode> {
+    return this.#children ?? NO_CHILDREN;
+  }
+
+  /** Its own open questions, by the tool call that asked. */
+  get requests(): ReadonlyMap<string, RequestEntry> {
+    return this.#requests ?? NO_REQUESTS;
+  }
+
+  setRequest(toolCallId: string, entry: RequestEntry): void {
+    this.#requests ??= new Map();
+    this.#requests.set(toolCallId, entry);
+  }
+
+  deleteRequest(toolCallId: string): void {
+    this.#requests?.delete(toolCallId);
+  }
+
+  clearRequests(): void {
+    this.#requests?.clear();
+  }
 }
 
-const ZERO: Usage = Object.freeze({ inputTokens: 0, outputTokens: 0 });
-
-/** Usage of a node's whole subtree so far. */
+/** Usage of a node's whole subtree so far (its own when it has no children's: no new object). */
 export function totalOf(node: RunNode): Usage {
-  return addUsage(node.usage, node.childUsage);
+  return node.childUsage === ZERO ? node.usage : addUsage(node.usage, node.childUsage);
 }
 
 /** The zero usage. */
