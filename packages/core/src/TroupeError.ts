@@ -68,7 +68,9 @@ export type ErrorCode =
   /** A write to the store failed (read-only file, full disk): nothing was advanced past it. */
   | 'ERR_STORE_WRITE'
   /** A tool's side effect started but its result was never saved (the process died): not re-run. */
-  | 'ERR_INTERRUPTED';
+  | 'ERR_INTERRUPTED'
+  /** This Node.js is outside the supported range (thrown when `@troupe/core` is imported). */
+  | 'ERR_UNSUPPORTED_NODE';
 
 /** Options accepted by every Troupe error constructor. */
 export interface TroupeErrorOptions {
