@@ -253,6 +253,10 @@ describe('every package, packed and installed in a project outside the workspace
     for (const { manifest, files, unpacked } of packed) {
       for (const file of files) {
         assert.doesNotMatch(file, /\.tsbuildinfo$/, `${manifest.name}: ${file}`);
+        assert.ok(
+          !readFileSync(join(unpacked, file), 'utf8').includes(root),
+          `${manifest.name}: ${file} names a path of the workspace (${root})`,
+        );
         assert.doesNotMatch(
           file,
           /(^|\/)(tests?|__tests__|bench|fixtures)\/|\.(test|spec|bench)\.[cm]?[jt]s/,
