@@ -1,7 +1,7 @@
 import { once } from 'node:events';
 import { Worker } from 'node:worker_threads';
 import { CancelSource, type CancelToken, slotRunCancellation } from '@troupe/core';
-import { CancellationTable } from '@troupe/supervisor';
+import { CancellationTable } from '@troupe/supervisor/internal';
 import type { Figure, Suite } from '../Suite.js';
 import { median, nowNs, quantile, round } from '../stats.js';
 import { type CancelWorkerData, CTL } from '../workers/cancelControl.js';

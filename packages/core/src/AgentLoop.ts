@@ -1,6 +1,6 @@
 import type { Agent } from './Agent.js';
 import { findUncloneable } from './assertCloneable.js';
-import type { CancelToken, RunCancellation } from './CancelToken.js';
+import { type CancelCell, type CancelToken, onCancelled, type RunCancellation } from './CancelToken.js';
 import type { Clock } from './Clock.js';
 import {
   applyContextUpdate,
@@ -12,12 +12,24 @@ import {
 } from './ContextUpdate.js';
 import { type ApprovalHandler, executeTool, type ToolExecution } from './executeTool.js';
 import { type AgentId, createId, type ToolCallId } from './Id.js';
-import type { AssistantMessage, Message, ModelRequest, ModelToolCall, Todo, ToolMessage, Usage } from './Model.js';
+import type {
+  AssistantMessage,
+  Message,
+  ModelDelta,
+  ModelRequest,
+  ModelResponse,
+  ModelToolCall,
+  Todo,
+  ToolMessage,
+  Usage,
+} from './Model.js';
+import type { ModelEvents } from './ModelEvents.js';
 import type { Answer, Request } from './Request.js';
-import { createTaskTool, TASK_TOOL_NAME, type TaskSpawner } from './TaskTool.js';
+import { createTaskTool, TASK_TOOL_NAME, type TaskResult, type TaskSpawner } from './TaskTool.js';
 import type { AnyTool, ToolSpec } from './Tool.js';
 import type { AgentStateView, RunContext } from './ToolContext.js';
 import type { ToolEventSink, ToolEvents } from './ToolEvents.js';
+import { asError } from './ToolResult.js';
 import { CancelledError, type CancelReason, isTroupeError, TroupeError } from './TroupeError.js';
 
 /** One call of a turn that was suspended, with its result once it has one. */
@@ -33,6 +45,14 @@ export interface PendingCall {
   readonly request?: Request | undefined;
   /** True when the question is an approval. */
   readonly approval?: boolean | undefined;
+  /**
+   * True for a `task` call whose child run is suspended: the question is the
+   * child's, and only the supervisor resolves the call (with the child's
+   * outcome, see {@link resolveDelegatedCall}); an answer never re-runs it.
+   */
+  readonly delegated?: boolean | undefined;
+  /** The child's usage (its whole subtree), delivered with a `task` call's result. */
+  readonly usage?: Usage | undefined;
 }
 
 /** The state of an agent's loop: all a suspended run needs to resume on any thread. */
@@ -46,8 +66,11 @@ export interface LoopState {
   /** Session-log events recorded during this run. */
   readonly events: readonly SessionEvent[];
   readonly turns: number;
+  /** Tokens this agent's own model calls used. */
   readonly usage: Usage;
-  /** Consecutive turns whose tool calls all failed. */
+  /** Tokens its children's subtrees used (delivered with `task` results); absent in states saved before it existed. */
+  readonly childUsage?: Usage | undefined;
+  /** Consecutive turns whose tool calls all failed, in the current message. */
   readonly failedTurns: number;
   /** The suspended turn, if the run is waiting on an answer. */
   readonly pending: readonly PendingCall[] | undefined;
@@ -62,7 +85,7 @@ export type LoopOutcome =
   | { readonly status: 'cancelled'; readonly reason: CancelReason; readonly state: LoopState };
 
 /** Agent-level events of the loop. */
-export interface LoopEvents extends ToolEvents {
+export interface LoopEvents extends ToolEvents, ModelEvents {
   'agent.turn': [{ readonly agentId: AgentId; readonly turn: number; readonly at: number }];
   'context.events_dropped': [{ readonly agentId: AgentId; readonly dropped: EventsDropped; readonly at: number }];
 }
@@ -95,6 +118,18 @@ export interface RunAgentLoopOptions {
   readonly events?: LoopEventSink | undefined;
   /** Consecutive turns whose tool calls all fail before the run fails. Default 3. */
   readonly maxFailedTurns?: number | undefined;
+  /** The supervisor found the answer's question expired when it was answered: the tool gets an error result. */
+  readonly expired?: boolean | undefined;
+  /**
+   * Called as soon as one of the run's own tools asks a person (returns
+   * `pending`, or its approval handler asks), while the turn's other calls
+   * go on: the host can see the question before the run suspends.
+   */
+  readonly onQuestion?: ((toolCallId: string, request: Request) => void) | undefined;
+  /** Receives the model's streamed deltas, in order (given to the model as `onDelta`). */
+  readonly onDelta?: ((delta: ModelDelta) => void) | undefined;
+  /** Told about a tool or model promise the loop stopped waiting for while it ran on (see `executeTool`). */
+  readonly abandoned?: ((work: PromiseLike<unknown>) => void) | undefined;
 }
 
 /** A fresh loop state for an agent: its instructions, empty todos, the given metadata. */
@@ -107,11 +142,14 @@ export function initialLoopState(agentId: AgentId, instructions: string, metadat
     updates: [],
     events: [],
     turns: 0,
-    usage: { inputTokens: 0, outputTokens: 0 },
+    usage: ZERO_USAGE,
+    childUsage: ZERO_USAGE,
     failedTurns: 0,
     pending: undefined,
   };
 }
+
+const ZERO_USAGE: Usage = Object.freeze({ inputTokens: 0, outputTokens: 0 });
 
 interface CallResult {
   readonly message: ToolMessage;
@@ -119,6 +157,7 @@ interface CallResult {
   readonly request: Request | undefined;
   readonly approval: boolean;
   readonly failed: boolean;
+  readonly delegated?: boolean | undefined;
 }
 
 function errorContent(error: Error): { error: string; code?: string } {
@@ -238,11 +277,18 @@ function normaliseCalls(message: AssistantMessage): { calls: ModelToolCall[]; ma
 class LazySignalRequest implements ModelRequest {
   readonly messages: readonly Message[];
   readonly tools: readonly ToolSpec[];
+  readonly onDelta: ((delta: ModelDelta) => void) | undefined;
   readonly #token: CancelToken;
-  constructor(messages: readonly Message[], tools: readonly ToolSpec[], token: CancelToken) {
+  constructor(
+    messages: readonly Message[],
+    tools: readonly ToolSpec[],
+    token: CancelToken,
+    onDelta: ((delta: ModelDelta) => void) | undefined,
+  ) {
     this.messages = messages;
     this.tools = tools;
     this.#token = token;
+    this.onDelta = onDelta;
   }
   get signal(): AbortSignal {
     return this.#token.signal;
@@ -305,12 +351,82 @@ function toolIndexOf(agent: Agent): ToolIndex {
   return index;
 }
 
-function addUsage(a: Usage, b: Usage | undefined): Usage {
+const count = (n: unknown): number => (typeof n === 'number' && Number.isFinite(n) && n > 0 ? n : 0);
+
+/** `a + b`, field by field; the optional counts appear once either side has them. */
+export function addUsage(a: Usage, b: Usage | undefined): Usage {
   if (b === undefined) return a;
-  return {
-    inputTokens: a.inputTokens + (Number.isFinite(b.inputTokens) ? b.inputTokens : 0),
-    outputTokens: a.outputTokens + (Number.isFinite(b.outputTokens) ? b.outputTokens : 0),
+  const cached =
+    a.cachedInputTokens === undefined && b.cachedInputTokens === undefined
+      ? undefined
+      : count(a.cachedInputTokens) + count(b.cachedInputTokens);
+  const reasoning =
+    a.reasoningTokens === undefined && b.reasoningTokens === undefined
+      ? undefined
+      : count(a.reasoningTokens) + count(b.reasoningTokens);
+  const sum: { inputTokens: number; outputTokens: number; cachedInputTokens?: number; reasoningTokens?: number } = {
+    inputTokens: count(a.inputTokens) + count(b.inputTokens),
+    outputTokens: count(a.outputTokens) + count(b.outputTokens),
   };
+  if (cached !== undefined) sum.cachedInputTokens = cached;
+  if (reasoning !== undefined) sum.reasoningTokens = reasoning;
+  return sum;
+}
+
+/** What a run's subtree used: its own model calls plus its children's. */
+export function totalUsage(state: LoopState): Usage {
+  return state.childUsage === undefined ? state.usage : addUsage(state.usage, state.childUsage);
+}
+
+type ModelCall =
+  | { readonly kind: 'answered'; readonly response: ModelResponse | undefined }
+  | { readonly kind: 'threw'; readonly error: unknown }
+  | { readonly kind: 'cancelled'; readonly reason: CancelReason };
+
+/**
+ * Call the model, raced against the run's cancellation: a model that ignores
+ * its signal cannot hold a cancelled run (its promise is reported as
+ * abandoned and left to settle on its own).
+ */
+function callModel(
+  generate: () => Promise<ModelResponse>,
+  token: CancelToken,
+  abandoned: ((work: PromiseLike<unknown>) => void) | undefined,
+): Promise<ModelCall> {
+  let promise: Promise<ModelResponse>;
+  try {
+    promise = generate();
+  } catch (error) {
+    return Promise.resolve({ kind: 'threw', error });
+  }
+  if (typeof (promise as { then?: unknown } | null)?.then !== 'function') {
+    return Promise.resolve({ kind: 'answered', response: promise as unknown as ModelResponse });
+  }
+  return new Promise<ModelCall>((resolve) => {
+    let done = false;
+    const cell: CancelCell = { fn: undefined };
+    cell.fn = (reason) => {
+      if (done) return;
+      done = true;
+      abandoned?.(promise);
+      resolve({ kind: 'cancelled', reason });
+    };
+    promise.then(
+      (response) => {
+        cell.fn = undefined;
+        if (done) return;
+        done = true;
+        resolve({ kind: 'answered', response });
+      },
+      (error: unknown) => {
+        cell.fn = undefined;
+        if (done) return;
+        done = true;
+        resolve({ kind: 'threw', error });
+      },
+    );
+    if (!done) onCancelled(token, cell);
+  });
 }
 
 /**
@@ -320,29 +436,54 @@ function addUsage(a: Usage, b: Usage | undefined): Usage {
  * (`incomplete`), a tool asks a person (`suspended`, with the state to resume
  * from), the run is cancelled, or the model fails.
  *
+ * Resuming (a state with `pending` calls): an `answer` re-runs the one call
+ * that asked it, exactly once (a declined or expired answer gives that call
+ * an error result instead); with every call resolved the turn completes and
+ * the loop goes on, otherwise the run suspends again on the next open call.
+ * A `task` call whose child suspended is open until the supervisor resolves
+ * it ({@link resolveDelegatedCall}); an answer never re-runs it.
+ *
  * The same function runs a parent agent on the supervisor thread and a
  * subagent in a worker; only the cancellation, approval and spawner differ.
- * Never rejects.
+ * Model calls and tool calls are raced against the run's cancellation, so a
+ * cancelled run ends `cancelled`, never `done`. Never rejects.
  */
 export async function runAgentLoop(options: RunAgentLoopOptions): Promise<LoopOutcome> {
+  try {
+    return await loop(options);
+  } catch (error) {
+    // A defect of the loop or of a callback it trusted (a spawner, a sink):
+    // the run fails with it, the caller is never left with a rejection.
+    return {
+      status: 'failed',
+      error: new TroupeError(`the agent loop failed: ${asError(error).message}`, { code: 'ERR_INTERNAL', cause: error }),
+      state: options.state,
+    };
+  }
+}
+
+async function loop(options: RunAgentLoopOptions): Promise<LoopOutcome> {
   const { agent, run, clock, cancellation, events } = options;
   const token = cancellation.token;
   let state = options.state;
   const maxFailedTurns = options.maxFailedTurns ?? DEFAULT_MAX_FAILED_TURNS;
 
-  // Child events delivered by `task` calls, by call id, until the turn completes.
+  // Child events and usage delivered by `task` calls, by call id, until the turn completes.
   const childEvents = new Map<string, readonly SessionEvent[]>();
+  const childUsage = new Map<string, Usage>();
   const index = toolIndexOf(agent);
   // The task tool closes over this run's spawner; everything else is shared per agent.
   const task =
     agent.subagents.length > 0 && options.spawner !== undefined
-      ? createTaskTool(agent.subagents, options.spawner, (id, evs) => {
+      ? createTaskTool(agent.subagents, options.spawner, (id, evs, usage) => {
           if (evs.length > 0) childEvents.set(id, evs);
+          if (usage !== undefined) childUsage.set(id, usage);
         })
       : undefined;
   const toolNamed = (name: string): AnyTool | undefined =>
     task !== undefined && name === task.name ? task : index.byName.get(name);
   const specs = task === undefined ? index.specs : index.specsWithTask(task);
+  const onQuestion = options.onQuestion;
 
   const execute = async (
     call: ModelToolCall,
@@ -387,77 +528,91 @@ export async function runAgentLoop(options: RunAgentLoopOptions): Promise<LoopOu
           answer: approvalAnswer ? undefined : answer,
           events,
           toolIndex: index.position.get(call.name),
+          abandoned: options.abandoned,
         },
       );
     }
-    return toCallResult(call, execution);
+    const result = toCallResult(call, execution);
+    if (result.request === undefined) return result;
+    // A `task` call's question is its child's (already asked); the run's own tools ask now.
+    if (tool === task) return { ...result, delegated: true };
+    onQuestion?.(call.id, result.request);
+    return result;
   };
 
   const end = <O extends LoopOutcome>(outcome: O): O => outcome;
 
   if (options.input !== undefined) {
-    state = { ...state, messages: [...state.messages, { role: 'user', content: options.input }] };
+    // A new message: the failed-turn count is per message.
+    state = {
+      ...state,
+      failedTurns: 0,
+      messages: [...state.messages, { role: 'user', content: options.input }],
+    };
   }
 
-  // Resume a suspended turn: answer the first open question, then ask the next, or complete the turn.
+  // Resume a suspended turn: answer the call that asked, then suspend on the next open call or complete the turn.
   if (state.pending !== undefined) {
-    const answer = options.answer;
     const pending = [...state.pending];
-    const index = pending.findIndex((p) => p.request !== undefined);
-    const open = pending[index];
-    if (answer === undefined || open === undefined || open.request?.id !== answer.id) {
-      return end({
-        status: 'failed',
-        error: new TroupeError(
-          `this run waits on request ${open?.request?.id ?? '(none)'} but was resumed with ${answer === undefined ? 'no answer' : `an answer to ${answer.id}`}`,
-          { code: 'ERR_UNKNOWN_REQUEST' },
-        ),
-        state,
-      });
+    const answer = options.answer;
+    if (answer !== undefined) {
+      const at = pending.findIndex((p) => p.result === undefined && p.delegated !== true && p.request?.id === answer.id);
+      const open = pending[at];
+      if (open === undefined) {
+        return end({
+          status: 'failed',
+          error: new TroupeError(
+            `this run waits on ${describeOpen(pending)} but was resumed with an answer to ${answer.id}`,
+            { code: 'ERR_UNKNOWN_REQUEST' },
+          ),
+          state,
+        });
+      }
+      let result: CallResult;
+      if (options.expired === true || !answer.ok) {
+        const request = open.request as Request;
+        const error = options.expired
+          ? new TroupeError(`request ${request.id} expired before it was answered`, { code: 'ERR_REQUEST_EXPIRED' })
+          : new TroupeError(
+              `${open.approval === true ? 'approval was declined' : 'the request was declined'}${answer.reason ? `: ${answer.reason}` : ''}`,
+              { code: open.approval === true ? 'ERR_APPROVAL_DENIED' : 'ERR_REQUEST_DECLINED' },
+            );
+        result = {
+          message: {
+            role: 'tool',
+            toolCallId: open.call.id,
+            name: open.call.name,
+            content: errorContent(error),
+            isError: true,
+          },
+          operations: undefined,
+          request: undefined,
+          approval: false,
+          failed: true,
+        };
+      } else {
+        // Re-run the pending tool exactly once. An approval answer is not the tool's own answer:
+        // the call runs pre-approved (if the supervisor says so) as if first called.
+        result = await execute(open.call, undefined, answer, open.approval === true);
+      }
+      pending[at] = pendingOf(open.call, result, childEvents, childUsage);
     }
-    const request = open.request as Request;
-    let result: CallResult;
-    const expired = request.expiresAt !== undefined && clock.now() > request.expiresAt;
-    if (expired || !answer.ok) {
-      const error = expired
-        ? new TroupeError(`request ${request.id} expired before it was answered`, { code: 'ERR_REQUEST_EXPIRED' })
-        : new TroupeError(
-            `${open.approval === true ? 'approval was declined' : 'the request was declined'}${answer.reason ? `: ${answer.reason}` : ''}`,
-            { code: open.approval === true ? 'ERR_APPROVAL_DENIED' : 'ERR_REQUEST_DECLINED' },
-          );
-      result = {
-        message: {
-          role: 'tool',
-          toolCallId: open.call.id,
-          name: open.call.name,
-          content: errorContent(error),
-          isError: true,
-        },
-        operations: undefined,
-        request: undefined,
-        approval: false,
-        failed: true,
-      };
-    } else {
-      // Re-run the pending tool exactly once. An approval answer is not the tool's own answer:
-      // the call runs pre-approved (if the supervisor says so) as if first called.
-      result = await execute(open.call, undefined, answer, open.approval === true);
-    }
-    pending[index] = {
-      call: open.call,
-      result: result.request === undefined ? result.message : undefined,
-      operations: result.operations,
-      childEvents: childEvents.get(open.call.id),
-      request: result.request,
-      approval: result.approval,
-    };
-    const next = pending.find((p) => p.request !== undefined);
+    const next = pending.find((p) => p.result === undefined);
     if (next !== undefined) {
       return end({ status: 'suspended', request: next.request as Request, state: { ...state, pending } });
     }
     state = completeTurn({ ...state, pending: undefined }, pending, clock, events);
+  } else if (options.answer !== undefined) {
+    return end({
+      status: 'failed',
+      error: new TroupeError(`this run waits on no request but was resumed with an answer to ${options.answer.id}`, {
+        code: 'ERR_UNKNOWN_REQUEST',
+      }),
+      state,
+    });
   }
 
+  const model = agent.model;
   for (;;) {
     if (token.isCancelled()) return end({ status: 'cancelled', reason: token.reason ?? 'user', state });
     if (state.failedTurns >= maxFailedTurns) {
@@ -472,14 +627,42 @@ export async function runAgentLoop(options: RunAgentLoopOptions): Promise<LoopOu
     }
     if (state.turns >= agent.maxTurns) return end({ status: 'incomplete', state });
 
+    const turn = state.turns + 1;
     if (events !== undefined && events.listenerCount('agent.turn') > 0) {
-      events.emit('agent.turn', { agentId: state.agentId, turn: state.turns + 1, at: clock.now() });
+      events.emit('agent.turn', { agentId: state.agentId, turn, at: clock.now() });
+    }
+    const observed = events !== undefined && (events.listenerCount('model.stop') > 0 || events.listenerCount('model.error') > 0);
+    const started = observed || (events !== undefined && events.listenerCount('model.start') > 0) ? clock.now() : 0;
+    if (events !== undefined && events.listenerCount('model.start') > 0) {
+      events.emit('model.start', { agentId: state.agentId, model: model.name, provider: model.provider, turn, at: started });
+    }
+    let firstDelta: number | undefined;
+    const onDelta = options.onDelta;
+    const deltas =
+      onDelta === undefined
+        ? undefined
+        : observed
+          ? (delta: ModelDelta) => {
+              firstDelta ??= clock.now();
+              onDelta(delta);
+            }
+          : onDelta;
+    const messages = state.messages;
+    const call = await callModel(
+      () => model.generate(new LazySignalRequest(messages, specs, token, deltas)),
+      token,
+      options.abandoned,
+    );
+    if (call.kind === 'cancelled' || token.isCancelled()) {
+      if (observed) modelError(events, state.agentId, model, turn, started, clock, new CancelledError(token.reason ?? 'user'), true, undefined);
+      return end({ status: 'cancelled', reason: token.reason ?? (call.kind === 'cancelled' ? call.reason : 'user'), state });
     }
     let message: AssistantMessage;
     let usage: Usage | undefined;
     try {
-      const response = await agent.model.generate(new LazySignalRequest(state.messages, specs, token));
-      message = response?.message;
+      if (call.kind === 'threw') throw call.error;
+      const response = call.response;
+      message = response?.message as AssistantMessage;
       usage = response?.usage;
       if (
         typeof message !== 'object' ||
@@ -493,14 +676,34 @@ export async function runAgentLoop(options: RunAgentLoopOptions): Promise<LoopOu
           },
         );
       }
+      if (observed && events.listenerCount('model.stop') > 0) {
+        const info = response?.info;
+        events.emit('model.stop', {
+          agentId: state.agentId,
+          model: model.name,
+          provider: model.provider,
+          turn,
+          at: clock.now(),
+          durationMs: clock.now() - started,
+          usage,
+          responseModel: info?.model,
+          timeToFirstTokenMs: info?.timeToFirstTokenMs ?? (firstDelta === undefined ? undefined : firstDelta - started),
+          attempts: info?.attempts,
+          finishReason: info?.finishReason,
+          toolCalls: Array.isArray(message.toolCalls) ? message.toolCalls.length : 0,
+        });
+      }
     } catch (error) {
-      if (token.isCancelled()) return end({ status: 'cancelled', reason: token.reason ?? 'user', state });
       const err =
         error instanceof Error
           ? isTroupeError(error)
             ? error
             : new TroupeError(`the model failed: ${error.message}`, { code: 'ERR_MODEL', cause: error })
-          : new TroupeError(`the model failed: ${String(error)}`, { code: 'ERR_MODEL' });
+          : new TroupeError(`the model failed: ${asError(error).message}`, { code: 'ERR_MODEL', cause: error });
+      if (observed) {
+        const attempts = (error as { attempts?: unknown } | null)?.attempts;
+        modelError(events, state.agentId, model, turn, started, clock, err, false, typeof attempts === 'number' ? attempts : undefined);
+      }
       return end({ status: 'failed', error: err, state });
     }
 
@@ -521,22 +724,115 @@ export async function runAgentLoop(options: RunAgentLoopOptions): Promise<LoopOu
       calls.length === 1
         ? [await execute(calls[0] as ModelToolCall, malformed.get((calls[0] as ModelToolCall).id))]
         : await Promise.all(calls.map((c) => execute(c, malformed.get(c.id))));
-    const pending: PendingCall[] = results.map((r, i) => ({
-      call: calls[i] as ModelToolCall,
-      result: r.request === undefined ? r.message : undefined,
-      operations: r.operations,
-      childEvents: childEvents.get((calls[i] as ModelToolCall).id),
-      request: r.request,
-      approval: r.approval,
-    }));
+    const pending: PendingCall[] = results.map((r, i) => pendingOf(calls[i] as ModelToolCall, r, childEvents, childUsage));
     childEvents.clear();
-    const first = pending.find((p) => p.request !== undefined);
+    childUsage.clear();
+    const first = pending.find((p) => p.result === undefined);
     if (first !== undefined) {
       return end({ status: 'suspended', request: first.request as Request, state: { ...state, pending } });
     }
     state = completeTurn(state, pending, clock, events);
     if (token.isCancelled()) return end({ status: 'cancelled', reason: token.reason ?? 'user', state });
   }
+}
+
+function modelError(
+  events: LoopEventSink | undefined,
+  agentId: AgentId,
+  model: { readonly name?: string | undefined; readonly provider?: string | undefined },
+  turn: number,
+  started: number,
+  clock: Clock,
+  error: Error,
+  cancelled: boolean,
+  attempts: number | undefined,
+): void {
+  if (events === undefined || events.listenerCount('model.error') === 0) return;
+  const at = clock.now();
+  events.emit('model.error', {
+    agentId,
+    model: model.name,
+    provider: model.provider,
+    turn,
+    at,
+    durationMs: at - started,
+    error,
+    cancelled,
+    attempts,
+  });
+}
+
+function pendingOf(
+  call: ModelToolCall,
+  r: CallResult,
+  childEvents: ReadonlyMap<string, readonly SessionEvent[]>,
+  childUsage: ReadonlyMap<string, Usage>,
+): PendingCall {
+  return {
+    call,
+    result: r.request === undefined ? r.message : undefined,
+    operations: r.operations,
+    childEvents: childEvents.get(call.id),
+    usage: childUsage.get(call.id),
+    request: r.request,
+    approval: r.approval,
+    delegated: r.delegated,
+  };
+}
+
+function describeOpen(pending: readonly PendingCall[]): string {
+  const open = pending.filter((p) => p.result === undefined && p.delegated !== true).map((p) => p.request?.id);
+  return open.length === 0 ? 'no request of its own' : `request ${open.join(', ')}`;
+}
+
+/**
+ * The calls of a suspended state that have no result yet: the run's own
+ * questions, and `task` calls waiting on a suspended child.
+ */
+export function openCalls(state: LoopState): readonly PendingCall[] {
+  return state.pending === undefined ? [] : state.pending.filter((p) => p.result === undefined);
+}
+
+/**
+ * Give a delegated (`task`) call of a suspended state its child's outcome —
+ * what the `task` tool would have returned had the child not suspended:
+ * the answer (with the child's metadata operations when the parent merges
+ * them), or an error result; the child's session events and usage ride along.
+ * A pure function: the supervisor applies it to a suspended parent's state.
+ */
+export function resolveDelegatedCall(state: LoopState, toolCallId: string, result: TaskResult): LoopState {
+  const pending = state.pending;
+  if (pending === undefined) return state;
+  const at = pending.findIndex((p) => p.call.id === toolCallId && p.result === undefined);
+  const open = pending[at];
+  if (open === undefined) return state;
+  const call = open.call;
+  let resolved: PendingCall;
+  switch (result.status) {
+    case 'done':
+      resolved = {
+        call,
+        result: { role: 'tool', toolCallId: call.id, name: call.name, content: result.result, isError: false },
+        operations: result.updates,
+        childEvents: result.events.length > 0 ? result.events : undefined,
+        usage: result.usage,
+      };
+      break;
+    case 'error':
+      resolved = {
+        call,
+        result: { role: 'tool', toolCallId: call.id, name: call.name, content: errorContent(result.error), isError: true },
+        childEvents: result.events.length > 0 ? result.events : undefined,
+        usage: result.usage,
+      };
+      break;
+    case 'suspended':
+      resolved = { ...open, request: result.request, delegated: true };
+      break;
+  }
+  const next = [...pending];
+  next[at] = resolved;
+  return { ...state, pending: next };
 }
 
 /**
@@ -590,25 +886,39 @@ function completeTurn(
   let metadata = state.metadata;
   let log: readonly SessionEvent[] = state.events;
   let updates = state.updates;
+  let children = state.childUsage;
   let allFailed = true;
   const at = clock.now();
   for (const p of calls) {
-    const result = p.result as ToolMessage;
-    messages.push(result);
-    if (!result.isError) allFailed = false;
+    let result = p.result as ToolMessage;
     if (p.operations !== undefined && p.operations.length > 0) {
-      // Operations that crossed a thread are rebuilt and checked like new ones.
-      const update = ContextUpdate.from(p.operations);
-      const applied = applyContextUpdate(update, { metadata, log }, { agentId: state.agentId, at });
-      metadata = applied.metadata;
-      log = applied.log ?? log;
-      const metaOps = update.operations.filter((o) => o.op !== 'logEvent');
-      if (metaOps.length > 0) updates = [...updates, ...metaOps];
-      if (applied.dropped !== undefined && events !== undefined && events.listenerCount('context.events_dropped') > 0) {
-        events.emit('context.events_dropped', { agentId: state.agentId, dropped: applied.dropped, at });
+      try {
+        // Operations that crossed a thread are rebuilt and checked like new ones.
+        const update = ContextUpdate.from(p.operations);
+        const applied = applyContextUpdate(update, { metadata, log }, { agentId: state.agentId, at });
+        metadata = applied.metadata;
+        log = applied.log ?? log;
+        const metaOps = update.operations.filter((o) => o.op !== 'logEvent');
+        if (metaOps.length > 0) updates = [...updates, ...metaOps];
+        if (
+          applied.dropped !== undefined &&
+          events !== undefined &&
+          events.listenerCount('context.events_dropped') > 0
+        ) {
+          events.emit('context.events_dropped', { agentId: state.agentId, dropped: applied.dropped, at });
+        }
+      } catch (error) {
+        // An update that cannot be applied (append to a non-list, an operation
+        // rebuilt from another thread that fails its checks): none of it is
+        // applied, and the model sees why instead of the call's value.
+        const err = asError(error);
+        result = { role: 'tool', toolCallId: result.toolCallId, name: result.name, content: errorContent(err), isError: true };
       }
     }
+    messages.push(result);
+    if (!result.isError) allFailed = false;
     if (p.childEvents !== undefined && p.childEvents.length > 0) log = [...log, ...p.childEvents];
+    if (p.usage !== undefined) children = addUsage(children ?? ZERO_USAGE, p.usage);
   }
   return {
     ...state,
@@ -616,6 +926,7 @@ function completeTurn(
     metadata,
     events: log,
     updates,
+    childUsage: children,
     failedTurns: allFailed ? state.failedTurns + 1 : 0,
     pending: undefined,
   };

@@ -43,14 +43,12 @@ const CODES: Readonly<Record<CancelReason, number>> = { user: 1, parent: 2, dead
 // ── Buffer layout ────────────────────────────────────────────────────────────
 // [header: 64 bytes][slot 0][slot 1]...; a slot is a multiple of 64 bytes so two
 // slots never share a cache line (a polling worker does not slow its neighbour).
-// Slot, in int32 words: RUN, ACTIVITY, OWNER, LANE_0..LANE_{L-1}, INFO_0..INFO_{L-1},
+// Slot, in int32 words: RUN, ACTIVITY, (unused), LANE_0..LANE_{L-1}, INFO_0..INFO_{L-1},
 // LIMIT_0..LIMIT_{L-1}, padding to 8 bytes;
 // then int64 words: RUN_DEADLINE, LANE_DEADLINE_0..L-1 (integer µs since the
 // epoch, 0 = none; BigInt64 so Atomics reads them tear-free).
 // INFO/LIMIT: what a lane's call is (tool index + 1) and its timeout in ms, so a
 // supervisor that kills a call which never yields can say which tool it was.
-// OWNER: the threadId of the worker running the run (0: not started), so the
-// supervisor can kill exactly that worker without an AbortController per task.
 // ACTIVITY: bit i = lane i is open; bit 16 = a signal bridge watches this slot
 // in this generation (sticky until the slot is claimed again).
 // Header word H_DOORBELL: rung (incremented and notified) by every cancel of a
@@ -68,7 +66,6 @@ const H_MAX_CAPACITY = 4;
 const H_DOORBELL = 5;
 const RUN = 0;
 const ACTIVITY = 1;
-const OWNER = 2;
 const LANE0 = 3;
 const WAITERS = 1 << 16;
 const LANE_BITS = 0xffff;
@@ -134,9 +131,19 @@ function lowestBit(mask: number): number {
  * skipped when no bridge ever watched the slot (a notify costs ~90 ns even
  * with nobody waiting, which would dominate a push-down over 1,000 agents).
  *
+ * Trust: any thread holding the buffer can write any word of it. The
+ * instance that {@link CancelSlots.create}d the buffer (the owner, on the
+ * supervisor) therefore never reads back what it needs to decide anything:
+ * it keeps the capacity, the lane count and every slot's generation in its
+ * own memory, and a claim overwrites whatever a slot held. Words other
+ * threads write (lanes, the activity word) can only mislead their writer's
+ * own runs when each thread has a buffer of its own (see `CancellationTable`
+ * segments). An attached instance trusts the header its owner wrote.
+ *
  * Gotcha: the views are fixed-length (a length-tracking view over a growable
- * buffer makes every `Atomics.load` ~4× slower in Node 20), so an instance
- * re-reads the capacity from the header when it meets a slot past its view.
+ * buffer makes every `Atomics.load` ~4× slower in Node 20), so an attached
+ * instance re-reads the capacity from the header when it meets a slot past
+ * its view.
  *
  * @example
  * ```ts
@@ -173,21 +180,35 @@ export class CancelSlots {
   #words: Int32Array;
   #deadlines: BigInt64Array;
   #covered: number;
+  /** Owner only: the capacity as this instance set it (never read back from the header). */
+  #capacity: number;
+  /** Owner only: each slot's current generation, kept here so a forged word cannot move it. */
+  #generations: Uint32Array | undefined;
 
-  private constructor(buffer: SharedArrayBuffer) {
+  private constructor(
+    buffer: SharedArrayBuffer,
+    owned?: { readonly lanes: number; readonly strideBytes: number; readonly maxCapacity: number; capacity: number },
+  ) {
     this.buffer = buffer;
     this.#header = new Int32Array(buffer, 0, HEADER_BYTES / 4);
     this.#doorbell = new Int32Array(buffer, H_DOORBELL * 4, 1);
-    this.lanes = this.#header[H_LANES] as number;
-    const strideBytes = this.#header[H_STRIDE] as number;
-    this.maxCapacity = this.#header[H_MAX_CAPACITY] as number;
+    this.lanes = owned?.lanes ?? (this.#header[H_LANES] as number);
+    const strideBytes = owned?.strideBytes ?? (this.#header[H_STRIDE] as number);
+    this.maxCapacity = owned?.maxCapacity ?? (this.#header[H_MAX_CAPACITY] as number);
     this.#strideWords = strideBytes / 4;
     this.#stride64 = strideBytes / 8;
     this.#deadline64 = intBytesOf(this.lanes) / 8;
     this.#covered = -1;
+    this.#capacity = owned?.capacity ?? -1;
+    this.#generations = owned === undefined ? undefined : new Uint32Array(owned.capacity);
     this.#words = this.#header;
     this.#deadlines = new BigInt64Array(0);
     this.#refresh();
+  }
+
+  /** True for the instance that created the buffer (it trusts no word of it). */
+  get owned(): boolean {
+    return this.#generations !== undefined;
   }
 
   /**
@@ -231,7 +252,7 @@ export class CancelSlots {
     header[H_MAX_CAPACITY] = maxCapacity;
     Atomics.store(header, H_CAPACITY, capacity);
     Atomics.store(header, H_MAGIC, MAGIC);
-    return new CancelSlots(buffer);
+    return new CancelSlots(buffer, { lanes, strideBytes: stride, maxCapacity, capacity });
   }
 
   /** Attach to a buffer made by {@link CancelSlots.create} (in a worker, say). */
@@ -248,7 +269,7 @@ export class CancelSlots {
 
   /** Slots the buffer holds now (it may grow later; every thread sees it). */
   get capacity(): number {
-    return Atomics.load(this.#header, H_CAPACITY);
+    return this.#generations !== undefined ? this.#capacity : Atomics.load(this.#header, H_CAPACITY);
   }
 
   /**
@@ -262,7 +283,14 @@ export class CancelSlots {
         `cannot grow the cancellation buffer from ${current} to ${String(capacity)} slots: the new capacity must be larger and at most ${this.maxCapacity}`,
       );
     }
+    if (this.#generations === undefined) {
+      throw new InvalidArgumentError('only the CancelSlots that created a buffer can grow it');
+    }
     this.buffer.grow(HEADER_BYTES + capacity * this.#strideWords * 4);
+    const generations = new Uint32Array(capacity);
+    generations.set(this.#generations);
+    this.#generations = generations;
+    this.#capacity = capacity;
     // Publish after the bytes exist: a thread that reads the new capacity can view them.
     Atomics.store(this.#header, H_CAPACITY, capacity);
     this.#refresh();
@@ -311,11 +339,18 @@ export class CancelSlots {
    * read as cancelled (`shutdown`).
    */
   claim(index: number): SlotHandle {
+    const generations = this.#generations;
+    if (generations === undefined) {
+      throw new InvalidArgumentError('only the CancelSlots that created a buffer can claim its slots');
+    }
     this.ensure(index);
     const words = this.#words;
     const base = index * this.#strideWords;
-    const old = Atomics.load(words, base + RUN);
-    const generation = old >>> CODE_BITS >= TAG_MAX ? 1 : (old >>> CODE_BITS) + 1;
+    // The generation comes from this instance's memory, never from the word: a
+    // forged word cannot make a reused slot inherit a stale handle's cancel.
+    const previous = generations[index] as number;
+    const generation = previous >= TAG_MAX ? 1 : previous + 1;
+    generations[index] = generation;
     for (let lane = 0; lane < this.lanes; lane++) {
       const at = base + LANE0 + lane;
       // Keep the lane's seq so a call token of an earlier generation never
@@ -325,30 +360,9 @@ export class CancelSlots {
     const d = index * this.#stride64 + this.#deadline64;
     for (let i = 0; i <= this.lanes; i++) Atomics.store(this.#deadlines, d + i, 0n);
     Atomics.store(words, base + ACTIVITY, 0);
-    Atomics.store(words, base + OWNER, 0);
     // Last: the new live value publishes a clean slot.
     Atomics.store(words, base + RUN, generation << CODE_BITS);
     return { index, generation };
-  }
-
-  /**
-   * Record which thread runs `handle`'s run (the worker, when it starts it).
-   * Ignored when the slot holds another generation (the run already ended).
-   */
-  setOwner(handle: SlotHandle, threadId: number): void {
-    this.ensure(handle.index);
-    const base = handle.index * this.#strideWords;
-    Atomics.store(this.#words, base + OWNER, threadId);
-    // A slot reclaimed meanwhile belongs to another run: undo.
-    if (Atomics.load(this.#words, base + RUN) >>> CODE_BITS !== handle.generation) {
-      Atomics.compareExchange(this.#words, base + OWNER, threadId, 0);
-    }
-  }
-
-  /** The threadId of the worker running the slot's run, or 0 when none has started it. */
-  owner(index: number): number {
-    this.ensure(index);
-    return Atomics.load(this.#words, index * this.#strideWords + OWNER);
   }
 
   /**
@@ -633,10 +647,23 @@ export class CancelSlots {
     try {
       return fn();
     } finally {
-      if (--this.#batching === 0 && this.#ringPending) {
-        this.#ringPending = false;
-        this.#ring();
-      }
+      this.endBatch();
+    }
+  }
+
+  /**
+   * Hold the doorbell until the matching {@link CancelSlots.endBatch}: for a
+   * sweep over several buffers, where one `batch` callback cannot hold them all.
+   */
+  beginBatch(): void {
+    this.#batching++;
+  }
+
+  /** End a {@link CancelSlots.beginBatch}: rings once if a cancel wanted to. */
+  endBatch(): void {
+    if (--this.#batching === 0 && this.#ringPending) {
+      this.#ringPending = false;
+      this.#ring();
     }
   }
 
@@ -653,7 +680,8 @@ export class CancelSlots {
   }
 
   #refresh(): void {
-    const capacity = Atomics.load(this.#header, H_CAPACITY);
+    // The owner never reads the capacity back: a forged header must not make it view past the buffer.
+    const capacity = this.#generations !== undefined ? this.#capacity : Atomics.load(this.#header, H_CAPACITY);
     if (capacity === this.#covered) return;
     this.#words = new Int32Array(this.buffer, HEADER_BYTES, capacity * this.#strideWords);
     this.#deadlines = new BigInt64Array(this.buffer, HEADER_BYTES, capacity * this.#stride64);

@@ -10,7 +10,7 @@ import { Answer, Request } from './Request.js';
  * Schema and type share a name; each side parses what arrives at its port
  * and dispatches with an exhaustive switch.
  */
-export const PROTOCOL_VERSION = 2;
+export const PROTOCOL_VERSION = 3;
 
 /** Names an agent across threads: the module that exports it, and its name. */
 export const AgentRef = z.object({ module: z.string().min(1), name: z.string().min(1) });
@@ -30,8 +30,11 @@ const LoopStateSchema = z.custom<LoopState>(
   { message: 'not a loop state' },
 );
 
-/** Bits of {@link SubagentTask.host}: what the host channel offers a run. */
-export const HostFeature = Object.freeze({ approval: 1, spawn: 2, telemetry: 4 });
+/**
+ * Bits of {@link SubagentTask.host}: what the host channel offers a run
+ * (`stream`: someone listens to the run's model deltas).
+ */
+export const HostFeature = Object.freeze({ approval: 1, spawn: 2, telemetry: 4, stream: 16 });
 
 /**
  * Bits of {@link SubagentTask.host} that describe the task itself.
@@ -42,7 +45,18 @@ export const HostFeature = Object.freeze({ approval: 1, spawn: 2, telemetry: 4 }
  */
 export const TaskFlag = Object.freeze({ serializedScope: 8 });
 
-const ResumeSchema = z.object({ state: LoopStateSchema, answer: Answer, approvedCalls: z.array(z.string()) });
+/**
+ * Resume a suspended run: its state; the answer to one of its own questions
+ * (absent when the supervisor resolved every open call of the state itself,
+ * e.g. a child's result); the calls the supervisor approved; and whether the
+ * supervisor found the question expired when it was answered.
+ */
+const ResumeSchema = z.object({
+  state: LoopStateSchema,
+  answer: Answer.optional(),
+  approvedCalls: z.array(z.string()),
+  expired: z.boolean().optional(),
+});
 
 /**
  * The rarely used parts of a task, sent only when one of them is set. The
@@ -56,15 +70,25 @@ const TaskExtras = z.object({
   toolContext: z.record(z.string(), z.unknown()).optional(),
   /** The metadata snapshot. */
   metadata: z.record(z.string(), z.unknown()).optional(),
-  /** Absolute deadline in the Clock base. */
-  deadline: z.number().finite().nonnegative().optional(),
-  /** Resume a suspended run: its state, the answer, and the calls the supervisor approved. */
+  /**
+   * Milliseconds the run had left when it was dispatched. Relative, because
+   * the supervisor's clock may be injected (a test clock) while a worker runs
+   * on the system clock: the worker turns it into its own absolute deadline.
+   */
+  timeoutMs: z.number().finite().nonnegative().optional(),
+  /** Resume a suspended run. */
   resume: ResumeSchema.optional(),
 });
 
 /**
  * Supervisor → worker, on the wire: run (or resume) one subagent, as
- * `[v, module, agent, agentId, slot, generation, host, scope, scopeVersion, input | null, extras | null]`.
+ * `[v, module, agent, agentId, slot, generation, host, scope, scopeVersion, input | null, extras | null, capability, buffer | null]`.
+ *
+ * `slot` and `generation` name the run's slot in the cancellation buffer of
+ * the thread the task is dispatched to; they are filled in at dispatch, and
+ * `buffer` carries that thread's buffer with the first task it receives (a
+ * thread keeps it). `capability` is the run's unguessable key: every call the
+ * run makes on its host channel presents it.
  *
  * A tuple, because structured clone pays per object property on both
  * threads and this message crosses on every spawn: as a tuple it costs about
@@ -85,7 +109,12 @@ export type SubagentTaskWire = [
   scopeVersion: number,
   input: string | null,
   extras: z.infer<typeof TaskExtras> | null,
+  capability: string,
+  buffer: SharedArrayBuffer | null,
 ];
+
+/** Where the dispatch fills in a task tuple (see {@link SubagentTaskWire}). */
+export const TaskSlot = Object.freeze({ slot: 4, generation: 5, buffer: 12 });
 
 /** One subagent run, as both threads handle it; crosses as a {@link SubagentTaskWire}. */
 export interface SubagentTask {
@@ -101,8 +130,12 @@ export interface SubagentTask {
   readonly ancestry?: readonly string[] | undefined;
   readonly toolContext?: Readonly<Record<string, unknown>> | undefined;
   readonly metadata?: Readonly<Record<string, unknown>> | undefined;
-  readonly deadline?: number | undefined;
+  /** Milliseconds left when the task was dispatched (see the wire's `extras.timeoutMs`). */
+  readonly timeoutMs?: number | undefined;
   readonly resume?: z.infer<typeof ResumeSchema> | undefined;
+  readonly capability: string;
+  /** The dispatch thread's cancellation buffer, on the first task it receives. */
+  readonly buffer?: SharedArrayBuffer | undefined;
   /**
    * Names the scope's content: a positive version always carries the same
    * scope, which cannot change (see `isDeepFrozen`), so a worker may keep
@@ -121,7 +154,7 @@ export function encodeSubagentTask(task: SubagentTask): SubagentTaskWire {
     task.ancestry !== undefined ||
     task.toolContext !== undefined ||
     task.metadata !== undefined ||
-    task.deadline !== undefined ||
+    task.timeoutMs !== undefined ||
     task.resume !== undefined
   ) {
     const e: {
@@ -129,14 +162,14 @@ export function encodeSubagentTask(task: SubagentTask): SubagentTaskWire {
       ancestry?: string[];
       toolContext?: Record<string, unknown>;
       metadata?: Record<string, unknown>;
-      deadline?: number;
+      timeoutMs?: number;
       resume?: z.infer<typeof ResumeSchema>;
     } = {};
     if (task.parentAgentId !== undefined) e.parentAgentId = task.parentAgentId;
     if (task.ancestry !== undefined) e.ancestry = [...task.ancestry];
     if (task.toolContext !== undefined) e.toolContext = task.toolContext as Record<string, unknown>;
     if (task.metadata !== undefined) e.metadata = task.metadata as Record<string, unknown>;
-    if (task.deadline !== undefined) e.deadline = task.deadline;
+    if (task.timeoutMs !== undefined) e.timeoutMs = task.timeoutMs;
     if (task.resume !== undefined) e.resume = task.resume;
     extras = e;
   }
@@ -152,7 +185,18 @@ export function encodeSubagentTask(task: SubagentTask): SubagentTaskWire {
     task.scopeVersion ?? 0,
     task.input ?? null,
     extras,
+    task.capability,
+    task.buffer ?? null,
   ];
+}
+
+/** A capability: ≥ 128 random bits, as the supervisor mints them (24 nanoid characters, 144 bits). */
+export const CAPABILITY_LENGTH = 24;
+const CAPABILITY = /^[A-Za-z0-9_-]{24}$/;
+
+/** True for a string shaped like a capability (its authority is checked by the supervisor). */
+export function isCapability(v: unknown): v is string {
+  return typeof v === 'string' && CAPABILITY.test(v);
 }
 
 const isNonEmptyString = (v: unknown): v is string => typeof v === 'string' && v.length > 0;
@@ -181,7 +225,7 @@ type Extras = z.infer<typeof TaskExtras>;
  */
 function parseExtras(raw: unknown): Extras | string {
   if (!isRecord(raw)) return 'extras must be an object or null';
-  const { parentAgentId, ancestry, toolContext, metadata, deadline, resume } = raw;
+  const { parentAgentId, ancestry, toolContext, metadata, timeoutMs, resume } = raw;
   if (parentAgentId !== undefined && !isNonEmptyString(parentAgentId)) {
     return 'extras.parentAgentId must be a non-empty string';
   }
@@ -190,8 +234,8 @@ function parseExtras(raw: unknown): Extras | string {
   }
   if (toolContext !== undefined && !isRecord(toolContext)) return 'extras.toolContext must be an object';
   if (metadata !== undefined && !isRecord(metadata)) return 'extras.metadata must be an object';
-  if (deadline !== undefined && !(typeof deadline === 'number' && Number.isFinite(deadline) && deadline >= 0)) {
-    return 'extras.deadline must be a finite time ≥ 0';
+  if (timeoutMs !== undefined && !(typeof timeoutMs === 'number' && Number.isFinite(timeoutMs) && timeoutMs >= 0)) {
+    return 'extras.timeoutMs must be a finite number of ms ≥ 0';
   }
   let parsedResume: Extras['resume'];
   if (resume !== undefined) {
@@ -207,7 +251,7 @@ function parseExtras(raw: unknown): Extras | string {
     ancestry: ancestry as string[] | undefined,
     toolContext: toolContext as Record<string, unknown> | undefined,
     metadata: metadata as Record<string, unknown> | undefined,
-    deadline: deadline as number | undefined,
+    timeoutMs: timeoutMs as number | undefined,
     resume: parsedResume,
   };
 }
@@ -216,7 +260,7 @@ function parseExtras(raw: unknown): Extras | string {
 export function decodeSubagentTask(
   raw: unknown,
 ): { task: SubagentTask; error?: never } | { task?: never; error: string } {
-  if (!Array.isArray(raw) || raw.length !== 11) return { error: 'a task is an 11-element array' };
+  if (!Array.isArray(raw) || raw.length !== 13) return { error: 'a task is a 13-element array' };
   const v: unknown = raw[0];
   const module: unknown = raw[1];
   const agent: unknown = raw[2];
@@ -228,22 +272,39 @@ export function decodeSubagentTask(
   const scopeVersion: unknown = raw[8];
   const input: unknown = raw[9];
   const extras: unknown = raw[10];
+  const capability: unknown = raw[11];
+  const buffer: unknown = raw[12];
   if (v !== PROTOCOL_VERSION) return { error: `protocol version ${String(v)}, this worker speaks ${PROTOCOL_VERSION}` };
   if (!isNonEmptyString(module)) return { error: 'module must be a URL' };
   if (!isNonEmptyString(agent)) return { error: 'agent must be a name' };
   if (!isNonEmptyString(agentId)) return { error: 'agentId must be a string' };
   if (!isIndex(slot)) return { error: 'slot must be a non-negative integer' };
   if (!isIndex(generation) || generation === 0) return { error: 'generation must be a positive integer' };
-  if (!isIndex(host) || host > 15) return { error: 'host must be HostFeature and TaskFlag bits' };
+  if (!isIndex(host) || host > 31) return { error: 'host must be HostFeature and TaskFlag bits' };
   if ((host & TaskFlag.serializedScope) !== 0 && !(scope instanceof Uint8Array)) {
     return { error: 'a serialized scope must be a Uint8Array' };
   }
   if (!isIndex(scopeVersion)) return { error: 'scopeVersion must be a non-negative integer' };
   const version = scopeVersion === 0 ? undefined : scopeVersion;
   if (input !== null && typeof input !== 'string') return { error: 'input must be a string or null' };
+  if (!isCapability(capability)) return { error: 'capability must be a capability string' };
+  if (buffer !== null && !(buffer instanceof SharedArrayBuffer)) return { error: 'buffer must be a SharedArrayBuffer or null' };
+  const buf = buffer ?? undefined;
   if (extras === null) {
     return {
-      task: { module, agent, agentId, slot, generation, host, scope, scopeVersion: version, input: input ?? undefined },
+      task: {
+        module,
+        agent,
+        agentId,
+        slot,
+        generation,
+        host,
+        scope,
+        scopeVersion: version,
+        input: input ?? undefined,
+        capability,
+        buffer: buf,
+      },
     };
   }
   const parsed = parseExtras(extras);
@@ -264,8 +325,10 @@ export function decodeSubagentTask(
       ancestry: e.ancestry,
       toolContext: e.toolContext,
       metadata: e.metadata,
-      deadline: e.deadline,
+      timeoutMs: e.timeoutMs,
       resume: e.resume,
+      capability,
+      buffer: buf,
     },
   };
 }
@@ -288,6 +351,12 @@ export type SubagentResult = {
   readonly turns: number;
   readonly usage?: Usage | undefined;
   readonly events?: readonly SessionEvent[] | undefined;
+  /**
+   * How many event batches the run posted on its host channel. The result
+   * travels on another port, so the supervisor holds it until it has read
+   * that many: every event of a run is delivered before its outcome.
+   */
+  readonly sent?: number | undefined;
 } & (
   | { readonly status: 'done'; readonly text: string; readonly updates?: readonly Operation[] | undefined }
   | { readonly status: 'failed'; readonly error: ErrorShape }
@@ -296,34 +365,40 @@ export type SubagentResult = {
   | { readonly status: 'suspended'; readonly request: Request; readonly state: LoopState }
 );
 
-// On the wire a result is a tuple too: [status, v, turns, usage | null, events | null, ...by status].
+// On the wire a result is a tuple too: [status, v, turns, usage | null, events | null, sent, ...by status].
 
 /** Encode a result for the wire (see {@link SubagentTaskWire} for why a tuple). */
 export function encodeSubagentResult(result: SubagentResult): unknown[] {
   const usage = result.usage ?? null;
   const events = result.events ?? null;
+  const sent = result.sent ?? 0;
   switch (result.status) {
     case 'done':
-      return ['done', PROTOCOL_VERSION, result.turns, usage, events, result.text, result.updates ?? null];
+      return ['done', PROTOCOL_VERSION, result.turns, usage, events, sent, result.text, result.updates ?? null];
     case 'failed':
-      return ['failed', PROTOCOL_VERSION, result.turns, usage, events, result.error];
+      return ['failed', PROTOCOL_VERSION, result.turns, usage, events, sent, result.error];
     case 'incomplete':
-      return ['incomplete', PROTOCOL_VERSION, result.turns, usage, events];
+      return ['incomplete', PROTOCOL_VERSION, result.turns, usage, events, sent];
     case 'cancelled':
-      return ['cancelled', PROTOCOL_VERSION, result.turns, usage, events, result.reason];
+      return ['cancelled', PROTOCOL_VERSION, result.turns, usage, events, sent, result.reason];
     case 'suspended':
-      return ['suspended', PROTOCOL_VERSION, result.turns, usage, events, result.request, result.state];
+      return ['suspended', PROTOCOL_VERSION, result.turns, usage, events, sent, result.request, result.state];
   }
 }
 
 const REASONS: ReadonlySet<unknown> = new Set(['user', 'parent', 'deadline', 'shutdown']);
 
-function checkUsage(v: unknown): v is Usage | null {
+const isCount = (v: unknown): boolean => typeof v === 'number' && Number.isFinite(v) && v >= 0;
+
+/** True for a {@link Usage} (the optional counts, when present, are finite and ≥ 0). */
+export function isUsage(v: unknown): v is Usage {
+  if (typeof v !== 'object' || v === null) return false;
+  const u = v as Usage;
   return (
-    v === null ||
-    (typeof v === 'object' &&
-      typeof (v as Usage).inputTokens === 'number' &&
-      typeof (v as Usage).outputTokens === 'number')
+    isCount(u.inputTokens) &&
+    isCount(u.outputTokens) &&
+    (u.cachedInputTokens === undefined || isCount(u.cachedInputTokens)) &&
+    (u.reasoningTokens === undefined || isCount(u.reasoningTokens))
   );
 }
 
@@ -343,24 +418,26 @@ export function decodeSubagentResult(
   raw: unknown,
 ): { result: SubagentResult; error?: never } | { result?: never; error: string } {
   // Indexing, not destructuring or spreads: this runs for every run's result.
-  if (!Array.isArray(raw) || raw.length < 5)
-    return { error: 'a result is an array [status, v, turns, usage, events, ...]' };
+  if (!Array.isArray(raw) || raw.length < 6)
+    return { error: 'a result is an array [status, v, turns, usage, events, sent, ...]' };
   const status: unknown = raw[0];
   const turns: unknown = raw[2];
   const usage: unknown = raw[3];
   const events: unknown = raw[4];
+  const sent: unknown = raw[5];
   if (raw[1] !== PROTOCOL_VERSION) {
     return { error: `protocol version ${String(raw[1])}, this supervisor speaks ${PROTOCOL_VERSION}` };
   }
   if (!isIndex(turns)) return { error: 'turns must be a non-negative integer' };
-  if (!checkUsage(usage)) return { error: 'usage must be { inputTokens, outputTokens } or null' };
+  if (usage !== null && !isUsage(usage)) return { error: 'usage must be { inputTokens, outputTokens } or null' };
   if (!checkEvents(events)) return { error: 'events must be session events or null' };
-  const u = usage ?? undefined;
+  if (!isIndex(sent)) return { error: 'sent must be a non-negative integer' };
+  const u = (usage ?? undefined) as Usage | undefined;
   const e = events ?? undefined;
   switch (status) {
     case 'done': {
-      const text: unknown = raw[5];
-      const updates: unknown = raw[6];
+      const text: unknown = raw[6];
+      const updates: unknown = raw[7];
       if (typeof text !== 'string') return { error: 'done: text must be a string' };
       if (updates !== null && !(Array.isArray(updates) && updates.every((o) => OperationSchema.safeParse(o).success))) {
         return { error: 'done: updates must be operations or null' };
@@ -370,6 +447,7 @@ export function decodeSubagentResult(
           turns,
           usage: u,
           events: e,
+          sent,
           status: 'done',
           text,
           updates: (updates ?? undefined) as Operation[] | undefined,
@@ -377,21 +455,23 @@ export function decodeSubagentResult(
       };
     }
     case 'failed': {
-      const error = ErrorShape.safeParse(raw[5]);
+      const error = ErrorShape.safeParse(raw[6]);
       if (!error.success) return { error: 'failed: not an error shape' };
-      return { result: { turns, usage: u, events: e, status: 'failed', error: error.data } };
+      return { result: { turns, usage: u, events: e, sent, status: 'failed', error: error.data } };
     }
     case 'incomplete':
-      return { result: { turns, usage: u, events: e, status: 'incomplete' } };
+      return { result: { turns, usage: u, events: e, sent, status: 'incomplete' } };
     case 'cancelled':
-      if (!REASONS.has(raw[5])) return { error: `cancelled: unknown reason ${JSON.stringify(raw[5])}` };
-      return { result: { turns, usage: u, events: e, status: 'cancelled', reason: raw[5] as 'user' } };
+      if (!REASONS.has(raw[6])) return { error: `cancelled: unknown reason ${JSON.stringify(raw[6])}` };
+      return { result: { turns, usage: u, events: e, sent, status: 'cancelled', reason: raw[6] as 'user' } };
     case 'suspended': {
-      const request = Request.safeParse(raw[5]);
-      const state = LoopStateSchema.safeParse(raw[6]);
+      const request = Request.safeParse(raw[6]);
+      const state = LoopStateSchema.safeParse(raw[7]);
       if (!request.success) return { error: 'suspended: not a request' };
       if (!state.success) return { error: 'suspended: not a loop state' };
-      return { result: { turns, usage: u, events: e, status: 'suspended', request: request.data, state: state.data } };
+      return {
+        result: { turns, usage: u, events: e, sent, status: 'suspended', request: request.data, state: state.data },
+      };
     }
     default:
       return { error: `unknown result status ${JSON.stringify(status)}` };
@@ -400,18 +480,25 @@ export function decodeSubagentResult(
 
 /**
  * The marker of the worker → supervisor message a worker sends once it has
- * booted and loaded the subagent runtime (its value: the threadId). Piscina
- * marks its initial workers ready before they boot; this is the real signal.
+ * booted and loaded the subagent runtime (its value: true). Piscina marks its
+ * initial workers ready before they boot; this is the real signal. The
+ * supervisor knows which thread sent it from the `Worker` object it came
+ * out of, never from the message.
  */
 export const WORKER_READY = 'troupe.worker.ready';
 
-/** The marker of the worker → supervisor message that opens a worker's host channel (its value: the threadId). */
+/**
+ * The marker of the worker → supervisor message that hands over a worker's
+ * host channel (`{ [HOST_OPEN]: true, port }`). Bound to the thread whose
+ * `Worker` object it came out of; a second one from the same thread is a
+ * protocol violation.
+ */
 export const HOST_OPEN = 'troupe.host.open';
 
 /** Worker → supervisor over the host channel: ask the approval handler about a call. */
 export const HostApprovalRequest = z.object({
-  toolName: z.string().min(1),
-  toolCallId: z.string().min(1),
+  toolName: z.string().min(1).max(64),
+  toolCallId: z.string().min(1).max(256),
   arguments: z.unknown(),
 });
 /** See the {@link HostApprovalRequest} schema. */
@@ -423,7 +510,6 @@ export const HostTaskRequest = z.object({
   subagent: z.string().min(1),
   instructions: z.string(),
   toolCallId: z.string().min(1),
-  answer: Answer.optional(),
   /** The calling agent's metadata: the child's snapshot. */
   metadata: z.record(z.string(), z.unknown()),
 });
@@ -433,20 +519,16 @@ export type HostTaskRequest = z.infer<typeof HostTaskRequest>;
 /**
  * Check a {@link HostTaskRequest} as its schema would, by hand (every
  * delegation from a worker crosses here on the supervisor thread; a zod parse
- * cost ~0.8 µs warm); an `answer` is checked with zod. `undefined` when it is
- * malformed.
+ * cost ~0.8 µs warm). `undefined` when it is malformed.
  */
 export function parseHostTaskRequest(raw: unknown): HostTaskRequest | undefined {
-  if (typeof raw !== 'object' || raw === null) return undefined;
-  const { subagent, instructions, toolCallId, answer, metadata } = raw as Record<string, unknown>;
-  if (typeof subagent !== 'string' || subagent.length === 0) return undefined;
+  if (!isRecord(raw)) return undefined;
+  const { subagent, instructions, toolCallId, metadata } = raw;
+  if (typeof subagent !== 'string' || subagent.length === 0 || subagent.length > 64) return undefined;
   if (typeof instructions !== 'string') return undefined;
-  if (typeof toolCallId !== 'string' || toolCallId.length === 0) return undefined;
+  if (typeof toolCallId !== 'string' || toolCallId.length === 0 || toolCallId.length > 256) return undefined;
   if (!isRecord(metadata)) return undefined;
-  if (answer === undefined) return { subagent, instructions, toolCallId, metadata };
-  const parsed = Answer.safeParse(answer);
-  if (!parsed.success) return undefined;
-  return { subagent, instructions, toolCallId, answer: parsed.data, metadata };
+  return { subagent, instructions, toolCallId, metadata };
 }
 
 /** Supervisor → worker: how a delegated task ended. */
@@ -456,31 +538,15 @@ export const HostTaskResult = z.discriminatedUnion('status', [
     result: z.string(),
     updates: z.array(OperationSchema).optional(),
     events: z.array(SessionEventSchema),
+    usage: z.custom<Usage>(isUsage).optional(),
   }),
   z.object({ status: z.literal('suspended'), request: Request }),
-  z.object({ status: z.literal('error'), error: ErrorShape, events: z.array(SessionEventSchema) }),
+  z.object({
+    status: z.literal('error'),
+    error: ErrorShape,
+    events: z.array(SessionEventSchema),
+    usage: z.custom<Usage>(isUsage).optional(),
+  }),
 ]);
 /** See the {@link HostTaskResult} schema. */
 export type HostTaskResult = z.infer<typeof HostTaskResult>;
-
-/** Worker → supervisor: a telemetry event to re-emit on the supervisor's emitter. */
-export const HostTelemetry = z.object({ event: z.string().min(1), payload: z.record(z.string(), z.unknown()) });
-/** See the {@link HostTelemetry} schema. */
-export type HostTelemetry = z.infer<typeof HostTelemetry>;
-
-/**
- * What the supervisor exposes to a worker over its host channel (comlink):
- * one channel per worker thread, opened on first use, each call naming the
- * run (its agent id). The supervisor answers only for runs that worker owns
- * (the slot's owner thread) and parses every argument: a worker is not
- * trusted to decide anything (it cannot mark a call approved).
- *
- * One channel per worker rather than per run: a MessageChannel per run
- * leaves native memory behind until the worker's next major GC, which V8
- * does not feel pressed to run (measured: RSS +370 MB over 120,000 runs).
- */
-export interface HostApi {
-  approve(agentId: string, request: HostApprovalRequest): Promise<unknown>;
-  runTask(agentId: string, request: HostTaskRequest): Promise<HostTaskResult>;
-  telemetry(agentId: string, event: HostTelemetry): void;
-}

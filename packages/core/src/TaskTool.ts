@@ -2,7 +2,8 @@ import { z } from 'zod';
 import type { Agent } from './Agent.js';
 import { ContextUpdate, type Metadata, type Operation, type SessionEvent } from './ContextUpdate.js';
 import type { ToolCallId } from './Id.js';
-import type { Answer, Request } from './Request.js';
+import type { Usage } from './Model.js';
+import type { Request } from './Request.js';
 import { type AnyTool, defineTool, type Tool, type ToolSpec } from './Tool.js';
 import type { ToolContext } from './ToolContext.js';
 import { ToolResult } from './ToolResult.js';
@@ -14,10 +15,8 @@ export const TASK_TOOL_NAME = 'task';
 export interface TaskRequest {
   readonly subagent: Agent;
   readonly instructions: string;
-  /** The parent's tool call; with `answer`, it identifies the suspended child to re-attach to. */
+  /** The parent's tool call: names the child for as long as it lives (a suspended child is re-attached by it). */
   readonly toolCallId: ToolCallId;
-  /** Set when the parent's call is resumed: resume the same child with it, never spawn a new one. */
-  readonly answer: Answer | undefined;
   /** The parent's metadata when it made the call: the child starts from this snapshot. */
   readonly metadata: Metadata;
   /** Aborts when the parent's call is cancelled. */
@@ -33,9 +32,16 @@ export type TaskResult =
       readonly updates: readonly Operation[] | undefined;
       /** The child's session-log events, with the child's id. */
       readonly events: readonly SessionEvent[];
+      /** What the child's subtree used. */
+      readonly usage?: Usage | undefined;
     }
   | { readonly status: 'suspended'; readonly request: Request }
-  | { readonly status: 'error'; readonly error: Error; readonly events: readonly SessionEvent[] };
+  | {
+      readonly status: 'error';
+      readonly error: Error;
+      readonly events: readonly SessionEvent[];
+      readonly usage?: Usage | undefined;
+    };
 
 /**
  * Runs delegated tasks for a parent's `task` tool. The supervisor implements
@@ -55,14 +61,12 @@ class TaskCall implements TaskRequest {
   readonly subagent: Agent;
   readonly instructions: string;
   readonly toolCallId: ToolCallId;
-  readonly answer: Answer | undefined;
   readonly metadata: Metadata;
   readonly #ctx: ToolContext;
   constructor(subagent: Agent, instructions: string, ctx: ToolContext) {
     this.subagent = subagent;
     this.instructions = instructions;
     this.toolCallId = ctx.toolCallId;
-    this.answer = ctx.answer;
     this.metadata = ctx.state.metadata;
     this.#ctx = ctx;
   }
@@ -121,16 +125,20 @@ class TaskTool implements Tool<TaskParameters, unknown> {
   constructor(
     shape: TaskShape,
     spawner: TaskSpawner,
-    deliver: (toolCallId: ToolCallId, events: readonly SessionEvent[]) => void,
+    deliver: (toolCallId: ToolCallId, events: readonly SessionEvent[], usage: Usage | undefined) => void,
   ) {
     this.#shape = shape;
     this.execute = async ({ subagent, instructions }, ctx) => {
       const agent = shape.byName.get(subagent);
       if (agent === undefined) return ToolResult.error(`unknown subagent "${subagent}"`);
+      if (ctx.answer !== undefined) {
+        // The supervisor resolves a suspended child's call itself; an answer never re-runs it.
+        return ToolResult.error(`task call ${ctx.toolCallId} cannot take an answer: its child answers for itself`);
+      }
       const outcome = await spawner.runTask(new TaskCall(agent, instructions, ctx));
       switch (outcome.status) {
         case 'done':
-          deliver(ctx.toolCallId, outcome.events);
+          deliver(ctx.toolCallId, outcome.events, outcome.usage);
           return ToolResult.ok(
             outcome.result,
             outcome.updates === undefined || outcome.updates.length === 0
@@ -140,7 +148,7 @@ class TaskTool implements Tool<TaskParameters, unknown> {
         case 'suspended':
           return ToolResult.pending(outcome.request);
         case 'error':
-          deliver(ctx.toolCallId, outcome.events);
+          deliver(ctx.toolCallId, outcome.events, outcome.usage);
           return ToolResult.error(outcome.error);
       }
     };
@@ -169,7 +177,7 @@ class TaskTool implements Tool<TaskParameters, unknown> {
 export function createTaskTool(
   subagents: readonly Agent[],
   spawner: TaskSpawner,
-  deliver: (toolCallId: ToolCallId, events: readonly SessionEvent[]) => void,
+  deliver: (toolCallId: ToolCallId, events: readonly SessionEvent[], usage: Usage | undefined) => void,
 ): AnyTool {
   return new TaskTool(shapeOf(subagents), spawner, deliver);
 }

@@ -17,6 +17,10 @@ export type ToolStartEvent = ToolEventBase;
 export interface ToolStopEvent extends ToolEventBase {
   readonly durationMs: number;
   readonly status: 'ok' | 'error' | 'pending';
+  /** Why an `error` ended it: thrown, returned, validation, approval, timeout, cancelled, unknown_tool. */
+  readonly failure?: ToolFailureKind | undefined;
+  /** What the approval handler decided, for a tool with `requiresApproval`. */
+  readonly approval?: 'approved' | 'edited' | 'rejected' | 'asked' | 'pre-approved' | undefined;
 }
 
 /** What kind of failure a `tool.execute.exception` reports. */
@@ -51,6 +55,17 @@ export interface ApprovalInvalidEvent extends ToolEventBase {
   readonly received: string;
 }
 
+/**
+ * `context.operation_dropped`: a tool returned an update with an operation
+ * Troupe will not apply (a key it owns): the operation was dropped, the rest
+ * of the update applied.
+ */
+export interface OperationDroppedEvent extends ToolEventBase {
+  readonly op: string;
+  readonly key: string | undefined;
+  readonly reason: string;
+}
+
 /** The tool telemetry event map (eventemitter3 style: event name → listener arguments). */
 export interface ToolEvents {
   'tool.execute.start': [ToolStartEvent];
@@ -58,6 +73,7 @@ export interface ToolEvents {
   'tool.execute.exception': [ToolExceptionEvent];
   'tool.execute.timeout': [ToolTimeoutEvent];
   'tool.approval.invalid': [ApprovalInvalidEvent];
+  'context.operation_dropped': [OperationDroppedEvent];
 }
 
 /** A `tool.execute.exception` event without its raw reason and stack. */

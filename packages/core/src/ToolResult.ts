@@ -5,6 +5,27 @@ import { InvalidArgumentError, TroupeError } from './TroupeError.js';
 
 const TOOL_RESULT = Symbol.for('troupe.toolResult');
 
+/**
+ * Any thrown or returned failure as an `Error`: an `Error` as it is; anything
+ * else (a string, an object, `undefined`) as a `TroupeError` (`ERR_TOOL_FAILED`)
+ * whose message shows the value and whose `cause` keeps it.
+ */
+export function asError(value: unknown): Error {
+  if (value instanceof Error) return value;
+  if (typeof value === 'string') return new TroupeError(value, { code: 'ERR_TOOL_FAILED' });
+  let shown: string;
+  try {
+    shown = value === undefined ? 'undefined' : (JSON.stringify(value) ?? String(value));
+  } catch {
+    shown = Object.prototype.toString.call(value);
+  }
+  if (shown.length > 200) shown = `${shown.slice(0, 200)}…`;
+  return new TroupeError(`the tool failed with a value that is not an Error: ${shown}`, {
+    code: 'ERR_TOOL_FAILED',
+    cause: value,
+  });
+}
+
 /** A tool's explicit outcome. Return a plain value for the common `ok` case. */
 export type ToolResult<T = unknown> =
   | {
@@ -38,7 +59,7 @@ export const ToolResult = Object.freeze({
     return Object.freeze({ [TOOL_RESULT]: true as const, status: 'ok' as const, value, update });
   },
   error(error: string | Error, update?: ContextUpdate): ToolResult<never> {
-    const err = typeof error === 'string' ? new TroupeError(error, { code: 'ERR_TOOL_FAILED' }) : error;
+    const err = asError(error);
     return Object.freeze({ [TOOL_RESULT]: true as const, status: 'error' as const, error: err, update });
   },
   pending(request: RequestInput): ToolResult<never> {

@@ -1,13 +1,13 @@
 import { z } from 'zod';
 import { type CallCancellation, type CancelCell, onCancelled, type RunCancellation } from './CancelToken.js';
 import type { Clock, TimerHandle } from './Clock.js';
-import type { ContextUpdate } from './ContextUpdate.js';
+import { ContextUpdate, type Operation } from './ContextUpdate.js';
 import { createId, type ToolCallId } from './Id.js';
 import type { Answer, Request } from './Request.js';
 import type { AnyTool } from './Tool.js';
 import { type AgentStateView, buildToolContext, type RunContext } from './ToolContext.js';
 import type { ToolEventSink, ToolFailureKind } from './ToolEvents.js';
-import { ToolResult } from './ToolResult.js';
+import { asError, ToolResult } from './ToolResult.js';
 import { CancelledError, isTroupeError, ToolTimeoutError, TroupeError } from './TroupeError.js';
 
 /** What the approval handler is asked about. */
@@ -66,6 +66,12 @@ export interface ExecuteToolOptions {
   readonly events?: ToolEventSink | undefined;
   /** The tool's index in its agent's tools: told to the cancellation so a forced stop can name it. */
   readonly toolIndex?: number | undefined;
+  /**
+   * Told about a call's promise the executor stopped waiting for (it timed
+   * out or its run was cancelled) while it had not settled: work still
+   * running in this thread that no run owns any more.
+   */
+  readonly abandoned?: ((work: PromiseLike<unknown>) => void) | undefined;
 }
 
 /** One tool call to execute. */
@@ -103,8 +109,45 @@ type Settled =
   | { readonly kind: 'timeout' }
   | { readonly kind: 'aborted' };
 
-function isThenable(v: unknown): v is PromiseLike<unknown> {
-  return typeof (v as { then?: unknown } | null)?.then === 'function';
+// A getter named `then` may throw: reading it is guarded like calling it.
+function thenOf(v: unknown): ((onFulfilled: (x: unknown) => void, onRejected: (e: unknown) => void) => unknown) | undefined {
+  if ((typeof v !== 'object' && typeof v !== 'function') || v === null) return undefined;
+  const then = (v as { then?: unknown }).then;
+  return typeof then === 'function' ? (then as never) : undefined;
+}
+
+/**
+ * A tool's update, rebuilt and checked: operations on keys Troupe owns are
+ * dropped (reported through `dropped`), anything that is not an update or
+ * holds an unknown operation fails the call.
+ */
+function checkUpdate(
+  update: unknown,
+  dropped: (op: Operation, reason: string) => void,
+): { update: ContextUpdate | undefined; error?: never } | { update?: never; error: Error } {
+  if (update === undefined) return { update: undefined };
+  const operations = (update as { operations?: unknown } | null)?.operations;
+  if (!Array.isArray(operations)) {
+    return {
+      error: new TroupeError(
+        'the tool returned an update that is not a ContextUpdate: build it with ContextUpdate.empty().set(...)',
+        { code: 'ERR_CONTEXT_UPDATE' },
+      ),
+    };
+  }
+  if (update instanceof ContextUpdate) return { update };
+  // Hand-built: rebuild each operation through the same checks a built one passed.
+  const kept: Operation[] = [];
+  for (const op of operations) {
+    try {
+      ContextUpdate.from([op]);
+      kept.push(op as Operation);
+    } catch (error) {
+      if (isTroupeError(error, 'ERR_PROTECTED_KEY')) dropped(op as Operation, (error as Error).message);
+      else return { error: error instanceof Error ? error : asError(error) };
+    }
+  }
+  return { update: kept.length === 0 ? undefined : ContextUpdate.from(kept) };
 }
 
 function describeIssues(error: z.ZodError): string {
@@ -142,15 +185,28 @@ export async function executeTool(
     attempt,
     at: clock.now(),
   });
+  let approval: 'approved' | 'edited' | 'rejected' | 'asked' | 'pre-approved' | undefined;
   const stop = (result: ToolExecution): ToolExecution => {
     if (events !== undefined && events.listenerCount('tool.execute.stop') > 0) {
       events.emit('tool.execute.stop', {
         ...base(result.attempts),
         durationMs: clock.now() - started,
         status: result.status,
+        failure: result.status === 'error' ? result.kind : undefined,
+        approval,
       });
     }
     return result;
+  };
+  const dropped = (op: Operation, reason: string): void => {
+    if (events !== undefined && events.listenerCount('context.operation_dropped') > 0) {
+      events.emit('context.operation_dropped', {
+        ...base(0),
+        op: String((op as { op?: unknown } | null)?.op),
+        key: typeof (op as { key?: unknown } | null)?.key === 'string' ? (op as { key: string }).key : undefined,
+        reason,
+      });
+    }
   };
   const fail = (
     error: Error,
@@ -178,14 +234,18 @@ export async function executeTool(
 
   // 1. Approval, decided by the handler the caller trusts (the supervisor's).
   let args = call.arguments;
+  if (tool.requiresApproval && options.preApproved === true) approval = 'pre-approved';
   if (tool.requiresApproval && options.preApproved !== true) {
     const decision = await askApproval(tool, call, options);
     switch (decision.kind) {
       case 'denied':
+        approval = 'rejected';
         return stop(fail(new TroupeError(decision.message, { code: 'ERR_APPROVAL_DENIED' }), 'approval', 0));
       case 'ask':
+        approval = 'asked';
         return stop({ status: 'pending', request: decision.request, approval: true, attempts: 0 });
       case 'approved':
+        approval = decision.edited ? 'edited' : 'approved';
         args = decision.arguments;
         break;
     }
@@ -245,15 +305,18 @@ export async function executeTool(
         token: lane.token,
       });
       let returned: unknown;
+      let then: ReturnType<typeof thenOf>;
       try {
         returned = tool.execute(parsed.data, ctx);
+        then = thenOf(returned);
       } catch (error) {
         returned = undefined;
         settled = { kind: 'thrown', error };
       }
-      settled ??= isThenable(returned)
-        ? await settle(returned, lane, options.cancellation, tool.timeoutMs, clock)
-        : { kind: 'value', value: returned };
+      settled ??=
+        then !== undefined
+          ? await settle(returned, then, lane, options.cancellation, tool.timeoutMs, clock, options.abandoned)
+          : { kind: 'value', value: returned };
     } finally {
       lane.close();
     }
@@ -276,10 +339,7 @@ export async function executeTool(
       return stop(fail(new CancelledError(reason), 'cancelled', attempt));
     }
     if (settled.kind === 'thrown') {
-      const error =
-        settled.error instanceof Error
-          ? settled.error
-          : new TroupeError(String(settled.error), { code: 'ERR_TOOL_FAILED' });
+      const error = asError(settled.error);
       if (isTroupeError(error, 'ERR_CANCELLED')) {
         // The tool threw a cancellation of its own (or of a subcall): an interruption, not retried.
         return stop(fail(error, 'cancelled', attempt));
@@ -292,12 +352,28 @@ export async function executeTool(
     const value = (settled as { readonly value: unknown }).value;
     if (ToolResult.is(value)) {
       switch (value.status) {
-        case 'ok':
-          return stop({ status: 'ok', value: value.value, update: value.update, attempts: attempt });
-        case 'error':
-          return stop(fail(value.error, 'returned', attempt, value.update));
+        case 'ok': {
+          const checked = checkUpdate(value.update, dropped);
+          if (checked.error !== undefined) return stop(fail(checked.error, 'returned', attempt));
+          return stop({ status: 'ok', value: value.value, update: checked.update, attempts: attempt });
+        }
+        case 'error': {
+          const checked = checkUpdate(value.update, dropped);
+          if (checked.error !== undefined) return stop(fail(checked.error, 'returned', attempt));
+          return stop(fail(asError(value.error), 'returned', attempt, checked.update));
+        }
         case 'pending':
           return stop({ status: 'pending', request: value.request, approval: false, attempts: attempt });
+        default:
+          return stop(
+            fail(
+              new TroupeError('the tool returned a ToolResult of unknown status: build it with ToolResult.ok/error/pending', {
+                code: 'ERR_TOOL_FAILED',
+              }),
+              'returned',
+              attempt,
+            ),
+          );
       }
     }
     return stop({ status: 'ok', value, update: undefined, attempts: attempt });
@@ -308,14 +384,17 @@ export async function executeTool(
 // once; the tool is never re-run. A tool that ignores its signal keeps
 // running on its own: in a worker the watchdog kills it after the grace period.
 function settle(
-  returned: PromiseLike<unknown>,
+  returned: unknown,
+  then: NonNullable<ReturnType<typeof thenOf>>,
   lane: CallCancellation,
   cancellation: RunCancellation,
   timeoutMs: number | null,
   clock: Clock,
+  abandoned: ExecuteToolOptions['abandoned'],
 ): Promise<Settled> {
   return new Promise<Settled>((resolve) => {
     let done = false;
+    let workDone = false;
     let timer: TimerHandle | undefined;
     // What the run's cancellation reaches: emptied when the call settles (see below).
     const cell: CancelCell = { fn: undefined };
@@ -324,6 +403,10 @@ function settle(
       done = true;
       cell.fn = undefined;
       if (timer !== undefined) clock.clearTimeout(timer);
+      // Stopped waiting while the tool's promise runs on: tell whoever owns the thread.
+      if (!workDone && abandoned !== undefined && (s.kind === 'timeout' || s.kind === 'aborted')) {
+        abandoned(returned as PromiseLike<unknown>);
+      }
       resolve(s);
     };
     cell.fn = () => finish({ kind: 'aborted' });
@@ -334,10 +417,23 @@ function settle(
         finish({ kind: 'timeout' });
       }, timeoutMs);
     }
-    returned.then(
-      (value) => finish({ kind: 'value', value }),
-      (error: unknown) => finish({ kind: 'thrown', error }),
-    );
+    try {
+      then.call(
+        returned,
+        (value) => {
+          workDone = true;
+          finish({ kind: 'value', value });
+        },
+        (error: unknown) => {
+          workDone = true;
+          finish({ kind: 'thrown', error });
+        },
+      );
+    } catch (error) {
+      // A thenable whose `then` throws: the tool failed, it did not crash the run.
+      workDone = true;
+      finish({ kind: 'thrown', error });
+    }
     // Every async call of the run races against the run token's one promise (no
     // AbortSignal and no listener per call), through a cell emptied when the call
     // settles: the run keeps nothing of a settled call.
@@ -346,7 +442,7 @@ function settle(
 }
 
 type ApprovalOutcome =
-  | { readonly kind: 'approved'; readonly arguments: unknown }
+  | { readonly kind: 'approved'; readonly arguments: unknown; readonly edited: boolean }
   | { readonly kind: 'denied'; readonly message: string }
   | { readonly kind: 'ask'; readonly request: Request };
 
@@ -403,9 +499,9 @@ async function askApproval(tool: AnyTool, call: ToolCallInput, options: ExecuteT
   const d = decision.data;
   switch (d.decision) {
     case 'approve':
-      return { kind: 'approved', arguments: call.arguments };
+      return { kind: 'approved', arguments: call.arguments, edited: false };
     case 'edit':
-      return { kind: 'approved', arguments: d.arguments };
+      return { kind: 'approved', arguments: d.arguments, edited: true };
     case 'reject':
       return {
         kind: 'denied',

@@ -11,15 +11,19 @@ import './internal/assertSupportedNode.js';
 export { type Agent, type AgentDefinition, DEFAULT_MAX_TURNS, defineAgent, findAgentExport, isAgent } from './Agent.js';
 export {
   abandonPendingTurn,
+  addUsage,
   DEFAULT_MAX_FAILED_TURNS,
   initialLoopState,
+  openCalls,
   type LoopEventSink,
   type LoopEvents,
   type LoopOutcome,
   type LoopState,
   type PendingCall,
   type RunAgentLoopOptions,
+  resolveDelegatedCall,
   runAgentLoop,
+  totalUsage,
 } from './AgentLoop.js';
 export { assertCloneable, cloneableSizeBound, findUncloneable, irregularKeys, isCloneable } from './assertCloneable.js';
 export { CancelSlots, type CancelSlotsOptions, type SlotHandle } from './CancelSlots.js';
@@ -84,25 +88,40 @@ export type {
 } from './Model.js';
 export {
   AgentRef,
+  CAPABILITY_LENGTH,
   decodeSubagentResult,
   decodeSubagentTask,
   encodeSubagentResult,
   encodeSubagentTask,
   HOST_OPEN,
-  type HostApi,
   HostApprovalRequest,
   HostFeature,
   HostTaskRequest,
   HostTaskResult,
-  HostTelemetry,
+  isCapability,
+  isUsage,
   PROTOCOL_VERSION,
   parseHostTaskRequest,
   type SubagentResult,
   type SubagentTask,
   type SubagentTaskWire,
   TaskFlag,
+  TaskSlot,
   WORKER_READY,
 } from './Protocol.js';
+export {
+  type HostCall,
+  type HostCallWire,
+  type HostEvent,
+  HostOp,
+  type HostReplyWire,
+  MAX_HOST_EVENTS,
+  parseHostCall,
+  parseHostEvents,
+  parseHostReply,
+  TELEMETRY_EVENTS,
+} from './HostProtocol.js';
+export type { ModelErrorEvent, ModelEventBase, ModelEvents, ModelStartEvent, ModelStopEvent } from './ModelEvents.js';
 export { Answer, Request } from './Request.js';
 export {
   assertScopeBudget,
@@ -148,6 +167,7 @@ export {
 } from './ToolContext.js';
 export {
   type ApprovalInvalidEvent,
+  type OperationDroppedEvent,
   type ScrubbedToolExceptionEvent,
   scrub,
   type ToolEventBase,
@@ -159,7 +179,7 @@ export {
   type ToolStopEvent,
   type ToolTimeoutEvent,
 } from './ToolEvents.js';
-export { type RequestInput, ToolResult } from './ToolResult.js';
+export { asError, type RequestInput, ToolResult } from './ToolResult.js';
 export {
   BackpressureError,
   CancelledError,

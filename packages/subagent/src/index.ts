@@ -4,8 +4,7 @@
  * context, bridges its cancellation slot and runs its loop.
  */
 export { loadAgent, loadedAgent } from './loadAgent.js';
-export { portEndpoint } from './portEndpoint.js';
-export { runSubagentTask, type SubagentWorkerData } from './runSubagentTask.js';
+export { runSubagentTask } from './runSubagentTask.js';
 export { systemClock } from './systemClock.js';
 
 /** The file URL of the worker entry, for a piscina pool's `filename` (a CommonJS shim over `worker.js`). */

@@ -1,8 +1,8 @@
-import { deserialize } from 'node:v8';
-import { threadId, workerData } from 'node:worker_threads';
+import { deserialize, serialize } from 'node:v8';
 import {
   type AgentId,
   type ApprovalHandler,
+  asError,
   CancelledError,
   CancelSlots,
   decodeError,
@@ -11,6 +11,7 @@ import {
   encodeSubagentResult,
   freezeReceived,
   HostFeature,
+  HostOp,
   HostTaskResult,
   initialLoopState,
   type LoopEventSink,
@@ -30,12 +31,6 @@ import {
 import { HostLink } from './internal/HostLink.js';
 import { loadAgent, loadedAgent } from './loadAgent.js';
 import { systemClock } from './systemClock.js';
-
-/** What the supervisor passes every worker once, as piscina `workerData`. */
-export interface SubagentWorkerData {
-  /** The cancellation table's buffer, shared by every thread. */
-  readonly cancelBuffer: SharedArrayBuffer;
-}
 
 // A versioned scope never changes (see SubagentTask.scopeVersion): each
 // version is decoded (heavy scopes arrive as shared bytes) or frozen once per
@@ -72,18 +67,16 @@ function receivedScope(task: SubagentTask): unknown {
   return scope;
 }
 
+// This thread's cancellation buffer: its own (no other thread's runs live in
+// it), sent by the supervisor with the first task this thread receives.
 let attached: CancelSlots | undefined;
 
-// One view of the shared table per worker: attaching builds typed-array views.
-function cancelSlots(): CancelSlots {
-  if (attached !== undefined) return attached;
-  const data = workerData as Partial<SubagentWorkerData> | undefined;
-  if (!(data?.cancelBuffer instanceof SharedArrayBuffer)) {
-    throw new TroupeError('this worker was started without a cancellation table (workerData.cancelBuffer)', {
-      code: 'ERR_PROTOCOL',
-    });
+function cancelSlots(task: SubagentTask): CancelSlots {
+  const buffer = task.buffer;
+  if (buffer !== undefined && buffer !== attached?.buffer) attached = CancelSlots.attach(buffer);
+  if (attached === undefined) {
+    throw new TroupeError('this worker received a task before its cancellation buffer', { code: 'ERR_PROTOCOL' });
   }
-  attached = CancelSlots.attach(data.cancelBuffer);
   return attached;
 }
 
@@ -93,10 +86,9 @@ function telemetrySink(host: HostLink): LoopEventSink {
     listenerCount: () => 1,
     emit<K extends keyof LoopEvents>(event: K, ...args: LoopEvents[K]): boolean {
       const payload = { ...(args[0] as unknown as Record<string, unknown>) };
-      if (payload.reason instanceof Error || (payload.reason !== undefined && event === 'tool.execute.exception')) {
-        payload.reason = encodeError(payload.reason);
-      }
-      host.notify((api, agentId) => api.telemetry(agentId, { event, payload }));
+      if (event === 'tool.execute.exception') payload.reason = encodeError(payload.reason);
+      else if (event === 'model.error') payload.error = encodeError(payload.error);
+      host.event(['t', event, payload]);
       return true;
     },
   };
@@ -114,18 +106,18 @@ function decodeTaskResult(raw: unknown): TaskResult {
   const r = parsed.data;
   switch (r.status) {
     case 'done':
-      return { status: 'done', result: r.result, updates: r.updates, events: r.events };
+      return { status: 'done', result: r.result, updates: r.updates, events: r.events, usage: r.usage };
     case 'suspended':
       return { status: 'suspended', request: r.request };
     case 'error':
-      return { status: 'error', error: decodeError(r.error), events: r.events };
+      return { status: 'error', error: decodeError(r.error), events: r.events, usage: r.usage };
   }
 }
 
 const EMPTY: Readonly<Record<string, unknown>> = Object.freeze({});
 
 // Defaults are left out (see SubagentTask): every property costs on both threads.
-function toResult(outcome: LoopOutcome): SubagentResult {
+function toResult(outcome: LoopOutcome, sent: number): SubagentResult {
   const { state } = outcome;
   const turns = state.turns;
   const usage = state.usage.inputTokens !== 0 || state.usage.outputTokens !== 0 ? state.usage : undefined;
@@ -136,18 +128,39 @@ function toResult(outcome: LoopOutcome): SubagentResult {
         turns,
         usage,
         events,
+        sent,
         status: 'done',
         text: outcome.text,
         updates: state.updates.length === 0 ? undefined : state.updates,
       };
     case 'failed':
-      return { turns, usage, events, status: 'failed', error: encodeError(outcome.error) };
+      return { turns, usage, events, sent, status: 'failed', error: encodeError(outcome.error) };
     case 'incomplete':
-      return { turns, usage, events, status: 'incomplete' };
+      return { turns, usage, events, sent, status: 'incomplete' };
     case 'cancelled':
-      return { turns, usage, events, status: 'cancelled', reason: outcome.reason };
-    case 'suspended':
-      return { turns, usage, events, status: 'suspended', request: outcome.request, state };
+      return { turns, usage, events, sent, status: 'cancelled', reason: outcome.reason };
+    case 'suspended': {
+      // A suspended state holds what tools returned and asked: make sure it can
+      // cross before the worker tries to post it (a failed post kills the worker).
+      try {
+        serialize([outcome.request, state]);
+      } catch (error) {
+        return {
+          turns,
+          usage,
+          events,
+          sent,
+          status: 'failed',
+          error: encodeError(
+            new TroupeError(
+              `the run suspended with a state that cannot cross a thread: ${asError(error).message}; tools and questions must hold plain data`,
+              { code: 'ERR_NOT_CLONEABLE', cause: error },
+            ),
+          ),
+        };
+      }
+      return { turns, usage, events, sent, status: 'suspended', request: outcome.request, state };
+    }
   }
 }
 
@@ -178,16 +191,30 @@ async function runTask(raw: unknown): Promise<SubagentResult> {
   const task = decoded.task;
   let cancellation: ReturnType<typeof slotRunCancellation>;
   try {
-    const slots = cancelSlots();
+    const slots = cancelSlots(task);
     const handle = { index: task.slot, generation: task.generation };
-    // The task carries the slot's deadline when there is one: no need to read it back.
-    cancellation = slotRunCancellation(slots, handle, { deadline: task.deadline ?? null, clock: systemClock });
-    // Tell the supervisor which thread to kill if this run has to be stopped by force.
-    slots.setOwner(handle, threadId);
+    // The deadline comes relative (the supervisor's clock may be a test clock): this thread's own base.
+    const deadline = task.timeoutMs === undefined ? null : systemClock.now() + task.timeoutMs;
+    cancellation = slotRunCancellation(slots, handle, { deadline, clock: systemClock });
   } catch (error) {
     return failedResult(error);
   }
-  const host = new HostLink(task.agentId, cancellation);
+  const host = new HostLink(task.capability, cancellation);
+  // Tool and model promises the run stopped waiting for: work still running here.
+  let abandoned: Set<PromiseLike<unknown>> | undefined;
+  const abandon = (work: PromiseLike<unknown>): void => {
+    const set = (abandoned ??= new Set());
+    set.add(work);
+    const done = (): void => {
+      set.delete(work);
+    };
+    try {
+      work.then(done, done);
+    } catch {
+      // A thenable whose then throws never settles: it stays held.
+    }
+  };
+  let result: SubagentResult;
   try {
     const agent = loadedAgent(task.module, task.agent) ?? (await loadAgent(task.module, task.agent));
     // The channels are this thread's own fresh copies (or a kept one of the
@@ -211,28 +238,23 @@ async function runTask(raw: unknown): Promise<SubagentResult> {
     const approval: ApprovalHandler | undefined =
       (task.host & HostFeature.approval) !== 0
         ? (request) =>
-            host.call((api, agentId) =>
-              api.approve(agentId, {
-                toolName: request.toolName,
-                toolCallId: request.toolCallId,
-                arguments: request.arguments,
-              }),
-            ) as ReturnType<ApprovalHandler>
+            host.call(HostOp.approve, {
+              toolName: request.toolName,
+              toolCallId: request.toolCallId,
+              arguments: request.arguments,
+            }) as ReturnType<ApprovalHandler>
         : undefined;
     const spawner: TaskSpawner | undefined =
       (task.host & HostFeature.spawn) !== 0
         ? {
             runTask: (request) =>
               host
-                .call<unknown>((api, agentId) =>
-                  (api.runTask as (id: string, r: unknown) => Promise<unknown>)(agentId, {
-                    subagent: request.subagent.name,
-                    instructions: request.instructions,
-                    toolCallId: request.toolCallId,
-                    metadata: request.metadata as Record<string, unknown>,
-                    ...(request.answer === undefined ? {} : { answer: request.answer }),
-                  }),
-                )
+                .call(HostOp.task, {
+                  subagent: request.subagent.name,
+                  instructions: request.instructions,
+                  toolCallId: request.toolCallId,
+                  metadata: request.metadata as Record<string, unknown>,
+                })
                 .then(
                   decodeTaskResult,
                   (error: unknown): TaskResult => ({
@@ -249,18 +271,35 @@ async function runTask(raw: unknown): Promise<SubagentResult> {
       state,
       input: resume === undefined ? task.input : undefined,
       answer: resume?.answer,
+      expired: resume?.expired,
       approvedCalls: resume === undefined ? undefined : new Set(resume.approvedCalls),
       clock: systemClock,
       cancellation,
       approval,
       spawner,
       events: (task.host & HostFeature.telemetry) !== 0 ? telemetrySink(host) : undefined,
+      onQuestion: (toolCallId, request) => host.event(['q', toolCallId, request]),
+      onDelta: (task.host & HostFeature.stream) !== 0 ? (delta) => host.delta(delta) : undefined,
+      abandoned: abandon,
     });
-    return toResult(outcome);
+    host.flush();
+    result = toResult(outcome, host.sent);
   } catch (error) {
-    return failedResult(error);
-  } finally {
-    host.close();
-    cancellation.close();
+    host.flush();
+    result = { ...failedResult(error), sent: host.sent };
   }
+  cancellation.close();
+  if (abandoned !== undefined && abandoned.size > 0) {
+    // Work of this run still runs in this thread and could wake inside the
+    // next run: keep the thread (the task stays open) until it settles. The
+    // supervisor has the result now, and recycles the worker if it does not
+    // settle within its grace period.
+    const held = encodeSubagentResult(result);
+    host.holding(held);
+    host.close();
+    await Promise.allSettled([...abandoned]);
+    return { ...result, sent: host.sent };
+  }
+  host.close();
+  return result;
 }

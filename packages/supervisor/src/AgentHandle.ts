@@ -1,22 +1,41 @@
-import type { AgentId, CancelReason, Message, Metadata, Request, SessionEvent, Todo, Usage } from '@troupe/core';
+import type {
+  AgentId,
+  CancelReason,
+  Message,
+  Metadata,
+  ModelDelta,
+  Request,
+  SessionEvent,
+  Todo,
+  Usage,
+} from '@troupe/core';
+
+/** What every reply says about tokens: the message's own model calls, and its whole tree's. */
+interface ReplyUsage {
+  /** Tokens this agent's own model calls used for the message. */
+  readonly usage: Usage;
+  /** Tokens of the message's whole run tree: this agent and every subagent under it. */
+  readonly totalUsage: Usage;
+}
 
 /** What a parent agent's message ended with. A union discriminated on `status`. */
 export type AgentReply =
-  | { readonly status: 'done'; readonly text: string; readonly turns: number }
-  | {
+  | (ReplyUsage & { readonly status: 'done'; readonly text: string; readonly turns: number })
+  | (ReplyUsage & {
       readonly status: 'suspended';
+      /** The first open question of the message's tree (every open one: `pendingRequests()`). */
       readonly request: Request;
       /** Agent ids from this agent down to the one whose tool asked. */
       readonly path: readonly AgentId[];
-    }
-  | {
+    })
+  | (ReplyUsage & {
       readonly status: 'failed';
       readonly error: Error;
       /** True when the restart policy restarted the agent; false when it stopped it. */
       readonly restarted: boolean;
-    }
-  | { readonly status: 'cancelled'; readonly reason: CancelReason }
-  | { readonly status: 'incomplete'; readonly turns: number };
+    })
+  | (ReplyUsage & { readonly status: 'cancelled'; readonly reason: CancelReason })
+  | (ReplyUsage & { readonly status: 'incomplete'; readonly turns: number });
 
 /** Where a parent agent is in its life. */
 export type AgentStatus = 'idle' | 'running' | 'suspended' | 'stopped';
@@ -30,9 +49,31 @@ export interface AgentSnapshot {
   readonly metadata: Metadata;
   readonly events: readonly SessionEvent[];
   readonly turns: number;
+  /** Tokens of this agent's own model calls over the conversation. */
   readonly usage: Usage;
-  /** The open request when suspended. */
+  /** Tokens of the conversation's whole run trees: this agent and its subagents. */
+  readonly totalUsage: Usage;
+  /** The first open request when suspended. */
   readonly pendingRequest: Request | undefined;
+}
+
+/** Where a streamed delta came from. */
+interface ChunkSource {
+  readonly agentId: AgentId;
+  readonly runId: string;
+  /** Agent ids from the parent agent down to the one whose model wrote it. */
+  readonly path: readonly AgentId[];
+}
+
+/** One streamed piece of a message's run tree (a model delta, with where it came from). */
+export type StreamChunk = ChunkSource & ModelDelta;
+
+/** Options of {@link AgentHandle.stream}. */
+export interface StreamOptions {
+  /** Aborting it cancels this message (like `send`'s). */
+  readonly signal?: AbortSignal | undefined;
+  /** Chunks kept while the consumer is slow; past it the oldest text is merged (default 1024 chunks). */
+  readonly highWaterMark?: number | undefined;
 }
 
 /**
@@ -46,16 +87,32 @@ export interface AgentHandle {
   readonly status: AgentStatus;
   /**
    * Run a turn of the agent loop with `message` as the user's input.
-   * Resolves with the reply (a suspension resolves it too: answer the request
-   * with `supervisor.answer`). Rejects with a `BackpressureError` when the
+   * Resolves with the reply once nothing of the message's run tree runs any
+   * more (a suspension resolves it too: answer the request with
+   * `supervisor.answer`). Rejects with a `BackpressureError` when the
    * mailbox is full, a `ClosedError` after close, an `ERR_AGENT_STOPPED`
-   * error once stopped. Aborting `signal` cancels this message only.
+   * error once stopped, a `CancelledError` when `signal` is already aborted.
+   * Aborting `signal` later cancels this message only (its listener is
+   * removed when the message settles).
    */
   send(message: string, options?: { readonly signal?: AbortSignal }): Promise<AgentReply>;
   /**
-   * Cancel the running message (its children first: their slots are pushed
-   * down), or withdraw the open request when suspended. Returns false when
-   * there was nothing to cancel.
+   * Like `send`, read as it is written: the tokens of this agent's model and
+   * of every subagent under it, in order per run, batched across threads.
+   * The iterator ends when the reply is ready; `reply` resolves with it.
+   *
+   * @example
+   * ```ts
+   * const stream = agent.stream('Summarise the incident')
+   * for await (const chunk of stream) if (chunk.type === 'text') process.stdout.write(chunk.text)
+   * const reply = await stream.reply
+   * ```
+   */
+  stream(message: string, options?: StreamOptions): AsyncIterableIterator<StreamChunk> & { readonly reply: Promise<AgentReply> };
+  /**
+   * Cancel the running message — its whole run tree: the reply comes once
+   * every run under it has stopped — or withdraw the open request when
+   * suspended. Returns false when there was nothing to cancel.
    */
   cancel(reason?: CancelReason): boolean;
   snapshot(): AgentSnapshot;

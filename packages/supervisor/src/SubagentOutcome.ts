@@ -13,12 +13,15 @@ import type {
 interface OutcomeBase {
   readonly agentId: AgentId;
   readonly runId: RunId;
+  /** Tokens of the run's own model calls. */
+  readonly usage: Usage;
+  /** Tokens of its whole subtree: itself and every subagent under it. */
+  readonly totalUsage: Usage;
 }
 
 interface Accounted extends OutcomeBase {
   /** Session-log events of the run, each with the id of the agent that recorded it. */
   readonly events: readonly SessionEvent[];
-  readonly usage: Usage;
   readonly turns: number;
 }
 
@@ -32,11 +35,12 @@ interface Accounted extends OutcomeBase {
  * - `failed` — a tool failure the model could not recover from, a model
  *   error, or a tool that overran its timeout without yielding (a forced
  *   `ToolTimeoutError`).
- * - `crashed` — the worker died (threw at top level, `process.exit`, out of
- *   memory under `resourceLimits`); carries the exit code.
+ * - `crashed` — a defect: the worker died (threw at top level, `process.exit`,
+ *   out of memory under `resourceLimits`), or broke the protocol and was
+ *   recycled; carries the exit code when there is one.
  * - `cancelled` — with its reason; `forced` when the worker had to be killed.
  * - `incomplete` — the turn limit was reached.
- * - `suspended` — a tool asked a person; `state` resumes the run on any worker.
+ * - `suspended` — a tool asked a person; answer with `supervisor.answer`.
  */
 export type SubagentOutcome =
   | (Accounted & { readonly status: 'done'; readonly result: string; readonly updates: readonly Operation[] })

@@ -1,9 +1,12 @@
+import type { ResourceLimits } from 'node:worker_threads';
 import {
   type Agent,
   type AgentId,
   Answer,
   type ApprovalHandler,
   assertCloneable,
+  BackpressureError,
+  CancelledError,
   type CancelReason,
   type Clock,
   ClosedError,
@@ -14,6 +17,7 @@ import {
   InvalidArgumentError,
   initialLoopState,
   isAgent,
+  isTroupeError,
   type Metadata,
   type Request,
   type Scope,
@@ -21,22 +25,42 @@ import {
   sealScope,
   TroupeError,
 } from '@troupe/core';
+import { loadAgent, loadedAgent, systemClock } from '@troupe/subagent';
 import { EventEmitter } from 'eventemitter3';
+import { z } from 'zod';
 import type { AgentHandle, AgentReply } from './AgentHandle.js';
-import { Delegation, emitOutcome, emitSpawned, hasTelemetryListeners } from './internal/Delegation.js';
 import { ParentAgent } from './internal/ParentAgent.js';
+import { firstOpenRequest, type RootOwner, type RunNode, totalOf } from './internal/RunNode.js';
 import { MemoryPersistence, type PersistenceAdapter, STATE_ENVELOPE_VERSION } from './Persistence.js';
 import { checkRestartPolicy, type RestartPolicy } from './RestartPolicy.js';
+import { RunTree } from './RunTree.js';
 import type { SubagentOutcome } from './SubagentOutcome.js';
-import { type SpawnSpec, SubagentPool, type SubagentPoolOptions } from './SubagentPool.js';
 import type { SupervisorEvents } from './SupervisorEvents.js';
+
+/** Options of the worker pool (`createSupervisor({ pool })`). */
+export interface PoolOptions {
+  /** Worker threads, started up front (default: the machine's available parallelism). */
+  readonly threads?: number;
+  /** Per-worker V8 limits; a worker over its heap limit dies and its run ends `crashed`. */
+  readonly resourceLimits?: ResourceLimits;
+  /** Runs that may wait for a thread; past it a spawn is refused with a `BackpressureError` (default 1024). */
+  readonly maxQueue?: number;
+  /** How long a cancelled run may take to stop before its worker is killed (default 1000 ms). */
+  readonly graceMs?: number;
+  /** How often the watchdog looks at deadlines while runs are in flight (default 10 ms). */
+  readonly watchdogIntervalMs?: number;
+  /** Initial capacity of this thread's cancellation slots (they grow). */
+  readonly tableCapacity?: number;
+  /** Host-channel messages a worker may send per second before it counts as a flood and is recycled (default 50,000). */
+  readonly floodLimit?: number;
+}
 
 /** Options of `createSupervisor`; validated and defaulted once. */
 export interface SupervisorOptions {
   /** Parent agents the host may start by name (optional: `startAgent` also takes an agent). */
   readonly agents?: readonly Agent[];
   /** The worker pool (threads, resourceLimits, maxQueue, graceMs, ...). */
-  readonly pool?: SubagentPoolOptions;
+  readonly pool?: PoolOptions;
   /**
    * Decides on calls of tools with `requiresApproval`, for parents and
    * subagents alike, on the supervisor thread only. None: such calls are denied.
@@ -44,6 +68,11 @@ export interface SupervisorOptions {
   readonly approval?: ApprovalHandler;
   /** Where agent state is saved (default: in memory; `null`: nowhere). */
   readonly persistence?: PersistenceAdapter | null;
+  /**
+   * The supervisor's time base: run deadlines, request expiry, event times.
+   * Workers cannot share an injected clock: a deadline reaches a worker as
+   * the time it has left, and a tool's own timeout runs on the system clock.
+   */
   readonly clock?: Clock;
   /** Validates every scope at the edge (default: any cloneable plain data within the budget). */
   readonly scope?: ScopeDefinition<unknown>;
@@ -53,7 +82,7 @@ export interface SupervisorOptions {
   readonly mailboxSize?: number;
   /** OTP-style restart intensity of parent agents (default 3 within 5000 ms). */
   readonly restart?: Partial<RestartPolicy>;
-  /** Default relative deadline of every subagent run (default none). */
+  /** Default relative deadline of every subagent run and direct spawn, re-armed on each resume (default none). */
   readonly subagentTimeoutMs?: number;
 }
 
@@ -70,10 +99,22 @@ export interface StartAgentOptions {
   readonly metadata?: Metadata;
 }
 
+/** Options of {@link Supervisor.spawn}. */
+export interface SpawnOptions {
+  readonly input: string;
+  readonly scope: unknown;
+  readonly toolContext?: Readonly<Record<string, unknown>>;
+  readonly metadata?: Metadata;
+  /** Relative deadline of the run (default: the supervisor's `subagentTimeoutMs`). */
+  readonly timeoutMs?: number;
+  /** Aborting it cancels the run (reason `user`); already aborted: the spawn is refused. */
+  readonly signal?: AbortSignal;
+}
+
 /** A request waiting for a person, as the host sees it. */
 export interface PendingRequestInfo {
   readonly request: Request;
-  /** The parent agent that holds the conversation. */
+  /** The parent agent that holds the conversation (or the spawned agent). */
   readonly agentId: AgentId;
   /** Agent ids from the parent down to the one whose tool asked. */
   readonly path: readonly AgentId[];
@@ -84,17 +125,59 @@ export interface PendingRequestInfo {
 export interface SupervisorStats {
   readonly agents: number;
   readonly pendingRequests: number;
-  readonly pool: ReturnType<SubagentPool['stats']>;
+  /** Runs alive in the run tree (running, suspended or ending). */
+  readonly runs: number;
+  /** Runs suspended below a parent (waiting on a person somewhere under them). */
   readonly suspendedSubagents: number;
+  /** Host-channel messages refused so far. */
+  readonly refused: number;
+  readonly pool: {
+    readonly threads: number;
+    readonly running: number;
+    readonly queued: number;
+    /** Host channels open (at most one per worker thread). */
+    readonly openPorts: number;
+    /** Cancellation slots in use on this thread. */
+    readonly tableSize: number;
+    readonly completed: number;
+  };
 }
 
-const ANSWERED_MEMORY = 10_000;
+const PoolSchema = z
+  .object({
+    threads: z.number().int().min(1).max(256).optional(),
+    resourceLimits: z
+      .object({
+        maxOldGenerationSizeMb: z.number().positive().optional(),
+        maxYoungGenerationSizeMb: z.number().positive().optional(),
+        codeRangeSizeMb: z.number().positive().optional(),
+        stackSizeMb: z.number().positive().optional(),
+      })
+      .strict()
+      .optional(),
+    maxQueue: z.number().int().min(0).optional(),
+    graceMs: z.number().finite().min(0).optional(),
+    watchdogIntervalMs: z.number().finite().min(1).optional(),
+    tableCapacity: z.number().int().positive().optional(),
+    floodLimit: z.number().int().positive().optional(),
+  })
+  .strict();
+
 const EMPTY_CONTEXT: Readonly<Record<string, unknown>> = Object.freeze({});
 
+/** What a direct spawn's caller gets: the run's outcome, the first time its tree is quiet. */
+class SpawnOwner implements RootOwner {
+  outcome: SubagentOutcome | undefined;
+  async settle(root: RunNode): Promise<SubagentOutcome> {
+    this.outcome = outcomeOf(root);
+    return this.outcome;
+  }
+}
+
 /**
- * The supervisor: owns parent agents (actors on this thread), a warm pool of
- * worker threads for subagents, the shared cancellation table and its
- * watchdog, approval routing and the requests waiting for people.
+ * The supervisor: owns parent agents (actors on this thread), the run tree
+ * (every run at every depth, its cancellation, deadlines, questions and
+ * usage), a warm pool of worker threads for subagents, and the watchdog.
  *
  * Emits typed events ({@link SupervisorEvents}). Lifecycle: `close()` is
  * graceful and bounded, `destroy()` immediate, both idempotent;
@@ -102,20 +185,21 @@ const EMPTY_CONTEXT: Readonly<Record<string, unknown>> = Object.freeze({});
  * after close fails with a `ClosedError`.
  */
 export class Supervisor extends EventEmitter<SupervisorEvents> {
-  /** The worker pool. */
-  readonly pool: SubagentPool;
+  /** The worker pool, as far as a host needs it. */
+  readonly pool: { ready(): Promise<void>; stats(): SupervisorStats['pool'] };
+  readonly #tree: RunTree;
   readonly #clock: Clock;
-  readonly #delegation: Delegation;
   readonly #persistence: PersistenceAdapter | undefined;
   readonly #scope: ScopeDefinition<unknown> | undefined;
   readonly #scopeBudget: number;
   readonly #mailboxSize: number;
   readonly #restart: RestartPolicy;
+  readonly #maxQueue: number;
+  readonly #subagentTimeoutMs: number | undefined;
   readonly #agentsByName = new Map<string, Agent>();
   readonly #agents = new Map<string, ParentAgent>();
-  readonly #pending = new Map<string, PendingRequestInfo & { readonly agent: ParentAgent }>();
-  readonly #answered = new Set<string>();
   readonly #parsedScopes = new WeakSet<object>();
+  readonly #checkedToolContexts = new WeakSet<object>();
   #closing: Promise<void> | undefined;
   #closed = false;
 
@@ -145,11 +229,25 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
         `options.subagentTimeoutMs must be a positive number of ms, got ${String(timeout)}`,
       );
     }
+    const clock = options.clock ?? systemClock;
+    if (typeof clock?.now !== 'function' || typeof clock.setTimeout !== 'function' || typeof clock.clearTimeout !== 'function') {
+      throw new InvalidArgumentError('options.clock must have now(), setTimeout() and clearTimeout()');
+    }
+    const pool = PoolSchema.safeParse(options.pool ?? {});
+    if (!pool.success) {
+      const issue = pool.error.issues[0];
+      throw new InvalidArgumentError(
+        `invalid option pool.${issue?.path.join('.') || ''}: ${issue?.message ?? 'invalid'}`,
+        { cause: pool.error },
+      );
+    }
     const persistence =
       options.persistence === undefined ? new MemoryPersistence() : (options.persistence ?? undefined);
     if (
       persistence !== undefined &&
-      (typeof persistence.persistState !== 'function' || typeof persistence.loadState !== 'function')
+      (typeof persistence.persistState !== 'function' ||
+        typeof persistence.loadState !== 'function' ||
+        typeof persistence.saveMessage !== 'function')
     ) {
       throw new InvalidArgumentError('options.persistence must implement persistState, loadState and saveMessage');
     }
@@ -158,19 +256,33 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     this.#scope = options.scope;
     this.#scopeBudget = budget;
     this.#persistence = persistence;
-    this.pool = new SubagentPool({
-      ...options.pool,
-      scopeBudgetBytes: budget,
-      ...(options.clock === undefined ? {} : { clock: options.clock }),
-    });
-    this.#clock = this.pool.clock;
-    this.#delegation = new Delegation({
-      pool: this.pool,
-      clock: this.#clock,
+    this.#clock = clock;
+    this.#subagentTimeoutMs = timeout;
+    const p = pool.data;
+    this.#maxQueue = p.maxQueue ?? 1024;
+    this.#tree = new RunTree({
+      clock,
       events: this,
       approval: options.approval,
+      threads: p.threads,
+      resourceLimits: p.resourceLimits as ResourceLimits | undefined,
+      maxQueue: this.#maxQueue,
+      graceMs: p.graceMs ?? 1000,
+      watchdogIntervalMs: p.watchdogIntervalMs ?? 10,
+      tableCapacity: p.tableCapacity,
       subagentTimeoutMs: timeout,
+      floodLimit: p.floodLimit,
     });
+    const tree = this.#tree;
+    this.pool = {
+      ready: () => tree.pool.ready(),
+      stats: () => this.stats().pool,
+    };
+  }
+
+  /** Resolves once every worker thread has booted (the pool starts them at construction). */
+  ready(): Promise<void> {
+    return this.#tree.pool.ready();
   }
 
   #assertOpen(): void {
@@ -186,6 +298,19 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     const scope = this.#scope.parse(input);
     if (typeof scope === 'object' && scope !== null) this.#parsedScopes.add(scope);
     return scope as Scope;
+  }
+
+  // Checked and frozen once per object (in place: a copy per call would be checked again every time).
+  #toolContext(toolContext: Readonly<Record<string, unknown>> | undefined): Readonly<Record<string, unknown>> {
+    if (toolContext === undefined) return EMPTY_CONTEXT;
+    if (typeof toolContext !== 'object' || toolContext === null || Array.isArray(toolContext)) {
+      throw new InvalidArgumentError('toolContext must be a plain object of static data (feature flags, request ids)');
+    }
+    if (this.#checkedToolContexts.has(toolContext)) return toolContext;
+    assertCloneable(toolContext, 'toolContext');
+    const frozen = deepFreeze(toolContext);
+    this.#checkedToolContexts.add(frozen);
+    return frozen;
   }
 
   /**
@@ -231,12 +356,11 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     if (saved !== undefined && saved.version !== STATE_ENVELOPE_VERSION) {
       throw new TroupeError(
         `saved state of ${id} has version ${String(saved.version)}; this Troupe reads ${STATE_ENVELOPE_VERSION}`,
-        {
-          code: 'ERR_PROTOCOL',
-        },
+        { code: 'ERR_PROTOCOL' },
       );
     }
     this.#assertOpen();
+    if (this.#agents.has(id)) throw new InvalidArgumentError(`agent ${id} is already started: use its handle`);
     const parent = new ParentAgent(
       def,
       {
@@ -245,39 +369,30 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
         scope,
         toolContext: deepFreeze({ ...toolContext }),
         state: saved?.state ?? initialLoopState(id, def.instructions, freezeReceived(structuredClone(metadata))),
-        pending:
-          saved?.pendingRequest === undefined
-            ? undefined
-            : { request: saved.pendingRequest.request, path: saved.pendingRequest.path },
         children: saved?.childCounter ?? 0,
       },
       {
-        table: this.pool.table,
+        tree: this.#tree,
         clock: this.#clock,
         events: this,
-        delegation: this.#delegation,
         persistence: this.#persistence,
         restart: this.#restart,
         mailboxSize: this.#mailboxSize,
-        onRequestOpened: (a, request, path) => this.#open(a, request, path),
-        onRequestWithdrawn: (requestId) => {
-          this.#pending.delete(requestId);
-        },
         closed: () => this.#closed || this.#closing !== undefined,
       },
     );
     this.#agents.set(id, parent);
     this.emit('agent.started', { agentId: id, agent: def.name, conversationId, at: this.#clock.now() });
-    if (parent.pendingRequest !== undefined) {
-      this.#open(parent, parent.pendingRequest.request, parent.pendingRequest.path);
+    if (saved?.state.pending !== undefined) {
+      // A conversation saved while it waited on a person: its questions are open again, under their ids.
+      const open =
+        saved.openRequests ??
+        (saved.pendingRequest === undefined
+          ? []
+          : restoredFromPending(saved.state.pending, saved.pendingRequest.request));
+      parent.restoreSuspended(open);
     }
     return parent;
-  }
-
-  #open(agent: ParentAgent, request: Request, path: readonly AgentId[]): void {
-    const info = { request, agentId: agent.id, path, openedAt: this.#clock.now(), agent };
-    this.#pending.set(request.id, info);
-    this.emit('request.opened', { request, agentId: agent.id, path, at: info.openedAt });
   }
 
   /** The handle of a started agent, by id. */
@@ -285,20 +400,22 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     return this.#agents.get(agentId);
   }
 
-  /** Requests waiting for a person, oldest first. */
+  /** Requests waiting for a person, oldest first (every open one, at any depth). */
   pendingRequests(): PendingRequestInfo[] {
-    return [...this.#pending.values()].map(({ agent: _agent, ...info }) => info);
+    return this.#tree.openRequests().map(({ request, agentId, path, openedAt }) => ({ request, agentId, path, openedAt }));
   }
 
   /**
-   * Answer a pending request and resume its run on any worker: the tool that
-   * asked is re-run exactly once with `ctx.answer` (a declined or expired
-   * answer becomes an error result the model sees). Resolves with the
-   * resumed message's reply, which may be another suspension.
+   * Answer a pending request. The answer goes to the run whose tool asked
+   * (at any depth) and resumes it on any worker: the tool is re-run exactly
+   * once with `ctx.answer` (a declined or expired answer becomes an error
+   * result the model sees). Resolves with the reply of the message (or
+   * spawn) it belongs to, the next time nothing of its tree runs — which may
+   * be another suspension.
    *
    * Refused with a typed error, leaving the request open: a malformed answer
-   * (`ERR_INVALID_ARGUMENT`). Refused: an unknown id (`ERR_UNKNOWN_REQUEST`), a
-   * second answer (`ERR_REQUEST_ALREADY_ANSWERED`).
+   * (`ERR_INVALID_ARGUMENT`). Refused: an unknown or withdrawn id
+   * (`ERR_UNKNOWN_REQUEST`), a second answer (`ERR_REQUEST_ALREADY_ANSWERED`).
    */
   async answer(requestId: string, answer: Omit<Answer, 'id'> & { readonly id?: string }): Promise<AgentReply> {
     this.#assertOpen();
@@ -318,88 +435,108 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
       );
     }
     assertCloneable(parsed.data.data, 'answer.data');
-    const entry = this.#pending.get(requestId);
-    if (entry === undefined) {
-      if (this.#answered.has(requestId)) {
-        throw new InvalidArgumentError(`request ${requestId} was already answered: an answer is taken once`, {
-          code: 'ERR_REQUEST_ALREADY_ANSWERED',
-        });
-      }
-      throw new InvalidArgumentError(`no pending request ${requestId}: see pendingRequests()`, {
-        code: 'ERR_UNKNOWN_REQUEST',
-      });
-    }
-    this.#pending.delete(requestId);
-    this.#answered.add(requestId);
-    if (this.#answered.size > ANSWERED_MEMORY) {
-      const oldest = this.#answered.values().next().value;
-      if (oldest !== undefined) this.#answered.delete(oldest);
-    }
-    this.emit('request.answered', { requestId, agentId: entry.agentId, ok: parsed.data.ok, at: this.#clock.now() });
-    return entry.agent.resume(parsed.data);
+    const root = this.#tree.answer(requestId, parsed.data);
+    const reply = await this.#tree.whenQuiet(root);
+    if (reply instanceof Error) throw reply;
+    return root.kind === 'spawn' ? replyOf(reply as SubagentOutcome) : (reply as AgentReply);
   }
 
   /**
    * Run one subagent directly (not through a parent's `task` call): the same
-   * pool, cancellation, approval and delegation as delegated runs.
+   * pool, cancellation, approval, deadlines and delegation as delegated runs.
+   * Resolves with its outcome once its whole tree has ended — or suspended:
+   * answer its question and `answer()` resolves with what it did then.
    */
-  async spawn(
-    agent: Agent,
-    options: {
-      readonly input: string;
-      readonly scope: unknown;
-      readonly toolContext?: Readonly<Record<string, unknown>>;
-      readonly metadata?: Metadata;
-      readonly timeoutMs?: number;
-      readonly signal?: AbortSignal;
-    },
-  ): Promise<SubagentOutcome> {
+  async spawn(agent: Agent, options: SpawnOptions): Promise<SubagentOutcome> {
     this.#assertOpen();
+    if (!isAgent(agent)) throw new InvalidArgumentError('spawn(agent): pass an agent made with defineAgent', { code: 'ERR_UNKNOWN_AGENT' });
+    if (typeof options !== 'object' || options === null) throw new InvalidArgumentError('spawn: pass { input, scope, ... }');
+    if (typeof options.input !== 'string') throw new InvalidArgumentError('spawn: input must be a string');
+    const timeoutMs = options.timeoutMs ?? this.#subagentTimeoutMs;
+    if (timeoutMs !== undefined && (!Number.isFinite(timeoutMs) || timeoutMs < 0)) {
+      throw new InvalidArgumentError(`spawn: timeoutMs must be a non-negative number of ms, got ${String(timeoutMs)}`);
+    }
+    const signal = options.signal;
+    if (signal?.aborted) throw new CancelledError('user', 'the spawn was aborted before it started');
     const scope = this.#sealScope(options.scope);
-    // Frozen in place, as startAgent does: a copy per call would be a new object
-    // the pool has never checked, walked and frozen again on every spawn.
-    const toolContext = options.toolContext === undefined ? EMPTY_CONTEXT : deepFreeze(options.toolContext);
-    const agentId = createId('agent');
-    let n = 0;
-    const telemetry = hasTelemetryListeners(this);
-    const spec: SpawnSpec = {
-      agent,
-      agentId,
-      input: options.input,
+    const toolContext = this.#toolContext(options.toolContext);
+    const metadata = options.metadata;
+    if (metadata !== undefined && !Object.isFrozen(metadata)) assertCloneable(metadata, 'metadata');
+    const def = await this.#definition(agent);
+    this.#assertOpen();
+    if (!this.#tree.canQueue()) {
+      throw new BackpressureError(
+        `the subagent queue is full (${this.#maxQueue} runs waiting for a thread): retry later or raise pool.maxQueue`,
+        this.#maxQueue,
+      );
+    }
+    const owner = new SpawnOwner();
+    const root = this.#tree.startRoot({
+      kind: 'spawn',
+      agent: def,
+      agentId: createId('agent'),
       scope,
       toolContext,
-      metadata: options.metadata,
-      timeoutMs: options.timeoutMs,
-      signal: options.signal,
-      telemetry,
-      host: this.#delegation.hostFor(
-        { agentId, agent, scope, toolContext, ancestry: [], nextChild: () => ++n },
-        telemetry,
-      ),
+      owner,
+      input: options.input,
+      metadata,
+      timeoutMs,
+    });
+    const onAbort = (): void => {
+      this.#tree.cancel(root, 'user');
     };
-    // A direct spawn is a spawn like any other: the same events, so a daemon sees its scope cost.
-    emitSpawned(this, this.#clock, spec, agentId, undefined, agent.name);
-    const outcome = await this.pool.run(spec);
-    // Like a delegated run, a direct one is over only when its own children are.
-    const children = this.#delegation.drain(agentId);
-    if (children !== undefined) await children;
-    emitOutcome(this, this.#clock.now(), outcome, undefined);
-    return outcome;
+    signal?.addEventListener('abort', onAbort, { once: true });
+    try {
+      const outcome = await this.#tree.whenQuiet(root);
+      if (outcome instanceof Error) throw outcome;
+      return outcome as SubagentOutcome;
+    } finally {
+      signal?.removeEventListener('abort', onAbort);
+    }
   }
 
-  /** Cancel a parent agent's message or any running subagent, by id. */
+  // The agent as its own module exports it (a worker loads it by module URL).
+  async #definition(agent: Agent): Promise<Agent> {
+    if (agent.module === undefined) {
+      throw new InvalidArgumentError(
+        `agent "${agent.name}" has no module URL, so a worker cannot load it: define it with module: import.meta.url`,
+        { code: 'ERR_UNKNOWN_AGENT' },
+      );
+    }
+    const loaded = loadedAgent(agent.module, agent.name);
+    if (loaded !== undefined) return loaded;
+    try {
+      return await loadAgent(agent.module, agent.name);
+    } catch (error) {
+      if (isTroupeError(error)) throw new InvalidArgumentError(error.message, { code: 'ERR_UNKNOWN_AGENT', cause: error });
+      throw error;
+    }
+  }
+
+  /** Cancel a parent agent's message, a direct spawn or any running subagent, by agent id (its whole subtree). */
   cancel(agentId: string, reason: CancelReason = 'user'): boolean {
     const parent = this.#agents.get(agentId);
     if (parent !== undefined) return parent.cancel(reason);
-    return this.pool.cancel(agentId as AgentId, reason);
+    return this.#tree.cancelAgent(agentId, reason);
   }
 
   stats(): SupervisorStats {
+    const tree = this.#tree.stats();
+    const pool = this.#tree.pool;
     return {
       agents: this.#agents.size,
-      pendingRequests: this.#pending.size,
-      pool: this.pool.stats(),
-      suspendedSubagents: this.#delegation.sizes.suspended,
+      pendingRequests: tree.requests,
+      runs: tree.runs,
+      suspendedSubagents: tree.suspendedBelowRoots,
+      refused: tree.refused,
+      pool: {
+        threads: pool.threads,
+        running: tree.running,
+        queued: pool.queued,
+        openPorts: pool.openPorts,
+        tableSize: this.#tree.table.size,
+        completed: tree.completed,
+      },
     };
   }
 
@@ -412,9 +549,11 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
   }
 
   /**
-   * Refuse new work, let running messages finish for up to `timeoutMs`
-   * (default 30 s), then cancel them (reason `shutdown`), persist, and resolve
-   * once every worker has exited. Idempotent.
+   * Refuse new work, let running messages and spawns finish for up to
+   * `timeoutMs` (default 30 s), then cancel what still runs (reason
+   * `shutdown`; killed after the grace period if it ignores it), persist,
+   * and resolve once every worker has exited. Suspended conversations keep
+   * their saved questions for a new supervisor. Idempotent.
    */
   close(options: { readonly timeoutMs?: number } = {}): Promise<void> {
     if (this.#closing !== undefined) return this.#closing;
@@ -425,39 +564,53 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
       );
     }
     this.#closing = (async () => {
-      const started = this.#clock.now();
-      const idle = Promise.all([...this.#agents.values()].map((a) => a.whenIdle()));
+      const tree = this.#tree;
       let timer: unknown;
-      const timedOut = new Promise<void>((resolve) => {
+      let timedOut = false;
+      const deadline = new Promise<void>((resolve) => {
         timer = this.#clock.setTimeout(() => {
-          for (const a of this.#agents.values()) a.cancel('shutdown');
+          timedOut = true;
+          for (const a of this.#agents.values()) a.dropMailbox();
+          tree.cancelRunning('shutdown');
           resolve();
         }, timeoutMs);
       });
-      await Promise.race([idle, timedOut]);
-      await idle;
+      // Messages queued in mailboxes still run until the deadline; then nothing new starts.
+      const drained = (async () => {
+        while (!timedOut) {
+          await Promise.all([...this.#agents.values()].map((a) => a.whenIdle()));
+          await tree.whenIdle();
+          if ([...this.#agents.values()].every((a) => a.status !== 'running')) break;
+        }
+      })();
+      await Promise.race([drained, deadline]);
       this.#clock.clearTimeout(timer);
-      // Every agent is idle or suspended now, its state saved after its last message:
-      // stop them (a suspended one keeps its saved request for a new supervisor).
+      // Bounded: what was cancelled ends cooperatively or is killed after the grace period.
+      await tree.whenIdle();
       await Promise.all([...this.#agents.values()].map((a) => a.stop()));
       this.#agents.clear();
-      this.#pending.clear();
-      const left = Math.max(0, timeoutMs - (this.#clock.now() - started));
-      await this.pool.close({ timeoutMs: left });
+      await tree.closeTransport();
       await this.#persistence?.close?.();
       this.#closed = true;
     })();
     return this.#closing;
   }
 
-  /** Tear down at once: running messages end cancelled (shutdown); workers are terminated. Idempotent. */
+  /** Tear down at once: running messages and spawns end cancelled (shutdown); workers are terminated. Idempotent. */
   async destroy(): Promise<void> {
     this.#closed = true;
-    this.#closing ??= Promise.resolve();
-    for (const a of this.#agents.values()) a.cancel('shutdown');
-    await this.pool.destroy();
-    this.#agents.clear();
-    this.#pending.clear();
+    const tree = this.#tree;
+    if (this.#closing === undefined) {
+      this.#closing = (async () => {
+        for (const a of this.#agents.values()) a.dropMailbox();
+        tree.cancelRunning('shutdown');
+        await tree.destroyTransport();
+        await tree.whenIdle();
+        await Promise.all([...this.#agents.values()].map((a) => a.stop()));
+        this.#agents.clear();
+      })();
+    }
+    return this.#closing;
   }
 
   /** `await using supervisor = createSupervisor(...)` calls `close()`. */
@@ -466,9 +619,68 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
   }
 }
 
+/** A direct spawn's tree, as its outcome. */
+function outcomeOf(root: RunNode): SubagentOutcome {
+  const base = { agentId: root.agentId, runId: root.id, usage: root.usage, totalUsage: totalOf(root) };
+  if (root.phase !== 'ended') {
+    const first = firstOpenRequest(root);
+    const state = root.state;
+    return {
+      ...base,
+      status: 'suspended',
+      request: first?.request ?? { id: '', kind: 'none', prompt: '' },
+      state: state as NonNullable<typeof state>,
+      events: state?.events ?? [],
+      turns: state?.turns ?? 0,
+    };
+  }
+  const end = root.end;
+  switch (end?.status) {
+    case 'done':
+      return { ...base, status: 'done', result: end.text, updates: end.updates, events: end.events, turns: end.turns };
+    case 'failed':
+      return { ...base, status: 'failed', error: end.error, events: end.events, turns: end.turns };
+    case 'incomplete':
+      return { ...base, status: 'incomplete', events: end.events, turns: end.turns };
+    case 'crashed':
+      return { ...base, status: 'crashed', error: end.error, exitCode: end.exitCode };
+    case 'cancelled':
+      return { ...base, status: 'cancelled', reason: end.reason, forced: end.forced };
+    default:
+      return { ...base, status: 'cancelled', reason: 'shutdown', forced: false };
+  }
+}
+
+/** A direct spawn's outcome, as an answer's reply. */
+function replyOf(outcome: SubagentOutcome): AgentReply {
+  const usage = { usage: outcome.usage, totalUsage: outcome.totalUsage };
+  switch (outcome.status) {
+    case 'done':
+      return { ...usage, status: 'done', text: outcome.result, turns: outcome.turns };
+    case 'suspended':
+      return { ...usage, status: 'suspended', request: outcome.request, path: [outcome.agentId] };
+    case 'failed':
+    case 'crashed':
+      return { ...usage, status: 'failed', error: outcome.error, restarted: false };
+    case 'cancelled':
+      return { ...usage, status: 'cancelled', reason: outcome.reason };
+    case 'incomplete':
+      return { ...usage, status: 'incomplete', turns: outcome.turns };
+  }
+}
+
+// An envelope saved before it listed its requests: the open call whose request is the saved one.
+function restoredFromPending(
+  pending: NonNullable<import('@troupe/core').LoopState['pending']>,
+  request: Request,
+): { id: string; toolCallId: string; local: Request; approval: boolean }[] {
+  const call = pending.find((p) => p.result === undefined && p.request?.id === request.id);
+  return call === undefined ? [] : [{ id: request.id, toolCallId: call.call.id, local: request, approval: call.approval === true }];
+}
+
 /**
  * Create a supervisor: validated, defaulted options; a warm pool of worker
- * threads is started at once (await `supervisor.pool.ready()` to wait for it).
+ * threads is started at once (await `supervisor.ready()` to wait for it).
  *
  * @example
  * ```ts

@@ -3,11 +3,17 @@ import type {
   ApprovalInvalidEvent,
   CancelReason,
   EventsDropped,
+  ModelDelta,
+  ModelErrorEvent,
+  ModelStartEvent,
+  ModelStopEvent,
+  OperationDroppedEvent,
   Request,
   ToolExceptionEvent,
   ToolStartEvent,
   ToolStopEvent,
   ToolTimeoutEvent,
+  Usage,
 } from '@troupe/core';
 
 /** Bytes each channel of a spawn copies to the worker (the live scope-cost figure). */
@@ -23,15 +29,60 @@ interface At {
   readonly at: number;
 }
 
+/** Which run an event belongs to. Ids are readable; none of them is authority. */
+export interface RunRef {
+  readonly agentId: AgentId;
+  /** The run (one message of a parent agent, one dispatch chain of a subagent). */
+  readonly runId: string;
+  /** Agent ids from the root down to this run. */
+  readonly path: readonly AgentId[];
+}
+
+/** What a run used: its own model calls, and its whole subtree's. */
+export interface RunUsage {
+  readonly usage: Usage;
+  readonly totalUsage: Usage;
+}
+
+interface SubagentRef extends RunRef {
+  readonly parentAgentId: AgentId | undefined;
+}
+
+/** A message refused on a worker's host channel or parentPort. */
+export interface HostRefusedEvent extends At {
+  readonly threadId: number;
+  readonly reason: string;
+  /** The operation it named, when it named one. */
+  readonly op: number | undefined;
+  /** The run its capability named, when it named a real one. */
+  readonly agentId: string | undefined;
+  readonly runId: string | undefined;
+  /** True when the thread is being recycled for it. */
+  readonly recycled: boolean;
+}
+
+/** A worker thread terminated on purpose (it is replaced). */
+export interface WorkerRecycledEvent extends At {
+  readonly threadId: number;
+  readonly agentId: string | undefined;
+  readonly runId: string | undefined;
+  readonly reason: 'tool-timeout' | 'cancel-ignored' | 'protocol';
+  readonly detail?: string | undefined;
+}
+
 /** The supervisor's typed event map (eventemitter3: name → listener arguments). */
 export interface SupervisorEvents {
   'agent.started': [At & { readonly agentId: AgentId; readonly agent: string; readonly conversationId: string }];
-  'agent.turn': [At & { readonly agentId: AgentId; readonly turn: number }];
+  'agent.turn': [At & { readonly agentId: AgentId; readonly turn: number; readonly runId?: string }];
   /** A parent agent's message finished with an answer. */
-  'agent.done': [At & { readonly agentId: AgentId; readonly turns: number }];
+  'agent.done': [At & RunRef & RunUsage & { readonly turns: number }];
   /** A failure (tool/model error) or a defect (a bug, a persistence error) of a parent agent's run. */
-  'agent.failed': [At & { readonly agentId: AgentId; readonly kind: 'failure' | 'defect'; readonly error: Error }];
-  'agent.cancelled': [At & { readonly agentId: AgentId; readonly reason: CancelReason }];
+  'agent.failed': [
+    At & { readonly agentId: AgentId; readonly runId?: string; readonly kind: 'failure' | 'defect'; readonly error: Error },
+  ];
+  'agent.cancelled': [At & RunRef & RunUsage & { readonly reason: CancelReason }];
+  /** A parent agent's message reached its turn limit. */
+  'agent.incomplete': [At & RunRef & RunUsage & { readonly turns: number }];
   /** The restart policy restarted the agent from its last saved state. */
   'agent.restarted': [At & { readonly agentId: AgentId; readonly restarts: number }];
   /** The agent was stopped: by `stop()`, or because it restarted too often. */
@@ -41,45 +92,37 @@ export interface SupervisorEvents {
   'tool.execute.exception': [ToolExceptionEvent];
   'tool.execute.timeout': [ToolTimeoutEvent];
   'tool.approval.invalid': [ApprovalInvalidEvent];
+  'model.start': [ModelStartEvent];
+  'model.stop': [ModelStopEvent];
+  'model.error': [ModelErrorEvent];
+  /** Streamed deltas of a model call, in order, batched across the thread. */
+  'model.delta': [At & RunRef & { readonly deltas: readonly ModelDelta[] }];
   'subagent.spawned': [
-    At & {
-      readonly agentId: AgentId;
-      readonly parentAgentId: AgentId | undefined;
-      readonly agent: string;
-      readonly resumed: boolean;
-      readonly bytes: ChannelBytes;
-    },
+    At &
+      SubagentRef & {
+        readonly agent: string;
+        readonly resumed: boolean;
+        readonly bytes: ChannelBytes;
+      },
   ];
-  'subagent.done': [
-    At & { readonly agentId: AgentId; readonly parentAgentId: AgentId | undefined; readonly turns: number },
+  'subagent.done': [At & SubagentRef & RunUsage & { readonly turns: number }];
+  'subagent.failed': [At & SubagentRef & RunUsage & { readonly error: Error }];
+  'subagent.crashed': [At & SubagentRef & RunUsage & { readonly exitCode: number | null; readonly error: Error }];
+  'subagent.cancelled': [At & SubagentRef & RunUsage & { readonly reason: CancelReason; readonly forced: boolean }];
+  'subagent.incomplete': [At & SubagentRef & RunUsage & { readonly turns: number }];
+  'subagent.suspended': [At & SubagentRef & RunUsage & { readonly requestId: string }];
+  /** A request reached the host: one per question, whatever depth it came from, as soon as it is asked. */
+  'request.opened': [
+    At & { readonly request: Request; readonly agentId: AgentId; readonly runId: string; readonly path: readonly AgentId[] },
   ];
-  'subagent.failed': [
-    At & { readonly agentId: AgentId; readonly parentAgentId: AgentId | undefined; readonly error: Error },
+  'request.answered': [
+    At & { readonly requestId: string; readonly agentId: AgentId; readonly runId: string; readonly ok: boolean },
   ];
-  'subagent.crashed': [
-    At & {
-      readonly agentId: AgentId;
-      readonly parentAgentId: AgentId | undefined;
-      readonly exitCode: number | null;
-      readonly error: Error;
-    },
-  ];
-  'subagent.cancelled': [
-    At & {
-      readonly agentId: AgentId;
-      readonly parentAgentId: AgentId | undefined;
-      readonly reason: CancelReason;
-      readonly forced: boolean;
-    },
-  ];
-  'subagent.incomplete': [
-    At & { readonly agentId: AgentId; readonly parentAgentId: AgentId | undefined; readonly turns: number },
-  ];
-  'subagent.suspended': [
-    At & { readonly agentId: AgentId; readonly parentAgentId: AgentId | undefined; readonly requestId: string },
-  ];
-  /** A request reached the host: one per question, whatever depth it came from. */
-  'request.opened': [At & { readonly request: Request; readonly agentId: AgentId; readonly path: readonly AgentId[] }];
-  'request.answered': [At & { readonly requestId: string; readonly agentId: AgentId; readonly ok: boolean }];
+  /** A request can no longer be answered: its run was cancelled or ended. */
+  'request.withdrawn': [At & { readonly requestId: string; readonly agentId: AgentId; readonly reason: string }];
   'context.events_dropped': [At & { readonly agentId: AgentId; readonly dropped: EventsDropped }];
+  'context.operation_dropped': [OperationDroppedEvent];
+  /** A worker sent something its host channel does not serve. */
+  'host.refused': [HostRefusedEvent];
+  'worker.recycled': [WorkerRecycledEvent];
 }

@@ -1,18 +1,18 @@
 /**
- * @troupe/supervisor — the public face of Troupe: the supervisor, its pool
- * of worker threads, the cancellation table and watchdog, approval routing,
- * human-in-the-loop requests, persistence adapters and lifecycle.
+ * @troupe/supervisor — the public face of Troupe: the supervisor, its run
+ * tree and pool of worker threads, approval routing, human-in-the-loop
+ * requests, streaming, persistence adapters and lifecycle.
  */
 
 export { systemClock } from '@troupe/subagent';
-export type { AgentHandle, AgentReply, AgentSnapshot, AgentStatus } from './AgentHandle.js';
-export {
-  CancellationTable,
-  type CancellationTableOptions,
-  type ExpiredEntry,
-  type RegisteredSlot,
-  type RegisterOptions,
-} from './CancellationTable.js';
+export type {
+  AgentHandle,
+  AgentReply,
+  AgentSnapshot,
+  AgentStatus,
+  StreamChunk,
+  StreamOptions,
+} from './AgentHandle.js';
 export {
   MAX_MEASURED_HOPS,
   type MeasureScopeCostOptions,
@@ -29,22 +29,23 @@ export {
   type PersistenceContext,
   STATE_ENVELOPE_VERSION,
 } from './Persistence.js';
-export { admitRestart, checkRestartPolicy, DEFAULT_RESTART_POLICY, type RestartPolicy } from './RestartPolicy.js';
+export { DEFAULT_RESTART_POLICY, type RestartPolicy } from './RestartPolicy.js';
 export type { SubagentOutcome } from './SubagentOutcome.js';
-export {
-  type RunHost,
-  type SpawnSpec,
-  SubagentPool,
-  type SubagentPoolOptions,
-  type SubagentPoolStats,
-} from './SubagentPool.js';
 export {
   createSupervisor,
   type PendingRequestInfo,
+  type PoolOptions,
+  type SpawnOptions,
   type StartAgentOptions,
   Supervisor,
   type SupervisorOptions,
   type SupervisorStats,
 } from './Supervisor.js';
-export type { ChannelBytes, SupervisorEvents } from './SupervisorEvents.js';
-export { Watchdog, type WatchdogKillCause, type WatchdogOptions } from './Watchdog.js';
+export type {
+  ChannelBytes,
+  HostRefusedEvent,
+  RunRef,
+  RunUsage,
+  SupervisorEvents,
+  WorkerRecycledEvent,
+} from './SupervisorEvents.js';

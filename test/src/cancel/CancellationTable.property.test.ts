@@ -7,7 +7,7 @@ import {
   type SlotRunCancellation,
   slotRunCancellation,
 } from '@troupe/core';
-import { CancellationTable, type ExpiredEntry } from '@troupe/supervisor';
+import { CancellationTable, type ExpiredEntry } from '@troupe/supervisor/internal';
 import fc from 'fast-check';
 
 // Random sequences of register / cancel / release / expire and of call

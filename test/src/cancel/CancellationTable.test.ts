@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { type CancelReason, CancelSlots, isTroupeError, slotRunCancellation } from '@troupe/core';
 import { ManualClock } from '@troupe/core/testing';
-import { CancellationTable } from '@troupe/supervisor';
+import { CancellationTable } from '@troupe/supervisor/internal';
 
 const isInvalid =
   (code = 'ERR_INVALID_ARGUMENT') =>

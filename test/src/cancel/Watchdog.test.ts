@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { isTroupeError, slotRunCancellation } from '@troupe/core';
 import { ManualClock } from '@troupe/core/testing';
-import { CancellationTable, Watchdog, type WatchdogKillCause } from '@troupe/supervisor';
+import { CancellationTable, Watchdog, type WatchdogKillCause } from '@troupe/supervisor/internal';
 
 // Time is driven by a ManualClock: no sleeps. The watchdog ticks every 10 ms.
 

@@ -4,7 +4,7 @@ import { describe, it } from 'node:test';
 import { MessageChannel } from 'node:worker_threads';
 import { CancelledError, isTroupeError, slotRunCancellation } from '@troupe/core';
 import { ManualClock } from '@troupe/core/testing';
-import { CancellationTable } from '@troupe/supervisor';
+import { CancellationTable } from '@troupe/supervisor/internal';
 import { afterWakeups } from '../fixtures/afterWakeups.js';
 
 // Same-thread tests of the tokens; the cross-thread ones are in workers.test.ts.

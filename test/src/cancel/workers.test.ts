@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it, type TestContext } from 'node:test';
-import { CancellationTable } from '@troupe/supervisor';
+import { CancellationTable } from '@troupe/supervisor/internal';
 import { type CancelWorker, startCancelWorker } from './startCancelWorker.js';
 
 // Real worker threads on the table's real SharedArrayBuffer. Every test

@@ -19,6 +19,7 @@ const base: SubagentTask = {
   host: 0,
   scope: { userId: 'u1' },
   input: 'hi',
+  capability: 'AbCdEfGhIjKlMnOpQrStUv-_',
 };
 
 describe('the supervisor → worker task on the wire', () => {
@@ -26,10 +27,11 @@ describe('the supervisor → worker task on the wire', () => {
     for (const task of [
       base,
       { ...base, scopeVersion: 7 },
-      { ...base, scopeVersion: 2, parentAgentId: 'agent_0', metadata: { title: 'Chat' }, deadline: 5 },
+      { ...base, scopeVersion: 2, parentAgentId: 'agent_0', metadata: { title: 'Chat' }, timeoutMs: 5 },
+      { ...base, buffer: new SharedArrayBuffer(64) },
     ] satisfies SubagentTask[]) {
       const wire = encodeSubagentTask(task);
-      assert.equal(wire.length, 11);
+      assert.equal(wire.length, 13);
       assert.equal(wire[8], task.scopeVersion ?? 0);
       const decoded = decodeSubagentTask(structuredClone(wire));
       assert.equal(decoded.error, undefined);
@@ -44,14 +46,17 @@ describe('the supervisor → worker task on the wire', () => {
   it('refuses a malformed task with what is wrong', () => {
     const wire = encodeSubagentTask(base);
     const bad = (at: number, value: unknown) => decodeSubagentTask(wire.map((v, i) => (i === at ? value : v)));
-    assert.match(decodeSubagentTask(wire.slice(0, 10)).error ?? '', /11-element array/);
-    assert.match(decodeSubagentTask('task').error ?? '', /11-element array/);
+    assert.match(decodeSubagentTask(wire.slice(0, 12)).error ?? '', /13-element array/);
+    assert.match(decodeSubagentTask('task').error ?? '', /13-element array/);
+    assert.match(bad(11, 'short').error ?? '', /capability/);
+    assert.match(bad(11, undefined).error ?? '', /capability/);
+    assert.match(bad(12, new ArrayBuffer(8)).error ?? '', /buffer must be a SharedArrayBuffer/);
     assert.match(bad(0, PROTOCOL_VERSION - 1).error ?? '', new RegExp(`this worker speaks ${PROTOCOL_VERSION}`));
     assert.match(bad(8, -1).error ?? '', /scopeVersion must be a non-negative integer/);
     assert.match(bad(8, 1.5).error ?? '', /scopeVersion/);
     assert.match(bad(8, '1').error ?? '', /scopeVersion/);
     assert.match(bad(6, TaskFlag.serializedScope).error ?? '', /serialized scope must be a Uint8Array/);
-    assert.match(bad(10, { deadline: -1 }).error ?? '', /extras\.deadline/);
+    assert.match(bad(10, { timeoutMs: -1 }).error ?? '', /extras\.timeoutMs/);
     assert.match(bad(10, []).error ?? '', /extras must be an object or null/);
     assert.match(bad(10, { parentAgentId: '' }).error ?? '', /extras\.parentAgentId/);
     assert.match(bad(10, { ancestry: ['a', 1] }).error ?? '', /extras\.ancestry/);
@@ -69,8 +74,7 @@ describe('the supervisor → worker task on the wire', () => {
 
   it("a worker's task request: checked as its schema checks it, a malformed one refused", () => {
     const ok = { subagent: 'leaf', instructions: 'go', toolCallId: 'call_1', metadata: { title: 'Chat' } };
-    const answered = { ...ok, answer: { id: 'req_1', ok: true, data: { pick: 2 } } };
-    for (const request of [ok, answered, { ...ok, instructions: '' }]) {
+    for (const request of [ok, { ...ok, instructions: '' }]) {
       assert.deepEqual(parseHostTaskRequest(structuredClone(request)), HostTaskRequest.parse(request));
     }
     for (const bad of [
@@ -83,8 +87,6 @@ describe('the supervisor → worker task on the wire', () => {
       { ...ok, metadata: null },
       { ...ok, metadata: new Map([['a', 1]]) },
       { ...ok, metadata: new Uint8Array(2) },
-      { ...ok, answer: { id: '', ok: true } },
-      { ...ok, answer: { id: 'req_1' } },
     ]) {
       assert.equal(parseHostTaskRequest(bad), undefined, JSON.stringify(bad));
       assert.equal(HostTaskRequest.safeParse(bad).success, false, `the schema agrees: ${JSON.stringify(bad)}`);

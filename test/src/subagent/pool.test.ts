@@ -1,66 +1,72 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import {
-  type AgentId,
-  CancelledError,
+  type Agent,
+  defineAgent,
   isTroupeError,
   slotRunCancellation,
   ToolTimeoutError,
   TroupeError,
   WorkerCrashedError,
 } from '@troupe/core';
-import { SubagentPool } from '@troupe/supervisor';
+import { ScriptedModel } from '@troupe/core/testing';
+import { createSupervisor, type SpawnOptions, type Supervisor } from '@troupe/supervisor';
+import { RunTree } from '@troupe/supervisor/internal';
+import { EventEmitter } from 'eventemitter3';
 import { afterWakeups } from '../fixtures/afterWakeups.js';
+import { brokenModel, contextProbe, echo, looper, scopeIdentity, sloppy } from '../fixtures/agents/basic.js';
+import { politeTimeout, poller, spinner, stubborn, waiter } from '../fixtures/agents/cancellable.js';
+import { exiter, hog, thrower } from '../fixtures/agents/crashy.js';
 
 const basic = new URL('../fixtures/agents/basic.js', import.meta.url).href;
-const crashy = new URL('../fixtures/agents/crashy.js', import.meta.url).href;
-const cancellable = new URL('../fixtures/agents/cancellable.js', import.meta.url).href;
 const scope = Object.freeze({ userId: 'u1', orgId: 'o1', role: 'admin' });
-const ref = (module: string, name: string) => ({ module, name });
 
-/** A pool whose budget lets a 20 KiB scope through (the default 4 KiB refuses it). */
-function createHeavyPool(): SubagentPool {
-  return new SubagentPool({ threads: 2, scopeBudgetBytes: 64 * 1024 });
+/**
+ * Start a direct spawn and resolve `started` with its agent id when its first
+ * tool begins (the worker's telemetry event); `abort` cancels it (reason user).
+ */
+function spawnUntilToolStarts(supervisor: Supervisor, agent: Agent, options: Partial<SpawnOptions> = {}) {
+  const controller = new AbortController();
+  let agentId: string | undefined;
+  const started = new Promise<string>((resolve) => {
+    const onStart = (e: { agentId: string }) => {
+      if (agentId !== undefined && e.agentId !== agentId) return;
+      supervisor.off('tool.execute.start', onStart);
+      resolve(e.agentId);
+    };
+    supervisor.on('tool.execute.start', onStart);
+  });
+  const onSpawned = (e: { agentId: string; agent: string }) => {
+    if (e.agent !== agent.name || agentId !== undefined) return;
+    agentId = e.agentId;
+    supervisor.off('subagent.spawned', onSpawned);
+  };
+  supervisor.on('subagent.spawned', onSpawned);
+  const outcome = supervisor.spawn(agent, { input: 'x', scope, signal: controller.signal, ...options });
+  return { outcome, started, abort: () => controller.abort() };
 }
 
-/** Start a run and resolve `started` when its first tool begins (the worker's telemetry event). */
-function runUntilToolStarts(pool: SubagentPool, spec: Parameters<SubagentPool['run']>[0]) {
-  let signalStarted: () => void = () => {};
-  const started = new Promise<void>((resolve) => {
-    signalStarted = resolve;
-  });
-  const outcome = pool.run({
-    ...spec,
-    telemetry: true,
-    host: { telemetry: (e) => (e.event === 'tool.execute.start' ? signalStarted() : undefined) },
-  });
-  return { outcome, started };
-}
-
-describe('SubagentPool', () => {
-  let pool: SubagentPool;
+describe('Supervisor.spawn: a subagent run on the pool', () => {
+  let supervisor: Supervisor;
   before(async () => {
-    pool = new SubagentPool({ threads: 2, graceMs: 100 });
-    await pool.ready();
+    supervisor = createSupervisor({ pool: { threads: 2, graceMs: 100 }, persistence: null });
+    await supervisor.ready();
   });
-  after(() => pool.destroy());
+  after(() => supervisor.destroy());
 
   it('is warm: every thread is started before the first run', () => {
-    assert.equal(pool.stats().threads, 2);
+    assert.equal(supervisor.stats().pool.threads, 2);
   });
 
   it('runs an agent module to `done` with its answer, turns and events', async () => {
-    const outcome = await pool.run({ agent: ref(basic, 'echo'), input: 'hello', scope });
+    const outcome = await supervisor.spawn(echo, { input: 'hello', scope });
     assert.equal(outcome.status, 'done');
     assert.equal(outcome.status === 'done' && outcome.result, 'echo: hello');
     assert.equal(outcome.status === 'done' && outcome.turns, 1);
   });
 
   it('gives the child the three channels, fresh messages and todos, and lets internal keys win', async () => {
-    const outcome = await pool.run({
-      agent: ref(basic, 'contextProbe'),
-      agentId: 'agent_p-sub-1' as AgentId,
-      parentAgentId: 'agent_p' as AgentId,
+    const outcome = await supervisor.spawn(contextProbe, {
       input: 'probe',
       scope,
       toolContext: { featureFlags: { beta: true }, requestId: 'req-9', state: 'caller state', agentId: 'caller id' },
@@ -73,9 +79,9 @@ describe('SubagentPool', () => {
     assert.deepEqual(seen.flat, { featureFlags: { beta: true }, requestId: 'req-9' });
     assert.deepEqual(seen.toolContext.featureFlags, { beta: true });
     assert.deepEqual(seen.metadata, { title: 'Chat' });
-    assert.equal(seen.agentId, 'agent_p-sub-1');
-    assert.equal(seen.stateAgentId, 'agent_p-sub-1');
-    assert.equal(seen.parentAgentId, 'agent_p');
+    assert.equal(seen.agentId, outcome.agentId);
+    assert.equal(seen.stateAgentId, outcome.agentId);
+    assert.equal(seen.parentAgentId, null);
     assert.deepEqual(seen.messages, ['system', 'user', 'assistant']);
     assert.equal(seen.todos, 0);
     // The child's metadata changes come back as operations (for an optional merge-back) and its events with its id.
@@ -85,12 +91,12 @@ describe('SubagentPool', () => {
     );
     assert.deepEqual(
       outcome.events.map((e) => [e.type, e.agentId]),
-      [['noted', 'agent_p-sub-1']],
+      [['noted', outcome.agentId]],
     );
   });
 
   it('carries a heavy scope as shared bytes, decoded once per worker, the same to every tool', async () => {
-    const heavy = createHeavyPool();
+    const heavy = createSupervisor({ pool: { threads: 2 }, persistence: null, scopeBudgetBytes: 64 * 1024 });
     try {
       await heavy.ready();
       const scope = {
@@ -98,7 +104,7 @@ describe('SubagentPool', () => {
         audit: Array.from({ length: 600 }, (_, i) => ({ at: i, what: `event ${i}`, ok: i % 2 === 0 })),
       };
       const outcomes = await Promise.all(
-        Array.from({ length: 6 }, () => heavy.run({ agent: ref(basic, 'contextProbe'), input: 'probe', scope })),
+        Array.from({ length: 6 }, () => heavy.spawn(contextProbe, { input: 'probe', scope })),
       );
       for (const outcome of outcomes) {
         assert.equal(outcome.status, 'done');
@@ -112,15 +118,15 @@ describe('SubagentPool', () => {
 
   describe('a scope that cannot change is kept per worker; one that can is sent afresh', () => {
     // One thread: every run lands on the worker that saw the previous one.
-    let single: SubagentPool;
+    let single: Supervisor;
     before(async () => {
-      single = new SubagentPool({ threads: 1, scopeBudgetBytes: 64 * 1024 });
+      single = createSupervisor({ pool: { threads: 1 }, persistence: null, scopeBudgetBytes: 64 * 1024 });
       await single.ready();
     });
     after(() => single.destroy());
 
     const look = async (scope: unknown): Promise<{ same: boolean; frozen: boolean; tag: string }> => {
-      const outcome = await single.run({ agent: ref(basic, 'scopeIdentity'), input: 'look', scope });
+      const outcome = await single.spawn(scopeIdentity, { input: 'look', scope });
       assert.equal(outcome.status, 'done');
       return JSON.parse(outcome.status === 'done' ? outcome.result : '{}');
     };
@@ -159,7 +165,7 @@ describe('SubagentPool', () => {
   });
 
   it('turns malformed tool calls and bad arguments into error results the model sees', async () => {
-    const outcome = await pool.run({ agent: ref(basic, 'sloppy'), input: 'x', scope });
+    const outcome = await supervisor.spawn(sloppy, { input: 'x', scope });
     assert.equal(outcome.status, 'done');
     assert.deepEqual(JSON.parse(outcome.status === 'done' ? outcome.result : '[]'), [
       'error',
@@ -171,13 +177,13 @@ describe('SubagentPool', () => {
   });
 
   it('ends `incomplete` at the turn limit', async () => {
-    const outcome = await pool.run({ agent: ref(basic, 'looper'), input: 'x', scope });
+    const outcome = await supervisor.spawn(looper, { input: 'x', scope });
     assert.equal(outcome.status, 'incomplete');
     assert.equal(outcome.status === 'incomplete' && outcome.turns, 3);
   });
 
   it('reports a model error as `failed`, rebuilt as the same error class with its code', async () => {
-    const outcome = await pool.run({ agent: ref(basic, 'brokenModel'), input: 'x', scope });
+    const outcome = await supervisor.spawn(brokenModel, { input: 'x', scope });
     assert.equal(outcome.status, 'failed');
     if (outcome.status !== 'failed') return;
     assert.ok(outcome.error instanceof TroupeError);
@@ -186,29 +192,34 @@ describe('SubagentPool', () => {
   });
 
   it('cancels a CPU-bound tool that polls isCancelled(): cooperative, not forced', async () => {
-    const agentId = 'agent_poll' as AgentId;
-    const run = runUntilToolStarts(pool, { agent: ref(cancellable, 'poller'), agentId, input: 'x', scope });
-    await run.started;
-    assert.equal(pool.cancel(agentId, 'user'), true);
+    const run = spawnUntilToolStarts(supervisor, poller);
+    const agentId = await run.started;
+    assert.equal(supervisor.cancel(agentId, 'user'), true);
     const outcome = await run.outcome;
     assert.equal(outcome.status, 'cancelled');
     assert.deepEqual(outcome.status === 'cancelled' && [outcome.reason, outcome.forced], ['user', false]);
   });
 
   it('wakes a tool awaiting its signal', async () => {
-    const agentId = 'agent_wait' as AgentId;
-    const run = runUntilToolStarts(pool, { agent: ref(cancellable, 'waiter'), agentId, input: 'x', scope });
-    await run.started;
-    pool.cancel(agentId, 'shutdown');
+    const run = spawnUntilToolStarts(supervisor, waiter);
+    const agentId = await run.started;
+    supervisor.cancel(agentId, 'shutdown');
     const outcome = await run.outcome;
     assert.deepEqual(outcome.status === 'cancelled' && [outcome.reason, outcome.forced], ['shutdown', false]);
   });
 
-  it('kills a run that ignores its cancel after the grace period: `cancelled`, forced', async () => {
-    const agentId = 'agent_stubborn' as AgentId;
-    const run = runUntilToolStarts(pool, { agent: ref(cancellable, 'stubborn'), agentId, input: 'x', scope });
+  it('an aborted signal cancels the spawn (reason user)', async () => {
+    const run = spawnUntilToolStarts(supervisor, waiter);
     await run.started;
-    pool.cancel(agentId, 'user');
+    run.abort();
+    const outcome = await run.outcome;
+    assert.deepEqual(outcome.status === 'cancelled' && [outcome.reason, outcome.forced], ['user', false]);
+  });
+
+  it('kills a run that ignores its cancel after the grace period: `cancelled`, forced', async () => {
+    const run = spawnUntilToolStarts(supervisor, stubborn);
+    const agentId = await run.started;
+    supervisor.cancel(agentId, 'user');
     const outcome = await run.outcome;
     assert.deepEqual(
       outcome.status === 'cancelled' && [outcome.reason, outcome.forced],
@@ -216,187 +227,203 @@ describe('SubagentPool', () => {
       JSON.stringify(outcome),
     );
     // The pool is whole again: a run still works.
-    assert.equal((await pool.run({ agent: ref(basic, 'echo'), input: 'after', scope })).status, 'done');
+    assert.equal((await supervisor.spawn(echo, { input: 'after', scope })).status, 'done');
   });
 
   it('enforces a tool timeout against code that never yields: a terminal, forced ToolTimeoutError', async () => {
-    const outcome = await pool.run({ agent: ref(cancellable, 'spinner'), input: 'x', scope });
+    const outcome = await supervisor.spawn(spinner, { input: 'x', scope });
     assert.equal(outcome.status, 'failed');
     if (outcome.status !== 'failed') return;
     assert.ok(outcome.error instanceof ToolTimeoutError);
     assert.equal((outcome.error as ToolTimeoutError).forced, true);
-    assert.equal((await pool.run({ agent: ref(basic, 'echo'), input: 'after', scope })).status, 'done');
+    assert.equal((await supervisor.spawn(echo, { input: 'after', scope })).status, 'done');
   });
 
   it('a polite CPU-bound tool past its timeout is cancelled alone: the run goes on', async () => {
-    const outcome = await pool.run({ agent: ref(cancellable, 'politeTimeout'), input: 'x', scope });
+    const outcome = await supervisor.spawn(politeTimeout, { input: 'x', scope });
     assert.equal(outcome.status, 'done');
     assert.match(outcome.status === 'done' ? outcome.result : '', /after timeout: .*ERR_TOOL_TIMEOUT/);
   });
 
   it('a run deadline cancels the run with reason `deadline`', async () => {
-    const outcome = await pool.run({ agent: ref(cancellable, 'poller'), input: 'x', scope, timeoutMs: 20 });
+    const outcome = await supervisor.spawn(poller, { input: 'x', scope, timeoutMs: 20 });
     assert.deepEqual(outcome.status === 'cancelled' && [outcome.reason, outcome.forced], ['deadline', false]);
   });
 
   it('cancel is a no-op (false) for an unknown or finished run, and never reaches another run', async () => {
-    assert.equal(pool.cancel('agent_nobody' as AgentId), false);
-    const done = await pool.run({ agent: ref(basic, 'echo'), agentId: 'agent_done' as AgentId, input: 'x', scope });
+    assert.equal(supervisor.cancel('agent_nobody'), false);
+    const done = await supervisor.spawn(echo, { input: 'x', scope });
     assert.equal(done.status, 'done');
-    assert.equal(pool.cancel('agent_done' as AgentId), false);
-    const a = runUntilToolStarts(pool, {
-      agent: ref(cancellable, 'poller'),
-      agentId: 'agent_a' as AgentId,
-      input: 'x',
-      scope,
-    });
-    const b = pool.run({ agent: ref(basic, 'echo'), agentId: 'agent_b' as AgentId, input: 'y', scope });
-    await a.started;
-    pool.cancel('agent_a' as AgentId);
+    assert.equal(supervisor.cancel(done.agentId), false);
+    const a = spawnUntilToolStarts(supervisor, poller);
+    const b = supervisor.spawn(echo, { input: 'y', scope });
+    const agentId = await a.started;
+    supervisor.cancel(agentId);
     assert.equal((await a.outcome).status, 'cancelled');
     assert.equal((await b).status, 'done');
   });
 });
 
-describe('SubagentPool crash containment', () => {
+describe('Supervisor.spawn: crash containment', () => {
   it('reports every way a worker dies as `crashed` with its exit code, and keeps serving', async () => {
-    const pool = new SubagentPool({ threads: 2, resourceLimits: { maxOldGenerationSizeMb: 64 } });
+    const supervisor = createSupervisor({
+      pool: { threads: 2, resourceLimits: { maxOldGenerationSizeMb: 64 } },
+      persistence: null,
+    });
     try {
       const [thrown, exited, oom, neighbour] = await Promise.all([
-        pool.run({ agent: ref(crashy, 'thrower'), input: 'x', scope }),
-        pool.run({ agent: ref(crashy, 'exiter'), input: 'x', scope }),
-        pool.run({ agent: ref(crashy, 'hog'), input: 'x', scope }),
-        pool.run({ agent: ref(basic, 'echo'), input: 'neighbour', scope }),
+        supervisor.spawn(thrower, { input: 'x', scope }),
+        supervisor.spawn(exiter, { input: 'x', scope }),
+        supervisor.spawn(hog, { input: 'x', scope }),
+        supervisor.spawn(echo, { input: 'neighbour', scope }),
       ]);
       for (const o of [thrown, exited, oom]) {
-        assert.equal(o.status, 'crashed');
+        assert.equal(o.status, 'crashed', JSON.stringify(o));
         assert.ok(o.status === 'crashed' && o.error instanceof WorkerCrashedError);
       }
       assert.equal(exited.status === 'crashed' && exited.exitCode, 3);
       assert.match(oom.status === 'crashed' ? oom.error.message : '', /memory/);
       assert.equal(neighbour.status, 'done');
-      assert.equal((await pool.run({ agent: ref(basic, 'echo'), input: 'x', scope })).status, 'done');
+      assert.equal((await supervisor.spawn(echo, { input: 'x', scope })).status, 'done');
     } finally {
-      await pool.destroy();
+      await supervisor.destroy();
     }
   });
 
   it('100 crashes in a row leave the pool serving normally', async () => {
-    const pool = new SubagentPool({ threads: 2 });
+    const supervisor = createSupervisor({ pool: { threads: 2 }, persistence: null });
     try {
       for (let i = 0; i < 100; i++) {
-        const o = await pool.run({ agent: ref(crashy, 'exiter'), input: 'x', scope });
+        const o = await supervisor.spawn(exiter, { input: 'x', scope });
         assert.equal(o.status, 'crashed');
       }
       const outcomes = await Promise.all(
-        Array.from({ length: 10 }, (_, i) => pool.run({ agent: ref(basic, 'echo'), input: `ok ${i}`, scope })),
+        Array.from({ length: 10 }, (_, i) => supervisor.spawn(echo, { input: `ok ${i}`, scope })),
       );
       assert.deepEqual(
         outcomes.map((o) => o.status === 'done' && o.result),
         Array.from({ length: 10 }, (_, i) => `echo: ok ${i}`),
       );
-      assert.equal(pool.stats().threads, 2);
-      assert.equal(pool.stats().tableSize, 0);
+      const stats = supervisor.stats();
+      assert.equal(stats.pool.threads, 2);
+      assert.equal(stats.pool.tableSize, 0);
+      assert.equal(stats.runs, 0);
     } finally {
-      await pool.destroy();
+      await supervisor.destroy();
     }
   });
 });
 
-describe('SubagentPool bad input', () => {
-  let pool: SubagentPool;
+describe('Supervisor.spawn: bad input', () => {
+  let supervisor: Supervisor;
   before(async () => {
-    pool = new SubagentPool({ threads: 1, maxQueue: 1, scopeBudgetBytes: 256 });
-    await pool.ready();
+    supervisor = createSupervisor({ pool: { threads: 1, maxQueue: 1 }, scopeBudgetBytes: 256, persistence: null });
+    await supervisor.ready();
   });
-  after(() => pool.destroy());
+  after(() => supervisor.destroy());
 
-  it('validates options at construction', () => {
+  it('validates pool options at construction, naming the option', () => {
     assert.throws(
-      () => new SubagentPool({ threads: 0 }),
-      (e) => isTroupeError(e, 'ERR_INVALID_ARGUMENT') && /threads/.test((e as Error).message),
+      () => createSupervisor({ pool: { threads: 0 } }),
+      (e) => isTroupeError(e, 'ERR_INVALID_ARGUMENT') && /pool\.threads/.test((e as Error).message),
     );
-    assert.throws(() => new SubagentPool({ maxQueue: -1 }), /maxQueue/);
-    assert.throws(() => new SubagentPool({ graceMs: Number.NaN }), /graceMs/);
-    assert.throws(() => new SubagentPool({ bogus: 1 } as never), /bogus|Unrecognized/i);
+    assert.throws(() => createSupervisor({ pool: { maxQueue: -1 } }), /pool\.maxQueue/);
+    assert.throws(() => createSupervisor({ pool: { graceMs: Number.NaN } }), /pool\.graceMs/);
+    assert.throws(() => createSupervisor({ pool: { bogus: 1 } as never }), /bogus|Unrecognized/i);
   });
 
   it('refuses an unknown module or a module without the agent, before posting', async () => {
-    const before = pool.stats().completed;
-    await assert.rejects(pool.run({ agent: ref('file:///nowhere/agent.js', 'x'), input: 'x', scope }), (e) =>
+    const before = supervisor.stats().pool.completed;
+    const model = ScriptedModel.answering('x');
+    const nowhere = defineAgent({ name: 'x', module: 'file:///nowhere/agent.js', instructions: '', model });
+    await assert.rejects(supervisor.spawn(nowhere, { input: 'x', scope }), (e) =>
       isTroupeError(e, 'ERR_UNKNOWN_AGENT'),
     );
+    const missing = defineAgent({ name: 'nothing', module: basic, instructions: '', model });
     await assert.rejects(
-      pool.run({ agent: ref(basic, 'nothing'), input: 'x', scope }),
+      supervisor.spawn(missing, { input: 'x', scope }),
       (e) => isTroupeError(e, 'ERR_UNKNOWN_AGENT') && /exports no agent named "nothing"/.test((e as Error).message),
     );
-    assert.equal(pool.stats().completed, before);
+    const moduleless = defineAgent({ name: 'inline', instructions: '', model });
+    await assert.rejects(
+      supervisor.spawn(moduleless, { input: 'x', scope }),
+      (e) => isTroupeError(e, 'ERR_UNKNOWN_AGENT') && /module: import\.meta\.url/.test((e as Error).message),
+    );
+    assert.equal(supervisor.stats().pool.completed, before);
   });
 
   it('refuses a scope over budget or not cloneable, naming the size or the path, before posting', async () => {
-    const before = pool.stats().completed;
+    const before = supervisor.stats().pool.completed;
     await assert.rejects(
-      pool.run({ agent: ref(basic, 'echo'), input: 'x', scope: { blob: 'x'.repeat(1000) } }),
+      supervisor.spawn(echo, { input: 'x', scope: { blob: 'x'.repeat(1000) } }),
       (e) => isTroupeError(e, 'ERR_SCOPE_OVER_BUDGET') && /over the 256 B budget/.test((e as Error).message),
     );
     await assert.rejects(
-      pool.run({ agent: ref(basic, 'echo'), input: 'x', scope: { user: { save() {} } } }),
+      supervisor.spawn(echo, { input: 'x', scope: { user: { save() {} } } }),
       (e) => isTroupeError(e, 'ERR_NOT_CLONEABLE') && /scope\.user\.save/.test((e as Error).message),
     );
     await assert.rejects(
-      pool.run({ agent: ref(basic, 'echo'), input: 'x', scope, toolContext: { db: new Map([[1, () => 1]]) } }),
+      supervisor.spawn(echo, { input: 'x', scope, toolContext: { db: new Map([[1, () => 1]]) } }),
       (e) => isTroupeError(e, 'ERR_NOT_CLONEABLE') && /toolContext\.db/.test((e as Error).message),
     );
-    assert.equal(pool.stats().completed, before);
+    assert.equal(supervisor.stats().pool.completed, before);
+  });
+
+  it('an already-aborted signal refuses the spawn before anything is posted', async () => {
+    const before = supervisor.stats().pool.completed;
+    await assert.rejects(supervisor.spawn(echo, { input: 'x', scope, signal: AbortSignal.abort() }), (e) =>
+      isTroupeError(e, 'ERR_CANCELLED'),
+    );
+    assert.equal(supervisor.stats().pool.completed, before);
+    assert.equal(supervisor.stats().runs, 0);
   });
 
   it('bounds the queue with a typed backpressure error', async () => {
-    const holder = runUntilToolStarts(pool, {
-      agent: ref(cancellable, 'waiter'),
-      agentId: 'agent_h1' as AgentId,
-      input: 'x',
-      scope,
-    });
-    await holder.started;
-    // The one thread is busy, and a run whose module is loaded is posted synchronously: it queues at once.
-    const queued = pool.run({ agent: ref(cancellable, 'waiter'), agentId: 'agent_h2' as AgentId, input: 'x', scope });
-    assert.equal(pool.stats().queued, 1);
-    await assert.rejects(pool.run({ agent: ref(basic, 'echo'), input: 'x', scope }), (e) =>
-      isTroupeError(e, 'ERR_BACKPRESSURE'),
-    );
-    pool.cancel('agent_h2' as AgentId);
-    pool.cancel('agent_h1' as AgentId);
+    const holder = spawnUntilToolStarts(supervisor, waiter);
+    const h1 = await holder.started;
+    // The one thread is busy: the next spawn queues.
+    const queued = spawnUntilToolStarts(supervisor, waiter);
+    while (supervisor.stats().pool.queued === 0) await new Promise((r) => setImmediate(r));
+    await assert.rejects(supervisor.spawn(echo, { input: 'x', scope }), (e) => isTroupeError(e, 'ERR_BACKPRESSURE'));
+    queued.abort();
+    supervisor.cancel(h1);
     assert.equal((await holder.outcome).status, 'cancelled');
-    assert.equal((await queued).status, 'cancelled');
+    assert.equal((await queued.outcome).status, 'cancelled');
   });
 
-  it('refuses a run after close with a ClosedError', async () => {
-    const closing = new SubagentPool({ threads: 1 });
+  it('refuses a spawn after close with a ClosedError; close and destroy are idempotent', async () => {
+    const closing = createSupervisor({ pool: { threads: 1 }, persistence: null });
     await closing.close();
-    await assert.rejects(closing.run({ agent: ref(basic, 'echo'), input: 'x', scope }), (e) =>
-      isTroupeError(e, 'ERR_CLOSED'),
-    );
-    // close() and destroy() are idempotent.
+    await assert.rejects(closing.spawn(echo, { input: 'x', scope }), (e) => isTroupeError(e, 'ERR_CLOSED'));
     await closing.close();
     await closing.destroy();
   });
 
   for (const end of ['close', 'destroy'] as const) {
-    it(`${end}() lets this thread's idle signal bridge go (it would hold the buffer until the next cancel)`, async () => {
-      const pool = new SubagentPool({ threads: 1 });
-      await pool.ready();
+    it(`${end} lets this thread's idle signal bridge go (it would hold the buffer until the next cancel)`, async () => {
+      const tree = new RunTree({
+        clock: (await import('@troupe/supervisor')).systemClock,
+        events: new EventEmitter(),
+        approval: undefined,
+        threads: 1,
+        resourceLimits: undefined,
+        maxQueue: 8,
+        graceMs: 100,
+        watchdogIntervalMs: 10,
+        tableCapacity: undefined,
+        subagentTimeoutMs: undefined,
+      });
+      await tree.pool.ready();
       // A bridged run on this thread, as a parent agent's async tool makes one.
-      const run = slotRunCancellation(pool.table.buffer, pool.table.register('parent'));
+      const run = slotRunCancellation(tree.table.slots, tree.table.register('parent'));
       void run.token.signal;
       run.close();
-      pool.table.release('parent');
+      tree.table.release('parent');
       await afterWakeups();
-      const bell = pool.table.slots.doorbell;
-      await pool[end]();
+      const bell = tree.table.slots.doorbell;
+      await (end === 'close' ? tree.closeTransport() : tree.destroyTransport());
       await afterWakeups();
       assert.equal(Atomics.notify(bell, 0), 0);
     });
   }
 });
-
-void CancelledError;

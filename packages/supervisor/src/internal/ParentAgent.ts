@@ -1,60 +1,66 @@
 import {
   type Agent,
   type AgentId,
-  type Answer,
   abandonPendingTurn,
   BackpressureError,
   CancelledError,
   type CancelReason,
   type Clock,
   ClosedError,
-  type LoopEventSink,
-  type LoopOutcome,
   type LoopState,
+  type ModelDelta,
   type Request,
-  type RunAgentLoopOptions,
-  runAgentLoop,
   type Scope,
-  slotRunCancellation,
   TroupeError,
+  totalUsage,
 } from '@troupe/core';
 import type { EventEmitter } from 'eventemitter3';
-import type { AgentHandle, AgentReply, AgentSnapshot, AgentStatus } from '../AgentHandle.js';
-import type { CancellationTable } from '../CancellationTable.js';
+import type { AgentHandle, AgentReply, AgentSnapshot, AgentStatus, StreamChunk, StreamOptions } from '../AgentHandle.js';
 import { type AgentStateEnvelope, type PersistenceAdapter, STATE_ENVELOPE_VERSION } from '../Persistence.js';
 import { admitRestart, type RestartPolicy } from '../RestartPolicy.js';
+import type { RunTree } from '../RunTree.js';
 import type { SupervisorEvents } from '../SupervisorEvents.js';
-import type { Delegation, RunRecord } from './Delegation.js';
+import { AgentStream, type StreamSource } from './AgentStream.js';
+import { firstOpenRequest, type RootOwner, type RunNode, totalOf } from './RunNode.js';
 
 /** What a parent agent borrows from its supervisor. */
 export interface ParentAgentDeps {
-  readonly table: CancellationTable;
+  readonly tree: RunTree;
   readonly clock: Clock;
   readonly events: EventEmitter<SupervisorEvents>;
-  readonly delegation: Delegation;
   readonly persistence: PersistenceAdapter | undefined;
   readonly restart: RestartPolicy;
   readonly mailboxSize: number;
-  /** Called when a request reaches this agent (it is the root of the path). */
-  onRequestOpened(agent: ParentAgent, request: Request, path: readonly AgentId[]): void;
-  /** Called when this agent's open request is withdrawn (cancel, stop). */
-  onRequestWithdrawn(requestId: string): void;
   /** True once the supervisor refuses new work. */
   closed(): boolean;
+}
+
+/** A saved question of a restored conversation, to open again under its id. */
+export interface RestoredRequest {
+  readonly id: string;
+  readonly toolCallId: string;
+  readonly local: Request;
+  readonly approval: boolean;
 }
 
 interface Job {
   readonly input: string;
   readonly signal: AbortSignal | undefined;
+  /** Set by `stream`: the message's deltas. */
+  readonly onDeltas: ((node: RunNode, deltas: readonly ModelDelta[]) => void) | undefined;
   readonly resolve: (reply: AgentReply) => void;
   readonly reject: (error: Error) => void;
+  /** Removes the job's abort listener (set once it has one). */
+  detach: (() => void) | undefined;
 }
 
 /**
  * A parent agent: an actor on the supervisor thread with a bounded mailbox.
- * One message at a time; its loop state lives here and nowhere shared.
+ * One message at a time; each message is a root run of the supervisor's run
+ * tree, and this actor keeps the conversation between messages: its state,
+ * its restarts, what it saved.
  */
-export class ParentAgent implements AgentHandle {
+export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
   readonly id: AgentId;
   readonly name: string;
   readonly conversationId: string;
@@ -64,13 +70,14 @@ export class ParentAgent implements AgentHandle {
   readonly #deps: ParentAgentDeps;
   readonly #mailbox: Job[] = [];
   readonly #restarts: number[] = [];
-  readonly #record: RunRecord;
   #state: LoopState;
   #checkpoint: LoopState;
   #status: AgentStatus = 'idle';
-  #pending: { readonly request: Request; readonly path: readonly AgentId[] } | undefined;
-  #running: { readonly cancel: (reason: CancelReason) => boolean } | undefined;
-  #children = 0;
+  /** The run of the current message (running or suspended). */
+  #root: RunNode | undefined;
+  /** The input of the current message, until it is saved. */
+  #unsaved: string | undefined;
+  #children: number;
   #idleWaiters: (() => void)[] = [];
 
   constructor(
@@ -81,7 +88,6 @@ export class ParentAgent implements AgentHandle {
       readonly scope: Scope;
       readonly toolContext: Readonly<Record<string, unknown>>;
       readonly state: LoopState;
-      readonly pending: { readonly request: Request; readonly path: readonly AgentId[] } | undefined;
       readonly children: number;
     },
     deps: ParentAgentDeps,
@@ -95,64 +101,94 @@ export class ParentAgent implements AgentHandle {
     this.#deps = deps;
     this.#state = init.state;
     this.#checkpoint = init.state;
-    this.#pending = init.pending;
     this.#children = init.children;
-    if (init.pending !== undefined) this.#status = 'suspended';
-    this.#record = {
-      agentId: this.id,
-      agent,
-      scope: this.#scope,
-      toolContext: this.#toolContext,
-      ancestry: [],
-      nextChild: () => ++this.#children,
-    };
   }
 
   get status(): AgentStatus {
     return this.#status;
   }
 
+  /** The first open question of the current message, when it is suspended. */
   get pendingRequest(): { readonly request: Request; readonly path: readonly AgentId[] } | undefined {
-    return this.#pending;
+    const root = this.#root;
+    return root === undefined || root.phase !== 'suspended' ? undefined : firstOpenRequest(root);
+  }
+
+  /** Resume a restored conversation that was suspended: its root run, suspended, with its questions open again. */
+  restoreSuspended(requests: readonly RestoredRequest[]): void {
+    const root = this.#deps.tree.restoreRoot(
+      {
+        kind: 'message',
+        agent: this.#agent,
+        agentId: this.id,
+        scope: this.#scope,
+        toolContext: this.#toolContext,
+        owner: this,
+        state: this.#state,
+        input: '',
+        nextChild: this.#children,
+      },
+      requests,
+    );
+    this.#root = root;
+    this.#status = 'suspended';
   }
 
   send(message: string, options: { readonly signal?: AbortSignal } = {}): Promise<AgentReply> {
-    if (this.#deps.closed()) return Promise.reject(new ClosedError('the supervisor is closed: create a new one'));
-    if (this.#status === 'stopped') {
-      return Promise.reject(
-        new TroupeError(`agent ${this.id} is stopped: start a new agent`, { code: 'ERR_AGENT_STOPPED' }),
-      );
-    }
-    if (typeof message !== 'string') return Promise.reject(new TypeError('send(message): message must be a string'));
-    const signal = options.signal;
-    if (signal?.aborted)
-      return Promise.reject(new CancelledError('user', 'the message was aborted before it was sent'));
-    if (this.#mailbox.length >= this.#deps.mailboxSize) {
-      return Promise.reject(
-        new BackpressureError(
-          `the mailbox of agent ${this.id} is full (${this.#deps.mailboxSize} messages waiting): wait for replies or raise mailboxSize`,
-          this.#deps.mailboxSize,
-        ),
-      );
-    }
+    return this.sendStreaming(message, options?.signal, undefined);
+  }
+
+  /** `send`, with the message's deltas reported to `onDeltas` (what `stream` reads). */
+  sendStreaming(
+    message: string,
+    signal: AbortSignal | undefined,
+    onDeltas: ((node: RunNode, deltas: readonly ModelDelta[]) => void) | undefined,
+  ): Promise<AgentReply> {
+    const refused = this.#refuse(message, signal);
+    if (refused !== undefined) return Promise.reject(refused);
     return new Promise<AgentReply>((resolve, reject) => {
-      const job: Job = { input: message, signal, resolve, reject };
+      const job: Job = { input: message, signal, onDeltas, resolve, reject, detach: undefined };
       if (signal !== undefined) {
-        signal.addEventListener(
-          'abort',
-          () => {
-            const index = this.#mailbox.indexOf(job);
-            if (index >= 0) {
-              this.#mailbox.splice(index, 1);
-              resolve({ status: 'cancelled', reason: 'user' });
-            } else if (this.#current === job) this.#running?.cancel('user');
-          },
-          { once: true },
-        );
+        const onAbort = (): void => {
+          const index = this.#mailbox.indexOf(job);
+          if (index >= 0) {
+            this.#mailbox.splice(index, 1);
+            job.detach?.();
+            resolve({ status: 'cancelled', reason: 'user', usage: ZERO, totalUsage: ZERO });
+          } else if (this.#current === job && this.#root !== undefined) this.#deps.tree.cancel(this.#root, 'user');
+        };
+        signal.addEventListener('abort', onAbort, { once: true });
+        job.detach = () => signal.removeEventListener('abort', onAbort);
       }
       this.#mailbox.push(job);
       this.#pump();
     });
+  }
+
+  /** Why a message is refused before it is queued, if it is. */
+  #refuse(message: unknown, signal: AbortSignal | undefined): Error | undefined {
+    if (this.#deps.closed()) return new ClosedError('the supervisor is closed: create a new one');
+    if (this.#status === 'stopped') {
+      return new TroupeError(`agent ${this.id} is stopped: start a new agent`, { code: 'ERR_AGENT_STOPPED' });
+    }
+    if (typeof message !== 'string') return new TypeError('send(message): message must be a string');
+    if (signal?.aborted) return new CancelledError('user', 'the message was aborted before it was sent');
+    if (this.#mailbox.length >= this.#deps.mailboxSize) {
+      return new BackpressureError(
+        `the mailbox of agent ${this.id} is full (${this.#deps.mailboxSize} messages waiting): wait for replies or raise mailboxSize`,
+        this.#deps.mailboxSize,
+      );
+    }
+    return undefined;
+  }
+
+  /**
+   * Send a message and read its model's tokens as they are written, from
+   * this agent and every subagent under it, in order per run; the iterator
+   * ends when the message's reply is ready (`stream.reply`).
+   */
+  stream(message: string, options: StreamOptions = {}): AsyncIterableIterator<StreamChunk> & { readonly reply: Promise<AgentReply> } {
+    return new AgentStream(this, message, options ?? {});
   }
 
   #current: Job | undefined;
@@ -165,129 +201,130 @@ export class ParentAgent implements AgentHandle {
       return;
     }
     this.#current = job;
-    void this.#run({ input: job.input }).then(
-      (reply) => {
-        this.#current = undefined;
-        job.resolve(reply);
-        this.#pump();
-      },
-      (error: unknown) => {
-        this.#current = undefined;
-        job.reject(error instanceof Error ? error : new Error(String(error)));
-        this.#pump();
-      },
-    );
-  }
-
-  /** Resume the suspended turn with an answer (the supervisor checked it is this agent's request). */
-  resume(answer: Answer): Promise<AgentReply> {
-    if (this.#status !== 'suspended' || this.#pending === undefined) {
-      return Promise.reject(
-        new TroupeError(`agent ${this.id} is not waiting on a request`, { code: 'ERR_UNKNOWN_REQUEST' }),
-      );
-    }
-    this.#pending = undefined;
-    this.#status = 'idle';
-    const run = this.#run({ answer });
-    return run.finally(() => this.#pump());
-  }
-
-  async #run(input: { readonly input?: string; readonly answer?: Answer }): Promise<AgentReply> {
-    const { table, clock, delegation, events } = this.#deps;
     this.#status = 'running';
-    const handle = table.register(this.id, {});
-    const cancellation = slotRunCancellation(table.buffer, handle, { deadline: handle.deadline, clock });
-    this.#running = { cancel: (reason) => table.cancel(this.id, reason) };
-    let outcome: LoopOutcome;
+    this.#unsaved = job.input;
+    let root: RunNode;
     try {
-      const options: RunAgentLoopOptions = {
+      root = this.#deps.tree.startRoot({
+        kind: 'message',
         agent: this.#agent,
-        run: { scope: this.#scope, toolContext: this.#toolContext, agentId: this.id, parentAgentId: undefined },
+        agentId: this.id,
+        scope: this.#scope,
+        toolContext: this.#toolContext,
+        owner: this,
         state: this.#state,
-        input: input.input,
-        answer: input.answer,
-        approvedCalls:
-          input.answer === undefined ? undefined : new Set(delegation.approvedCalls(this.id, input.answer)),
-        clock,
-        cancellation,
-        approval: delegation.approvalFor(this.#record),
-        spawner: delegation.spawnerFor(this.#record),
-        events: events as unknown as LoopEventSink,
-      };
-      outcome = await runAgentLoop(options);
+        input: job.input,
+        nextChild: this.#children,
+        onDeltas: job.onDeltas,
+      });
     } catch (error) {
-      // The loop never rejects: this is a defect of the library or of a callback it made.
-      outcome = {
-        status: 'failed',
-        error: error instanceof Error ? error : new Error(String(error)),
-        state: this.#state,
-      };
-      events.emit('agent.failed', { agentId: this.id, kind: 'defect', error: outcome.error, at: clock.now() });
-    } finally {
-      // Children first: a cancelled message is over only when its subagents are.
-      await delegation.drain(this.id);
-      this.#running = undefined;
-      cancellation.close();
-      table.release(this.id);
+      this.#status = 'idle';
+      this.#current = undefined;
+      job.detach?.();
+      job.reject(error instanceof Error ? error : new Error(String(error)));
+      this.#pump();
+      return;
     }
-    return this.#settle(outcome, input.input);
+    this.#root = root;
+    void this.#deps.tree.whenQuiet(root).then((reply) => {
+      job.detach?.();
+      if (reply instanceof Error) job.reject(reply);
+      else job.resolve(reply as AgentReply);
+    });
   }
 
-  async #settle(outcome: LoopOutcome, input: string | undefined): Promise<AgentReply> {
-    const { clock, events, delegation } = this.#deps;
+  resumed(_root: RunNode): void {
+    if (this.#status === 'suspended') this.#status = 'running';
+  }
+
+  /** The message's tree is quiet: keep its state, save it, and tell every waiter. */
+  async settle(root: RunNode): Promise<AgentReply> {
+    const { clock, events } = this.#deps;
     const at = clock.now();
-    switch (outcome.status) {
-      case 'done':
-        this.#state = outcome.state;
-        this.#checkpoint = outcome.state;
-        this.#status = 'idle';
-        await this.#persist(input, outcome.text);
-        events.emit('agent.done', { agentId: this.id, turns: outcome.state.turns, at });
-        return { status: 'done', text: outcome.text, turns: outcome.state.turns };
-      case 'incomplete':
-        this.#state = outcome.state;
-        this.#checkpoint = outcome.state;
-        this.#status = 'idle';
-        await this.#persist(input, undefined);
-        return { status: 'incomplete', turns: outcome.state.turns };
-      case 'cancelled':
-        this.#state = outcome.state;
-        this.#checkpoint = outcome.state;
-        this.#status = 'idle';
-        await this.#persist(input, undefined);
-        events.emit('agent.cancelled', { agentId: this.id, reason: outcome.reason, at });
-        return { status: 'cancelled', reason: outcome.reason };
-      case 'suspended': {
-        this.#state = outcome.state;
-        const path = delegation.takeOrigin(outcome.request.id, [this.id]);
-        this.#pending = { request: outcome.request, path };
-        this.#status = 'suspended';
-        await this.#persist(input, undefined);
-        this.#deps.onRequestOpened(this, outcome.request, path);
-        return { status: 'suspended', request: outcome.request, path };
+    this.#children = Math.max(this.#children, root.nextChild);
+    const usage = root.usage;
+    const total = totalOf(root);
+    const ref = { agentId: this.id, runId: root.id, path: root.path };
+    if (root.phase !== 'ended') {
+      // Suspended throughout: keep the state to resume from; the reply names the first open question.
+      this.#state = root.state as LoopState;
+      this.#status = this.#status === 'stopped' ? 'stopped' : 'suspended';
+      const first = firstOpenRequest(root);
+      await this.#persist(undefined, root);
+      if (first === undefined) {
+        return { status: 'suspended', request: { id: '', kind: 'none', prompt: '' }, path: root.path, usage, totalUsage: total };
       }
-      case 'failed': {
-        const restarted = admitRestart(this.#deps.restart, this.#restarts, at);
-        events.emit('agent.failed', { agentId: this.id, kind: 'failure', error: outcome.error, at });
+      return { status: 'suspended', request: first.request, path: first.path, usage, totalUsage: total };
+    }
+    if (this.#root !== root) {
+      // Reported already (an ended root is settled once).
+      return this.#lastReply ?? { status: 'cancelled', reason: 'user', usage, totalUsage: total };
+    }
+    this.#root = undefined;
+    this.#current = undefined;
+    const end = root.end;
+    let state = root.state ?? this.#state;
+    if (state.pending !== undefined) state = abandonPendingTurn(state, end?.status === 'cancelled' ? end.reason : 'user', clock);
+    let reply: AgentReply;
+    switch (end?.status) {
+      case 'done':
+        this.#keep(state);
+        await this.#persist(end.text, root);
+        events.emit('agent.done', { ...ref, usage, totalUsage: total, turns: state.turns, at });
+        reply = { status: 'done', text: end.text, turns: state.turns, usage, totalUsage: total };
+        break;
+      case 'incomplete':
+        this.#keep(state);
+        await this.#persist(undefined, root);
+        events.emit('agent.incomplete', { ...ref, usage, totalUsage: total, turns: state.turns, at });
+        reply = { status: 'incomplete', turns: state.turns, usage, totalUsage: total };
+        break;
+      case 'cancelled':
+        this.#keep(state);
+        await this.#persist(undefined, root);
+        events.emit('agent.cancelled', { ...ref, usage, totalUsage: total, reason: end.reason, at });
+        reply = { status: 'cancelled', reason: end.reason, usage, totalUsage: total };
+        break;
+      default: {
+        // A failure of its run (a crash cannot happen here: a parent runs on this thread).
+        const error = end?.status === 'failed' || end?.status === 'crashed' ? end.error : new Error('the run ended without an outcome');
+        // A defect (of the library or of a callback it trusted) is reported once and does not
+        // count against the restart intensity; a failure does.
+        const defect = (error as { code?: unknown }).code === 'ERR_INTERNAL';
+        events.emit('agent.failed', { agentId: this.id, runId: root.id, kind: defect ? 'defect' : 'failure', error, at });
+        const restarted = defect || admitRestart(this.#deps.restart, this.#restarts, at);
         // One-for-one: only this agent restarts, from its last good state.
         this.#state = this.#checkpoint;
+        this.#unsaved = undefined;
         if (restarted) {
           this.#status = 'idle';
           events.emit('agent.restarted', { agentId: this.id, restarts: this.#restarts.length, at });
         } else {
           this.#stopNow(
-            `restarted ${this.#deps.restart.maxRestarts} times within ${this.#deps.restart.periodMs} ms and failed again: ${outcome.error.message}`,
+            `restarted ${this.#deps.restart.maxRestarts} times within ${this.#deps.restart.periodMs} ms and failed again: ${error.message}`,
           );
         }
-        return { status: 'failed', error: outcome.error, restarted };
+        reply = { status: 'failed', error, restarted, usage, totalUsage: total };
       }
     }
+    this.#lastReply = reply;
+    queueMicrotask(() => this.#pump());
+    return reply;
   }
 
-  async #persist(input: string | undefined, answer: string | undefined): Promise<void> {
+  #lastReply: AgentReply | undefined;
+
+  #keep(state: LoopState): void {
+    this.#state = state;
+    this.#checkpoint = state;
+    if (this.#status !== 'stopped') this.#status = 'idle';
+  }
+
+  async #persist(answer: string | undefined, root: RunNode): Promise<void> {
     const persistence = this.#deps.persistence;
     if (persistence === undefined) return;
     const context = { agentId: this.id, conversationId: this.conversationId };
+    const pending = root.phase === 'suspended' ? firstOpenRequest(root) : undefined;
     const envelope: AgentStateEnvelope = {
       version: STATE_ENVELOPE_VERSION,
       agentId: this.id,
@@ -295,16 +332,21 @@ export class ParentAgent implements AgentHandle {
       agentName: this.name,
       state: this.#state,
       pendingRequest:
-        this.#pending === undefined
+        pending === undefined ? undefined : { request: pending.request, path: pending.path, openedAt: this.#deps.clock.now() },
+      openRequests:
+        root.phase !== 'suspended'
           ? undefined
-          : { request: this.#pending.request, path: this.#pending.path, openedAt: this.#deps.clock.now() },
+          : [...root.requests.values()]
+              .filter((r) => r.answer === undefined)
+              .map((r) => ({ id: r.id, toolCallId: r.toolCallId, local: r.local, approval: r.approval })),
       childCounter: this.#children,
       savedAt: this.#deps.clock.now(),
     };
     try {
+      const input = this.#unsaved;
+      this.#unsaved = undefined;
       if (input !== undefined) await persistence.saveMessage(this.#scope, { role: 'user', content: input }, context);
-      if (answer !== undefined)
-        await persistence.saveMessage(this.#scope, { role: 'assistant', content: answer }, context);
+      if (answer !== undefined) await persistence.saveMessage(this.#scope, { role: 'assistant', content: answer }, context);
       await persistence.persistState(this.#scope, envelope, context);
     } catch (error) {
       this.#deps.events.emit('agent.failed', {
@@ -320,33 +362,18 @@ export class ParentAgent implements AgentHandle {
   }
 
   cancel(reason: CancelReason = 'user'): boolean {
-    if (this.#running !== undefined) return this.#running.cancel(reason);
-    if (this.#status === 'suspended' && this.#pending !== undefined) {
-      this.#withdraw(reason);
-      return true;
-    }
-    return false;
-  }
-
-  #withdraw(reason: CancelReason): void {
-    const pending = this.#pending;
-    if (pending === undefined) return;
-    this.#pending = undefined;
-    this.#deps.onRequestWithdrawn(pending.request.id);
-    this.#deps.delegation.forget(this.id, pending.request.id);
-    this.#state = abandonPendingTurn(this.#state, reason, this.#deps.clock);
-    this.#checkpoint = this.#state;
-    this.#status = 'idle';
-    this.#deps.events.emit('agent.cancelled', { agentId: this.id, reason, at: this.#deps.clock.now() });
-    void this.#persist(undefined, undefined);
-    this.#pump();
+    const root = this.#root;
+    return root === undefined ? false : this.#deps.tree.cancel(root, reason);
   }
 
   #stopNow(reason: string): void {
     if (this.#status === 'stopped') return;
     this.#status = 'stopped';
     const error = new TroupeError(`agent ${this.id} is stopped: ${reason}`, { code: 'ERR_AGENT_STOPPED' });
-    for (const job of this.#mailbox.splice(0)) job.reject(error);
+    for (const job of this.#mailbox.splice(0)) {
+      job.detach?.();
+      job.reject(error);
+    }
     this.#deps.events.emit('agent.stopped', { agentId: this.id, reason, at: this.#deps.clock.now() });
     for (const resolve of this.#idleWaiters.splice(0)) resolve();
   }
@@ -357,18 +384,25 @@ export class ParentAgent implements AgentHandle {
     return new Promise((resolve) => this.#idleWaiters.push(resolve));
   }
 
+  /** Messages waiting in the mailbox are answered `cancelled` (shutdown). */
+  dropMailbox(): void {
+    for (const job of this.#mailbox.splice(0)) {
+      job.detach?.();
+      job.resolve({ status: 'cancelled', reason: 'shutdown', usage: ZERO, totalUsage: ZERO });
+    }
+  }
+
   async stop(): Promise<void> {
     if (this.#status === 'stopped') return;
-    for (const job of this.#mailbox.splice(0)) job.resolve({ status: 'cancelled', reason: 'shutdown' });
-    if (this.#running !== undefined) {
-      this.#running.cancel('shutdown');
+    this.dropMailbox();
+    const root = this.#root;
+    if (root !== undefined && this.#status === 'running') {
+      this.#deps.tree.cancel(root, 'shutdown');
       await this.whenIdle();
     }
-    if (this.#status === 'suspended') {
-      // A stopped agent keeps its saved suspension: a new supervisor can resume it.
-      this.#deps.onRequestWithdrawn(this.#pending?.request.id ?? '');
-      this.#deps.delegation.forget(this.id, this.#pending?.request.id);
-    }
+    // A stopped agent keeps its saved suspension: a new supervisor can resume it.
+    if (this.#root !== undefined) this.#deps.tree.forget(this.#root);
+    this.#root = undefined;
     this.#stopNow('stopped by its owner');
   }
 
@@ -383,7 +417,10 @@ export class ParentAgent implements AgentHandle {
       events: s.events,
       turns: s.turns,
       usage: s.usage,
-      pendingRequest: this.#pending?.request,
+      totalUsage: totalUsage(s),
+      pendingRequest: this.pendingRequest?.request,
     };
   }
 }
+
+const ZERO = Object.freeze({ inputTokens: 0, outputTokens: 0 });

@@ -1,0 +1,48 @@
+import type { AgentId } from './Id.js';
+import type { Usage } from './Model.js';
+
+/** Fields common to every model telemetry event. */
+export interface ModelEventBase {
+  readonly agentId: AgentId;
+  /** The model's name as the agent's model reports it (`Model.name`), if any. */
+  readonly model: string | undefined;
+  /** Who serves it (`Model.provider`), if known. */
+  readonly provider: string | undefined;
+  /** The turn this call belongs to (1-based over the run's transcript). */
+  readonly turn: number;
+  /** When it happened, in the `Clock` base of the thread that ran the model. */
+  readonly at: number;
+}
+
+/** `model.start`: a model call begins. */
+export type ModelStartEvent = ModelEventBase;
+
+/** `model.stop`: a model call answered. */
+export interface ModelStopEvent extends ModelEventBase {
+  readonly durationMs: number;
+  readonly usage: Usage | undefined;
+  /** The model the server says answered, when it differs from the agent's. */
+  readonly responseModel: string | undefined;
+  /** From the call to its first streamed delta, when it streamed. */
+  readonly timeToFirstTokenMs: number | undefined;
+  readonly attempts: number | undefined;
+  readonly finishReason: string | undefined;
+  /** Tool calls the answer asked for. */
+  readonly toolCalls: number;
+}
+
+/** `model.error`: a model call failed (or was cancelled: `cancelled` is true). */
+export interface ModelErrorEvent extends ModelEventBase {
+  readonly durationMs: number;
+  /** The error (an `ErrorShape` once it crossed a thread, rebuilt on the supervisor). */
+  readonly error: unknown;
+  readonly cancelled: boolean;
+  readonly attempts: number | undefined;
+}
+
+/** The model telemetry event map. */
+export interface ModelEvents {
+  'model.start': [ModelStartEvent];
+  'model.stop': [ModelStopEvent];
+  'model.error': [ModelErrorEvent];
+}

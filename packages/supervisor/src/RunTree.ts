@@ -1,0 +1,1365 @@
+import type { ResourceLimits } from 'node:worker_threads';
+import {
+  type Agent,
+  type AgentId,
+  type Answer,
+  ApprovalDecision,
+  type ApprovalHandler,
+  addUsage,
+  BackpressureError,
+  type CancelReason,
+  type Clock,
+  createId,
+  decodeError,
+  decodeSubagentResult,
+  encodeError,
+  type HostEvent,
+  HostFeature,
+  InvalidArgumentError,
+  isTroupeError,
+  type LoopEventSink,
+  type LoopOutcome,
+  type LoopState,
+  type Metadata,
+  type ModelDelta,
+  openCalls,
+  type Request,
+  type RunId,
+  resolveDelegatedCall,
+  runAgentLoop,
+  type Scope,
+  type SubagentResult,
+  serializedSize,
+  slotRunCancellation,
+  subagentId,
+  TELEMETRY_EVENTS,
+  type TaskResult,
+  type ToolCallId,
+  TroupeError,
+  type Usage,
+} from '@troupe/core';
+import { loadAgent, loadedAgent } from '@troupe/subagent';
+import type { EventEmitter } from 'eventemitter3';
+import { CancellationTable } from './CancellationTable.js';
+import { BASE_FEATURES, Dispatcher, type WorkerEnd } from './internal/Dispatcher.js';
+import { HostChannel, type HostLookup, type HostRun } from './internal/HostChannel.js';
+import {
+  type FinalEnd,
+  firstOpenRequest,
+  hostRequest,
+  NO_USAGE,
+  type RequestEntry,
+  type RootOwner,
+  type RunEnd,
+  type RunKind,
+  type RunNode,
+  taskResultOf,
+  totalOf,
+} from './internal/RunNode.js';
+import { type ThreadInfo, WorkerPool } from './internal/WorkerPool.js';
+import type { SupervisorEvents } from './SupervisorEvents.js';
+import { Watchdog, type WatchdogKillCause } from './Watchdog.js';
+
+/** Options of {@link RunTree}; validated by the supervisor. */
+export interface RunTreeOptions {
+  readonly clock: Clock;
+  readonly events: EventEmitter<SupervisorEvents>;
+  readonly approval: ApprovalHandler | undefined;
+  readonly threads: number | undefined;
+  readonly resourceLimits: ResourceLimits | undefined;
+  readonly maxQueue: number;
+  readonly graceMs: number;
+  readonly watchdogIntervalMs: number;
+  readonly tableCapacity: number | undefined;
+  /** Default relative deadline of every subagent run and direct spawn. */
+  readonly subagentTimeoutMs: number | undefined;
+  /** Host-channel messages a thread may send per second before it counts as a flood. */
+  readonly floodLimit?: number | undefined;
+}
+
+/** What starts a root run: a parent agent's message, or a direct spawn. */
+export interface RootSpec {
+  readonly kind: 'message' | 'spawn';
+  readonly agent: Agent;
+  readonly agentId: AgentId;
+  readonly scope: Scope;
+  readonly toolContext: Readonly<Record<string, unknown>>;
+  readonly owner: RootOwner;
+  /** A message run's starting state (the conversation); a spawn starts fresh. */
+  readonly state?: LoopState | undefined;
+  readonly input: string;
+  /** A spawn's metadata snapshot. */
+  readonly metadata?: Metadata | undefined;
+  readonly timeoutMs?: number | undefined;
+  /** Children already numbered in this conversation (ids are never reused). */
+  readonly nextChild?: number | undefined;
+  /** Told the deltas of the root's whole tree (subscribed before anything runs). */
+  readonly onDeltas?: ((node: RunNode, deltas: readonly ModelDelta[]) => void) | undefined;
+}
+
+/** A request waiting for a person, as the tree lists it. */
+export interface OpenRequest {
+  readonly request: Request;
+  /** The root run's agent (the parent agent holding the conversation, or the spawned agent). */
+  readonly agentId: AgentId;
+  /** Agent ids from the root down to the run whose tool asked. */
+  readonly path: readonly AgentId[];
+  readonly openedAt: number;
+  readonly runId: RunId;
+}
+
+const CLOSED_MEMORY = 10_000;
+const EMPTY: Readonly<Record<string, unknown>> = Object.freeze({});
+const NO_EVENTS: readonly never[] = Object.freeze([]);
+
+/**
+ * The one owner of every run: each parent message, subagent run and direct
+ * spawn is a node with its parent, children, slot, deadline, capability,
+ * phase, suspension, questions, and usage — its own and its subtree's.
+ * Cancellation, draining, shutdown, request routing and usage walk it; the
+ * worker pool is transport only, and delegation is "a task request spawns a
+ * child node".
+ *
+ * Invariants it keeps:
+ * - a node ends (phase `ended`) exactly once, and only after its whole
+ *   subtree has: no reply precedes the end of its subtree;
+ * - a cancelled node never ends `done`;
+ * - every event of a run is delivered before its outcome event;
+ * - a root's waiters (a `send`, an `answer`, a `spawn`) are answered only
+ *   when nothing of its tree runs (quiet): ended, or suspended throughout;
+ * - an answer goes to the run whose own tool asked (the deepest); its
+ *   outcome flows up into its suspended ancestors' states, each resumed
+ *   only once it has nothing left open.
+ */
+export class RunTree {
+  readonly table: CancellationTable;
+  readonly pool: WorkerPool;
+  readonly #o: RunTreeOptions;
+  readonly #clock: Clock;
+  readonly #events: EventEmitter<SupervisorEvents>;
+  readonly #watchdog: Watchdog;
+  readonly #dispatcher: Dispatcher;
+  readonly #host: HostChannel;
+  readonly #nodes = new Map<RunId, RunNode>();
+  readonly #byAgent = new Map<string, RunNode>();
+  readonly #byCapability = new Map<string, RunNode>();
+  readonly #ended = new Map<string, { readonly agentId: string; readonly runId: string }>();
+  readonly #requests = new Map<string, RequestEntry>();
+  readonly #closedRequests = new Map<string, 'answered' | 'withdrawn'>();
+  readonly #roots = new Set<RunNode>();
+  readonly #streams = new Map<RunNode, Set<(node: RunNode, deltas: readonly ModelDelta[]) => void>>();
+  readonly #idle: (() => void)[] = [];
+  /** Nodes queued or running anywhere (a process keep-alive is held while > 0). */
+  #running = 0;
+  #keepAlive: ReturnType<typeof setInterval> | undefined;
+  #workerRuns = 0;
+  #completed = 0;
+
+  constructor(options: RunTreeOptions) {
+    this.#o = options;
+    this.#clock = options.clock;
+    this.#events = options.events;
+    this.table = new CancellationTable({
+      clock: options.clock,
+      ...(options.tableCapacity === undefined ? {} : { capacity: options.tableCapacity }),
+    });
+    this.#host = new HostChannel({
+      clock: options.clock,
+      lookup: (capability, thread) => this.#lookup(capability, thread),
+      recycle: (thread, reason) => this.#recycle(thread, reason),
+      refused: (refusal) => {
+        if (this.#events.listenerCount('host.refused') > 0) this.#events.emit('host.refused', refusal);
+      },
+      floodLimit: options.floodLimit,
+    });
+    this.pool = new WorkerPool({
+      threads: options.threads,
+      resourceLimits: options.resourceLimits,
+      maxQueue: options.maxQueue + (options.threads ?? 64),
+      table: this.table,
+      onHostPort: (thread, port) => this.#host.bind(thread, port),
+      onViolation: (thread, reason) => {
+        this.#recycle(thread, `it sent ${reason}`);
+        if (this.#events.listenerCount('host.refused') > 0) {
+          this.#events.emit('host.refused', {
+            threadId: thread.id,
+            reason,
+            op: undefined,
+            agentId: undefined,
+            runId: undefined,
+            recycled: true,
+            at: this.#clock.now(),
+          });
+        }
+      },
+      onThreadGone: () => {},
+    });
+    this.#watchdog = new Watchdog({
+      table: this.table,
+      clock: options.clock,
+      graceMs: options.graceMs,
+      intervalMs: options.watchdogIntervalMs,
+      kill: (key, cause) => this.#kill(key, cause),
+    });
+    this.#dispatcher = new Dispatcher({
+      pool: this.pool,
+      table: this.table,
+      clock: options.clock,
+      track: (node) => {
+        // From now on the run's capability is good on this thread's channel, and only there.
+        if (node.capability !== undefined) this.#byCapability.set(node.capability, node);
+        this.#watchdog.track(node.id);
+        if (this.table.isCancelled(node.id)) this.#watchdog.cancelled(node.id);
+      },
+    });
+  }
+
+  // ── Roots ─────────────────────────────────────────────────────────────────
+
+  /**
+   * Start a root run and return its node (registered, and so cancellable,
+   * before anything announces it). Throws for bad input only.
+   */
+  startRoot(spec: RootSpec): RunNode {
+    const node = this.#rootNode(spec);
+    this.#begin(node);
+    if (spec.kind === 'message') {
+      void this.#runLocal(node, { input: spec.input, state: spec.state as LoopState });
+    } else {
+      // A direct spawn is a spawn like any other: the same events, so a daemon sees its scope cost.
+      this.#emitSpawned(node, spec.metadata);
+      void this.#runWorker(node, { input: spec.input, metadata: spec.metadata });
+    }
+    return node;
+  }
+
+  /**
+   * A root that was suspended when it was saved: suspended again, with its
+   * questions open under the ids the host already knows.
+   */
+  restoreRoot(
+    spec: RootSpec,
+    requests: readonly { readonly id: string; readonly toolCallId: string; readonly local: Request; readonly approval: boolean }[],
+  ): RunNode {
+    const node = this.#rootNode(spec);
+    node.phase = 'suspended';
+    node.state = spec.state;
+    for (const r of requests) this.#open(node, r.toolCallId, r.local, r.approval, r.id);
+    return node;
+  }
+
+  /**
+   * Let go of a suspended root without ending it (its owner stopped; what was
+   * saved of it resumes it in another supervisor): its questions leave this
+   * supervisor's list, nothing is withdrawn.
+   */
+  forget(root: RunNode): void {
+    if (root.phase !== 'suspended' || root.active > 0) return;
+    const stack: RunNode[] = [root];
+    for (let n = stack.pop(); n !== undefined; n = stack.pop()) {
+      for (const entry of n.requests.values()) this.#requests.delete(entry.id);
+      n.requests.clear();
+      n.phase = 'ended';
+      this.table.release(n.id);
+      this.#nodes.delete(n.id);
+      if (this.#byAgent.get(n.agentId) === n) this.#byAgent.delete(n.agentId);
+      for (const child of n.children) stack.push(child);
+    }
+    this.#roots.delete(root);
+    this.#streams.delete(root);
+  }
+
+  #rootNode(spec: RootSpec): RunNode {
+    const node = this.#node({
+      id: createId('run'),
+      agentId: spec.agentId,
+      kind: spec.kind,
+      agent: spec.agent,
+      parent: undefined,
+      toolCallId: undefined,
+      scope: spec.scope,
+      toolContext: spec.toolContext,
+      timeoutMs: spec.timeoutMs,
+      owner: spec.owner,
+    });
+    node.nextChild = spec.nextChild ?? 0;
+    this.#roots.add(node);
+    if (spec.onDeltas !== undefined) this.#streams.set(node, new Set([spec.onDeltas]));
+    return node;
+  }
+
+  /** Resolves with what the root's owner makes of its tree the next time nothing of it runs. */
+  whenQuiet(root: RunNode): Promise<unknown> {
+    return new Promise((resolve) => {
+      root.quiet.push(resolve);
+      if (root.active === 0) this.#quiet(root);
+    });
+  }
+
+  /** Subscribe to the model deltas of a root's whole tree; returns the unsubscribe. */
+  onDeltas(root: RunNode, listener: (node: RunNode, deltas: readonly ModelDelta[]) => void): () => void {
+    let set = this.#streams.get(root);
+    if (set === undefined) {
+      set = new Set();
+      this.#streams.set(root, set);
+    }
+    set.add(listener);
+    return () => {
+      set.delete(listener);
+      if (set.size === 0) this.#streams.delete(root);
+    };
+  }
+
+  // ── Running ───────────────────────────────────────────────────────────────
+
+  #node(init: {
+    readonly id: RunId;
+    readonly agentId: AgentId;
+    readonly kind: RunKind;
+    readonly agent: Agent;
+    readonly parent: RunNode | undefined;
+    readonly toolCallId: string | undefined;
+    readonly scope: Scope;
+    readonly toolContext: Readonly<Record<string, unknown>>;
+    readonly timeoutMs: number | undefined;
+    readonly owner: RootOwner | undefined;
+  }): RunNode {
+    if (this.#byAgent.has(init.agentId)) {
+      throw new InvalidArgumentError(`agent ${init.agentId} is already running: give each run its own id`);
+    }
+    this.table.register(init.id, { parent: init.parent?.id, slot: 'deferred' });
+    const node: RunNode = {
+      ...init,
+      root: undefined as unknown as RunNode,
+      path: init.parent === undefined ? [init.agentId] : [...init.parent.path, init.agentId],
+      phase: 'queued',
+      state: undefined,
+      end: undefined,
+      children: new Set(),
+      childByCall: new Map(),
+      nextChild: 0,
+      requests: new Map(),
+      usage: NO_USAGE,
+      childUsage: NO_USAGE,
+      waiter: undefined,
+      capability: undefined,
+      thread: undefined,
+      attempt: 0,
+      kill: undefined,
+      ended: undefined,
+      received: 0,
+      expect: undefined,
+      expectTimer: undefined,
+      held: undefined,
+      active: 0,
+      quiet: [],
+      reported: false,
+    };
+    (node as { root: RunNode }).root = init.parent === undefined ? node : init.parent.root;
+    this.#nodes.set(node.id, node);
+    this.#byAgent.set(node.agentId, node);
+    init.parent?.children.add(node);
+    if (init.toolCallId !== undefined) init.parent?.childByCall.set(init.toolCallId, node);
+    return node;
+  }
+
+  // A node starts (or resumes) running: counted until its own work ends.
+  #begin(node: RunNode): void {
+    node.phase = 'queued';
+    node.attempt++;
+    node.root.active++;
+    if (this.#running++ === 0) this.#hold();
+    // Each (re)dispatch gets its own deadline; time spent waiting for a person does not count.
+    const timeoutMs = node.timeoutMs;
+    this.table.setDeadline(node.id, timeoutMs === undefined ? undefined : this.#clock.now() + timeoutMs);
+  }
+
+  // While anything runs, the process stays alive (a script awaiting `send` must not exit under it).
+  #hold(): void {
+    this.#keepAlive ??= setInterval(() => {}, 1 << 30);
+  }
+
+  #release(): void {
+    if (this.#keepAlive !== undefined) {
+      clearInterval(this.#keepAlive);
+      this.#keepAlive = undefined;
+    }
+  }
+
+  async #runLocal(
+    node: RunNode,
+    input: {
+      readonly input?: string;
+      readonly state: LoopState;
+      readonly answer?: Answer | undefined;
+      readonly approvedCalls?: readonly string[];
+      readonly expired?: boolean;
+    },
+  ): Promise<void> {
+    node.phase = 'running';
+    const clock = this.#clock;
+    let outcome: LoopOutcome;
+    const handle = this.table.bind(node.id, this.table.local);
+    const cancellation = slotRunCancellation(this.table.slots, handle, {
+      deadline: this.table.deadlineOf(node.id) ?? null,
+      clock,
+    });
+    try {
+      outcome = await runAgentLoop({
+        agent: node.agent,
+        run: { scope: node.scope, toolContext: node.toolContext, agentId: node.agentId, parentAgentId: undefined },
+        state: input.state,
+        input: input.input,
+        answer: input.answer,
+        expired: input.expired,
+        approvedCalls: input.approvedCalls === undefined ? undefined : new Set(input.approvedCalls),
+        clock,
+        cancellation,
+        approval: this.approvalFor(node),
+        spawner: node.agent.subagents.length === 0 ? undefined : { runTask: (r) => this.runTask(node, r) },
+        events: this.#sink(node),
+        onQuestion: (toolCallId, request) => this.#question(node, toolCallId, request),
+        onDelta: this.#streamed(node) ? (delta) => this.#deltas(node, [delta]) : undefined,
+      });
+    } finally {
+      cancellation.close();
+      this.table.unbind(node.id);
+    }
+    this.#ownEnded(node, endOfLoop(outcome), outcome.state.usage, outcome.state);
+  }
+
+  async #runWorker(
+    node: RunNode,
+    input: {
+      readonly input?: string;
+      readonly metadata?: Metadata | undefined;
+      readonly resume?: {
+        readonly state: LoopState;
+        readonly answer: Answer | undefined;
+        readonly approvedCalls: readonly string[];
+        readonly expired: boolean;
+      };
+    },
+  ): Promise<void> {
+    this.#workerRuns++;
+    node.received = 0;
+    node.expect = undefined;
+    const features =
+      BASE_FEATURES |
+      (node.agent.subagents.length > 0 ? HostFeature.spawn : 0) |
+      (this.#observed() ? HostFeature.telemetry : 0) |
+      (this.#streamed(node) ? HostFeature.stream : 0);
+    const we = await this.#dispatcher.run(node, { ...input, features });
+    this.#workerRuns--;
+    this.#completed++;
+    const thread = node.thread;
+    this.#watchdog.untrack(node.id);
+    // Every event the run posted arrives before its outcome is handled.
+    if (node.received < we.sent && thread !== undefined && thread.exitCode === undefined && thread.recycled === undefined) {
+      await new Promise<void>((resolve) => {
+        node.expect = { sent: we.sent, resolve };
+        const timer = this.#clock.setTimeout(() => {
+          // A worker that claims more than it sent gets the grace period, not more.
+          if (node.expect !== undefined) {
+            node.expect = undefined;
+            resolve();
+          }
+        }, this.#o.graceMs);
+        node.expectTimer = timer;
+      });
+    }
+    const held = node.held;
+    node.held = undefined;
+    let end = we.end;
+    let usage = we.usage;
+    if (held !== undefined && (end.status === 'crashed' || node.kill !== undefined)) {
+      // The worker finished the run, then was recycled for the work it left behind.
+      end = held.end.status === 'cancelled' ? { ...held.end, forced: true } : held.end;
+      usage = held.usage;
+    }
+    if (node.capability !== undefined) {
+      this.#byCapability.delete(node.capability);
+      this.#rememberEnded(node.capability, node);
+    }
+    node.capability = undefined;
+    node.kill = undefined;
+    this.table.unbind(node.id);
+    this.#ownEnded(node, end, usage, end.status === 'suspended' ? end.state : undefined);
+  }
+
+  // ── Ends and propagation ──────────────────────────────────────────────────
+
+  /** A node's own work ended (its loop returned, its worker answered or died). */
+  #ownEnded(node: RunNode, end: RunEnd, usage: Usage, state: LoopState | undefined): void {
+    node.usage = usage;
+    node.ended?.abort(new TroupeError(`run ${node.agentId} ended`, { code: 'ERR_CANCELLED' }));
+    node.ended = undefined;
+    node.root.active--;
+    if (--this.#running === 0) this.#release();
+    // A cancelled run never ends `done`: a result that raced its cancel is a cancel.
+    const reason = this.table.reason(node.id);
+    if (reason !== undefined && end.status !== 'cancelled' && end.status !== 'crashed') {
+      end = { status: 'cancelled', reason, forced: false };
+    }
+    if (end.status === 'suspended') {
+      node.phase = 'suspended';
+      node.state = state ?? end.state;
+      this.#reconsider(node);
+    } else {
+      node.end = end;
+      node.phase = 'draining';
+      if (node.kind === 'message' && state !== undefined) node.state = state;
+      this.#drain(node);
+    }
+    this.#afterChange(node.root);
+  }
+
+  // A node whose own work is final: stop what is left of its subtree, then end.
+  #drain(node: RunNode): void {
+    for (const entry of node.requests.values()) this.#withdraw(entry, 'the run ended');
+    let running = false;
+    for (const child of node.children) if (child.phase !== 'ended') running = true;
+    if (running && node.end?.status !== 'done') this.cancel(node, 'parent');
+    this.#maybeEnd(node);
+  }
+
+  #maybeEnd(node: RunNode): void {
+    if (node.phase !== 'draining') return;
+    for (const child of node.children) if (child.phase !== 'ended') return;
+    node.phase = 'ended';
+    this.#emitOutcome(node);
+    this.table.release(node.id);
+    this.#nodes.delete(node.id);
+    if (this.#byAgent.get(node.agentId) === node) this.#byAgent.delete(node.agentId);
+    const parent = node.parent;
+    if (parent === undefined) {
+      this.#roots.delete(node);
+      this.#streams.delete(node);
+      this.#afterChange(node);
+      return;
+    }
+    parent.children.delete(node);
+    parent.childUsage = addUsage(parent.childUsage, totalOf(node));
+    const result = taskResultOf(node, parent.agent.mergeMetadataFrom.has(node.agent.name));
+    const waiter = node.waiter;
+    if (waiter !== undefined) {
+      // The parent's `task` call awaits it (or did, until the parent's cancel abandoned the call).
+      node.waiter = undefined;
+      waiter(result);
+    } else if (parent.phase === 'suspended' && parent.state !== undefined && node.toolCallId !== undefined) {
+      parent.state = resolveDelegatedCall(parent.state, node.toolCallId, result);
+      this.#reconsider(parent);
+    }
+    // A parent whose own work is over ends with its last child; a running one picks the
+    // result up when it suspends (see #reconsider).
+    if (parent.phase === 'draining') this.#maybeEnd(parent);
+  }
+
+  /**
+   * A suspended node: take what its children and its answers have for it,
+   * then resume it if it can go on, end it if it was cancelled, or tell its
+   * parent it waits.
+   */
+  #reconsider(node: RunNode): void {
+    if (node.phase !== 'suspended') return;
+    let state = node.state as LoopState;
+    const reason = this.table.reason(node.id);
+    if (reason !== undefined) {
+      this.#abandon(node, reason);
+      return;
+    }
+    let answer: RequestEntry | undefined;
+    for (const call of openCalls(state)) {
+      const id = call.call.id;
+      if (call.delegated === true) {
+        const child = node.childByCall.get(id);
+        if (child === undefined) {
+          // A child this tree never saw (a state restored without it): the call fails, the run goes on.
+          state = resolveDelegatedCall(state, id, {
+            status: 'error',
+            error: new TroupeError(`no child run answers task call ${id} of ${node.agentId}`, { code: 'ERR_UNKNOWN_REQUEST' }),
+            events: NO_EVENTS,
+          });
+        }
+        continue;
+      }
+      let entry = node.requests.get(id);
+      if (entry === undefined && call.request !== undefined) entry = this.#open(node, id, call.request, call.approval === true);
+      if (answer === undefined && entry?.answer !== undefined) answer = entry;
+    }
+    node.state = state;
+    if (answer !== undefined) {
+      const taken = answer.answer as NonNullable<RequestEntry['answer']>;
+      node.requests.delete(answer.toolCallId);
+      this.#resume(node, {
+        answer: taken.answer,
+        approvedCalls: answer.approval && taken.answer.ok ? [answer.toolCallId] : [],
+        expired: taken.expired,
+      });
+      return;
+    }
+    if (openCalls(state).length === 0) {
+      this.#resume(node, { answer: undefined, approvedCalls: [], expired: false });
+      return;
+    }
+    // It stays suspended.
+    const waiter = node.waiter;
+    const first = firstOpenRequest(node);
+    if (waiter !== undefined) {
+      node.waiter = undefined;
+      if (first !== undefined) waiter({ status: 'suspended', request: first.request });
+    }
+    if (node.parent !== undefined && this.#events.listenerCount('subagent.suspended') > 0) {
+      this.#events.emit('subagent.suspended', {
+        agentId: node.agentId,
+        runId: node.id,
+        parentAgentId: node.parent.agentId,
+        requestId: first?.request.id ?? '',
+        path: node.path,
+        usage: node.usage,
+        totalUsage: totalOf(node),
+        at: this.#clock.now(),
+      });
+    }
+  }
+
+  #resume(
+    node: RunNode,
+    input: { readonly answer: Answer | undefined; readonly approvedCalls: readonly string[]; readonly expired: boolean },
+  ): void {
+    const state = node.state as LoopState;
+    node.state = undefined;
+    this.#begin(node);
+    node.root.owner?.resumed?.(node.root);
+    if (node.kind === 'message') {
+      void this.#runLocal(node, { state, answer: input.answer, approvedCalls: input.approvedCalls, expired: input.expired });
+    } else {
+      this.#emitSpawned(node, state.metadata, true);
+      void this.#runWorker(node, { resume: { state, ...input } });
+    }
+  }
+
+  // A suspended node that was cancelled: nothing of it runs; it ends cancelled, with its subtree.
+  #abandon(node: RunNode, reason: CancelReason): void {
+    node.end = { status: 'cancelled', reason, forced: false };
+    node.phase = 'draining';
+    for (const entry of node.requests.values()) this.#withdraw(entry, `the run was cancelled (${reason})`);
+    for (const child of node.children) if (child.phase === 'suspended') this.#reconsider(child);
+    this.#maybeEnd(node);
+  }
+
+  #afterChange(root: RunNode): void {
+    // An ended root is reported to its owner even when nobody waits (a cancel of a suspended message).
+    if (root.active === 0 && (root.quiet.length > 0 || (root.phase === 'ended' && !root.reported))) this.#quiet(root);
+    if (this.#running === 0 && this.#idle.length > 0) for (const resolve of this.#idle.splice(0)) resolve();
+  }
+
+  #quiet(root: RunNode): void {
+    // Its own work is over but not its subtree's: it is quiet only once it has ended.
+    if (root.phase === 'draining') return;
+    const waiters = root.quiet.splice(0);
+    if (root.phase === 'ended') {
+      if (root.reported && waiters.length === 0) return;
+      root.reported = true;
+    } else if (waiters.length === 0) return;
+    const owner = root.owner as RootOwner;
+    void owner.settle(root).then(
+      (reply) => {
+        for (const resolve of waiters) resolve(reply);
+      },
+      (error: unknown) => {
+        for (const resolve of waiters) resolve(error);
+      },
+    );
+  }
+
+  // ── Delegation ────────────────────────────────────────────────────────────
+
+  /**
+   * Run a `task` call of `parent`: a child node, on a worker. Resolves with
+   * the child's outcome as the parent's `task` call sees it, or `suspended`
+   * as soon as the child waits on a person (its question is open already).
+   */
+  async runTask(
+    parent: RunNode,
+    request: { readonly subagent: Agent | string; readonly instructions: string; readonly toolCallId: string; readonly metadata: Metadata },
+  ): Promise<TaskResult> {
+    const name = typeof request.subagent === 'string' ? request.subagent : request.subagent.name;
+    const declared = subagentNamed(parent.agent, name);
+    if (declared === undefined) {
+      return {
+        status: 'error',
+        error: new TroupeError(`"${name}" is not a subagent of ${parent.agent.name}; declare it in subagents`, {
+          code: 'ERR_UNKNOWN_AGENT',
+        }),
+        events: NO_EVENTS,
+      };
+    }
+    if (parent.childByCall.has(request.toolCallId)) {
+      return {
+        status: 'error',
+        error: new TroupeError(`task call ${request.toolCallId} of ${parent.agentId} already has a child run`, {
+          code: 'ERR_PROTOCOL',
+        }),
+        events: NO_EVENTS,
+      };
+    }
+    if (!this.canQueue()) {
+      return {
+        status: 'error',
+        error: new BackpressureError(
+          `the subagent queue is full (${this.#o.maxQueue} runs waiting for a thread): retry later or raise pool.maxQueue`,
+          this.#o.maxQueue,
+        ),
+        events: NO_EVENTS,
+      };
+    }
+    // Numbered in call order, before the child's module may have to load.
+    const agentId = subagentId(parent.agentId, ++parent.nextChild);
+    let agent: Agent;
+    try {
+      agent = await definitionOf(declared);
+    } catch (error) {
+      return { status: 'error', error: error as Error, events: NO_EVENTS };
+    }
+    if (parent.phase === 'ended' || parent.phase === 'draining') {
+      return {
+        status: 'error',
+        error: new TroupeError(`${parent.agentId} ended before its task started`, { code: 'ERR_CANCELLED' }),
+        events: NO_EVENTS,
+      };
+    }
+    const child = this.#node({
+      id: createId('run'),
+      agentId,
+      kind: 'subagent',
+      agent,
+      parent,
+      toolCallId: request.toolCallId,
+      scope: parent.scope,
+      toolContext: parent.toolContext,
+      timeoutMs: this.#o.subagentTimeoutMs,
+      owner: undefined,
+    });
+    const result = new Promise<TaskResult>((resolve) => {
+      child.waiter = resolve;
+    });
+    this.#emitSpawned(child, request.metadata);
+    this.#begin(child);
+    void this.#runWorker(child, { input: request.instructions, metadata: request.metadata });
+    return result;
+  }
+
+  /** The approval handler a node's executor asks: the host's, with its `ask` decisions recorded here. */
+  approvalFor(node: RunNode): ApprovalHandler | undefined {
+    const handler = this.#o.approval;
+    if (handler === undefined) return undefined;
+    return async (request) => {
+      const ended = (node.ended ??= new AbortController());
+      let raw: unknown;
+      try {
+        raw = await handler(
+          { ...request, agentId: node.agentId, parentAgentId: node.parent?.agentId, scope: node.scope },
+          { signal: ended.signal },
+        );
+      } catch (error) {
+        return {
+          decision: 'reject',
+          reason: `the approval handler threw: ${(error as Error)?.message ?? String(error)}`,
+        };
+      }
+      const decision = ApprovalDecision.safeParse(raw);
+      if (decision.success && decision.data.decision === 'ask') {
+        const d = decision.data;
+        const id = createId('req');
+        const local: Request = {
+          id,
+          kind: 'approval',
+          prompt: d.prompt,
+          data: d.data ?? { toolName: request.toolName, arguments: request.arguments },
+          ...(d.expiresAt === undefined ? {} : { expiresAt: d.expiresAt }),
+        };
+        this.#open(node, request.toolCallId, local, true);
+        return { ...d, requestId: id };
+      }
+      // Anything else goes back as it came: the executor denies what is not a decision, and says so.
+      return raw as ApprovalDecision;
+    };
+  }
+
+  // ── Requests ──────────────────────────────────────────────────────────────
+
+  #question(node: RunNode, toolCallId: string, request: Request): void {
+    const known = node.requests.get(toolCallId);
+    if (known !== undefined && known.local.id === request.id) return;
+    this.#open(node, toolCallId, request, false);
+  }
+
+  #open(node: RunNode, toolCallId: string, local: Request, approval: boolean, known?: string): RequestEntry {
+    const id = known ?? (approval ? local.id : createId('req'));
+    const entry: RequestEntry = {
+      id,
+      local,
+      node,
+      toolCallId,
+      approval,
+      openedAt: this.#clock.now(),
+      answer: undefined,
+    };
+    node.requests.set(toolCallId, entry);
+    this.#requests.set(id, entry);
+    if (this.#events.listenerCount('request.opened') > 0) {
+      this.#events.emit('request.opened', {
+        request: hostRequest(entry),
+        agentId: node.root.agentId,
+        runId: node.id,
+        path: node.path,
+        at: entry.openedAt,
+      });
+    }
+    return entry;
+  }
+
+  #withdraw(entry: RequestEntry, why: string): void {
+    if (this.#requests.get(entry.id) !== entry) return;
+    this.#requests.delete(entry.id);
+    entry.node.requests.delete(entry.toolCallId);
+    this.#remember(entry.id, 'withdrawn');
+    if (this.#events.listenerCount('request.withdrawn') > 0) {
+      this.#events.emit('request.withdrawn', {
+        requestId: entry.id,
+        agentId: entry.node.root.agentId,
+        reason: why,
+        at: this.#clock.now(),
+      });
+    }
+  }
+
+  #remember(id: string, how: 'answered' | 'withdrawn'): void {
+    this.#closedRequests.set(id, how);
+    if (this.#closedRequests.size > CLOSED_MEMORY) {
+      const oldest = this.#closedRequests.keys().next().value;
+      if (oldest !== undefined) this.#closedRequests.delete(oldest);
+    }
+  }
+
+  /** Requests waiting for a person, oldest first. */
+  openRequests(): OpenRequest[] {
+    const out: OpenRequest[] = [];
+    for (const entry of this.#requests.values()) {
+      if (entry.answer !== undefined) continue;
+      out.push({
+        request: hostRequest(entry),
+        agentId: entry.node.root.agentId,
+        path: entry.node.path,
+        openedAt: entry.openedAt,
+        runId: entry.node.id,
+      });
+    }
+    return out;
+  }
+
+  /** The open request `id`, if any. */
+  request(id: string): OpenRequest | undefined {
+    const entry = this.#requests.get(id);
+    if (entry === undefined || entry.answer !== undefined) return undefined;
+    return {
+      request: hostRequest(entry),
+      agentId: entry.node.root.agentId,
+      path: entry.node.path,
+      openedAt: entry.openedAt,
+      runId: entry.node.id,
+    };
+  }
+
+  /**
+   * Take an answer (once) and route it to the run whose tool asked. Returns
+   * the root whose tree it resumes; throws a typed error for an unknown,
+   * answered or withdrawn request.
+   */
+  answer(id: string, answer: Answer): RunNode {
+    const entry = this.#requests.get(id);
+    if (entry === undefined || entry.answer !== undefined) {
+      const closed = entry !== undefined ? 'answered' : this.#closedRequests.get(id);
+      if (closed === 'answered') {
+        throw new InvalidArgumentError(`request ${id} was already answered: an answer is taken once`, {
+          code: 'ERR_REQUEST_ALREADY_ANSWERED',
+        });
+      }
+      if (closed === 'withdrawn') {
+        throw new InvalidArgumentError(`request ${id} was withdrawn (its run was cancelled or ended)`, {
+          code: 'ERR_UNKNOWN_REQUEST',
+        });
+      }
+      throw new InvalidArgumentError(`no pending request ${id}: see pendingRequests()`, { code: 'ERR_UNKNOWN_REQUEST' });
+    }
+    const expiresAt = entry.local.expiresAt;
+    entry.answer = {
+      answer: { ...answer, id: entry.local.id },
+      expired: expiresAt !== undefined && this.#clock.now() > expiresAt,
+    };
+    this.#requests.delete(id);
+    this.#remember(id, 'answered');
+    const node = entry.node;
+    if (this.#events.listenerCount('request.answered') > 0) {
+      this.#events.emit('request.answered', {
+        requestId: id,
+        agentId: node.root.agentId,
+        runId: node.id,
+        ok: answer.ok,
+        at: this.#clock.now(),
+      });
+    }
+    // Suspended: deliver now. Still running (it asked mid-turn): delivered when it suspends.
+    if (node.phase === 'suspended') {
+      this.#reconsider(node);
+      this.#afterChange(node.root);
+    }
+    return node.root;
+  }
+
+  // ── Cancellation ──────────────────────────────────────────────────────────
+
+  /**
+   * Cancel a node and its subtree: running runs see it through shared
+   * memory at once (the watchdog kills what ignores it after the grace
+   * period), suspended ones end cancelled with their questions withdrawn.
+   * Returns false when it was over or already cancelled.
+   */
+  cancel(node: RunNode, reason: CancelReason): boolean {
+    if (node.phase === 'ended') return false;
+    const changed = this.table.cancel(node.id, reason);
+    if (!changed) return false;
+    const stack: RunNode[] = [node];
+    const suspended: RunNode[] = [];
+    for (let n = stack.pop(); n !== undefined; n = stack.pop()) {
+      if (n.thread !== undefined && (n.phase === 'running' || n.phase === 'queued')) this.#watchdog.cancelled(n.id);
+      if (n.phase === 'suspended') suspended.push(n);
+      for (const child of n.children) stack.push(child);
+    }
+    // Deepest first: each ends before its parent looks at it.
+    for (let i = suspended.length - 1; i >= 0; i--) this.#reconsider(suspended[i] as RunNode);
+    this.#afterChange(node.root);
+    return true;
+  }
+
+  /** Cancel the run of agent `agentId` (any depth), if one is live. */
+  cancelAgent(agentId: string, reason: CancelReason): boolean {
+    const node = this.#byAgent.get(agentId);
+    return node === undefined ? false : this.cancel(node, reason);
+  }
+
+  /** The live node of agent `agentId`. */
+  nodeOf(agentId: string): RunNode | undefined {
+    return this.#byAgent.get(agentId);
+  }
+
+  #kill(key: string, cause: WatchdogKillCause): void {
+    const node = this.#nodes.get(key as RunId);
+    const thread = node?.thread;
+    if (node === undefined || thread === undefined || node.kill !== undefined) return;
+    node.kill = cause;
+    this.pool.recycle(
+      thread,
+      cause.kind === 'lane-timeout' ? 'a tool call overran its timeout without yielding' : 'its run ignored a cancel past the grace period',
+    );
+    if (this.#events.listenerCount('worker.recycled') > 0) {
+      this.#events.emit('worker.recycled', {
+        threadId: thread.id,
+        agentId: node.agentId,
+        runId: node.id,
+        reason: cause.kind === 'lane-timeout' ? 'tool-timeout' : 'cancel-ignored',
+        at: this.#clock.now(),
+      });
+    }
+  }
+
+  #recycle(thread: ThreadInfo, reason: string): void {
+    if (thread.recycled !== undefined) return;
+    this.pool.recycle(thread, reason);
+    if (this.#events.listenerCount('worker.recycled') > 0) {
+      let agentId: string | undefined;
+      let runId: string | undefined;
+      for (const node of this.#byCapability.values()) {
+        if (node.thread === thread) {
+          agentId = node.agentId;
+          runId = node.id;
+        }
+      }
+      this.#events.emit('worker.recycled', {
+        threadId: thread.id,
+        agentId,
+        runId,
+        reason: 'protocol',
+        detail: reason,
+        at: this.#clock.now(),
+      });
+    }
+  }
+
+  // ── The host channel's view of runs ───────────────────────────────────────
+
+  #lookup(capability: string, thread: ThreadInfo): HostLookup {
+    const node = this.#byCapability.get(capability);
+    if (node !== undefined) {
+      // Issued, but to another thread: it was stolen.
+      if (node.thread !== thread) return { kind: 'unknown' };
+      return { kind: 'run', run: this.#hostRun(node) };
+    }
+    const ended = this.#ended.get(capability);
+    if (ended !== undefined) return { kind: 'stale', ...ended };
+    return { kind: 'unknown' };
+  }
+
+  #rememberEnded(capability: string, node: RunNode): void {
+    this.#ended.set(capability, { agentId: node.agentId, runId: node.id });
+    if (this.#ended.size > CLOSED_MEMORY) {
+      const oldest = this.#ended.keys().next().value;
+      if (oldest !== undefined) this.#ended.delete(oldest);
+    }
+  }
+
+  // One view per node, made when its host channel first needs it.
+  readonly #hostRuns = new WeakMap<RunNode, HostRun>();
+
+  #hostRun(node: RunNode): HostRun {
+    let run = this.#hostRuns.get(node);
+    if (run !== undefined) return run;
+    const approval = this.approvalFor(node);
+    run = {
+      agentId: node.agentId,
+      runId: node.id,
+      approve: (request) => {
+        if (approval === undefined) return Promise.resolve({ decision: 'reject', reason: 'no approval handler is configured' });
+        return Promise.resolve(
+          approval(
+            {
+              toolName: request.toolName,
+              toolCallId: request.toolCallId as ToolCallId,
+              arguments: request.arguments,
+              agentId: node.agentId,
+              parentAgentId: node.parent?.agentId,
+            },
+            { signal: (node.ended ??= new AbortController()).signal },
+          ),
+        );
+      },
+      task: async (request) => encodeTaskResult(await this.runTask(node, request)),
+      events: (events) => this.#workerEvents(node, events),
+      holding: (raw) => {
+        const parsed = decodeSubagentResult(raw);
+        if (parsed.error !== undefined) return parsed.error;
+        this.#countEvent(node);
+        node.held = heldEnd(parsed.result);
+        // The run is over; its thread is not free until the work it left settles.
+        this.#watchdog.cancelled(node.id);
+        return undefined;
+      },
+    };
+    this.#hostRuns.set(node, run);
+    return run;
+  }
+
+  #countEvent(node: RunNode): void {
+    node.received++;
+    const expect = node.expect;
+    if (expect !== undefined && node.received >= expect.sent) {
+      node.expect = undefined;
+      if (node.expectTimer !== undefined) this.#clock.clearTimeout(node.expectTimer);
+      expect.resolve();
+    }
+  }
+
+  #workerEvents(node: RunNode, events: readonly HostEvent[]): void {
+    for (const e of events) {
+      switch (e[0]) {
+        case 't':
+          this.#telemetry(node, e[1], e[2]);
+          break;
+        case 'd':
+          this.#deltas(node, e[1]);
+          break;
+        case 'q':
+          this.#question(node, e[1], e[2]);
+          break;
+      }
+    }
+    this.#countEvent(node);
+  }
+
+  // A worker's telemetry event, re-emitted with the ids of the run its capability names (never its own claims).
+  #telemetry(node: RunNode, name: string, raw: Record<string, unknown>): void {
+    if (!TELEMETRY_EVENTS.has(name)) return;
+    const event = name as keyof SupervisorEvents;
+    if (this.#events.listenerCount(event) === 0) return;
+    const payload: Record<string, unknown> = { ...raw, agentId: node.agentId, runId: node.id, path: node.path };
+    if (typeof payload.at !== 'number') payload.at = this.#clock.now();
+    if (name === 'tool.execute.exception') payload.reason = decodeShape(payload.reason);
+    else if (name === 'model.error') payload.error = decodeShape(payload.error);
+    (this.#events.emit as (n: string, p: unknown) => boolean)(event, payload);
+  }
+
+  #deltas(node: RunNode, deltas: readonly ModelDelta[]): void {
+    if (this.#events.listenerCount('model.delta') > 0) {
+      this.#events.emit('model.delta', {
+        agentId: node.agentId,
+        runId: node.id,
+        path: node.path,
+        deltas,
+        at: this.#clock.now(),
+      });
+    }
+    const listeners = this.#streams.get(node.root);
+    if (listeners !== undefined) for (const listener of listeners) listener(node, deltas);
+  }
+
+  #observed(): boolean {
+    for (const name of TELEMETRY_EVENTS) if (this.#events.listenerCount(name as keyof SupervisorEvents) > 0) return true;
+    return false;
+  }
+
+  #streamed(node: RunNode): boolean {
+    return this.#streams.has(node.root) || this.#events.listenerCount('model.delta') > 0;
+  }
+
+  // The loop's events for a run on this thread: the supervisor's emitter, with the run's ids added.
+  #sink(node: RunNode): LoopEventSink | undefined {
+    if (!this.#observed()) return undefined;
+    const events = this.#events;
+    return {
+      listenerCount: (name) => events.listenerCount(name as keyof SupervisorEvents),
+      emit: (name, ...args) =>
+        (events.emit as (n: string, p: unknown) => boolean)(name, { ...args[0], runId: node.id, path: node.path }),
+    };
+  }
+
+  // ── Events ────────────────────────────────────────────────────────────────
+
+  #emitSpawned(node: RunNode, metadata: Metadata | undefined, resumed = false): void {
+    if (this.#events.listenerCount('subagent.spawned') === 0) return;
+    const bytes = channelBytes(node.scope, node.toolContext, metadata);
+    this.#events.emit('subagent.spawned', {
+      agentId: node.agentId,
+      runId: node.id,
+      parentAgentId: node.parent?.agentId,
+      agent: node.agent.name,
+      resumed,
+      path: node.path,
+      bytes,
+      at: this.#clock.now(),
+    });
+  }
+
+  #emitOutcome(node: RunNode): void {
+    if (node.kind === 'message') return; // a parent agent's message is reported by its owner
+    const end = node.end as FinalEnd;
+    const events = this.#events;
+    const base = {
+      agentId: node.agentId,
+      runId: node.id,
+      parentAgentId: node.parent?.agentId,
+      path: node.path,
+      usage: node.usage,
+      totalUsage: totalOf(node),
+      at: this.#clock.now(),
+    };
+    switch (end.status) {
+      case 'done':
+        if (events.listenerCount('subagent.done') > 0) events.emit('subagent.done', { ...base, turns: end.turns });
+        break;
+      case 'failed':
+        if (events.listenerCount('subagent.failed') > 0) events.emit('subagent.failed', { ...base, error: end.error });
+        break;
+      case 'crashed':
+        if (events.listenerCount('subagent.crashed') > 0) {
+          events.emit('subagent.crashed', { ...base, exitCode: end.exitCode, error: end.error });
+        }
+        break;
+      case 'cancelled':
+        if (events.listenerCount('subagent.cancelled') > 0) {
+          events.emit('subagent.cancelled', { ...base, reason: end.reason, forced: end.forced });
+        }
+        break;
+      case 'incomplete':
+        if (events.listenerCount('subagent.incomplete') > 0) events.emit('subagent.incomplete', { ...base, turns: end.turns });
+        break;
+    }
+  }
+
+  // ── Shutdown ──────────────────────────────────────────────────────────────
+
+  /** Resolves once nothing runs anywhere in the tree. */
+  whenIdle(): Promise<void> {
+    if (this.#running === 0) return Promise.resolve();
+    return new Promise((resolve) => this.#idle.push(resolve));
+  }
+
+  /** Cancel every run that is running (suspended ones keep their questions). */
+  cancelRunning(reason: CancelReason): void {
+    for (const root of [...this.#roots]) {
+      if (root.active > 0) this.cancel(root, reason);
+    }
+  }
+
+  /** Roots alive (running, suspended or ending). */
+  get roots(): number {
+    return this.#roots.size;
+  }
+
+  /** Figures for daemons and leak checks. */
+  stats(): {
+    runs: number;
+    running: number;
+    requests: number;
+    completed: number;
+    refused: number;
+    suspendedBelowRoots: number;
+  } {
+    let suspended = 0;
+    for (const node of this.#nodes.values()) if (node.parent !== undefined && node.phase === 'suspended') suspended++;
+    return {
+      runs: this.#nodes.size,
+      running: this.#running,
+      requests: this.#requests.size,
+      completed: this.#completed,
+      refused: this.#host.refusals,
+      suspendedBelowRoots: suspended,
+    };
+  }
+
+  /** Whether one more worker run may wait for a thread (`pool.maxQueue`). */
+  canQueue(): boolean {
+    return this.pool.queued < this.#o.maxQueue || this.#workerRuns < this.pool.size;
+  }
+
+  /** Stop the watchdog and every thread once nothing runs. */
+  async closeTransport(): Promise<void> {
+    this.#watchdog.close();
+    await this.pool.close();
+    this.table.slots.wakeWatchers();
+    this.#release();
+  }
+
+  /** Terminate every thread now. */
+  async destroyTransport(): Promise<void> {
+    this.#watchdog.close();
+    await this.pool.destroy();
+    this.table.slots.wakeWatchers();
+    this.#release();
+  }
+}
+
+function endOfLoop(outcome: LoopOutcome): RunEnd {
+  const state = outcome.state;
+  switch (outcome.status) {
+    case 'done':
+      return { status: 'done', text: outcome.text, updates: state.updates, events: state.events, turns: state.turns };
+    case 'failed':
+      return { status: 'failed', error: outcome.error, events: state.events, turns: state.turns };
+    case 'incomplete':
+      return { status: 'incomplete', events: state.events, turns: state.turns };
+    case 'cancelled':
+      return { status: 'cancelled', reason: outcome.reason, forced: false };
+    case 'suspended':
+      return { status: 'suspended', state, events: state.events, turns: state.turns };
+  }
+}
+
+function heldEnd(result: SubagentResult): WorkerEnd {
+  const usage = result.usage ?? NO_USAGE;
+  const events = result.events ?? NO_EVENTS;
+  const sent = result.sent ?? 0;
+  switch (result.status) {
+    case 'done':
+      return { usage, sent, end: { status: 'done', text: result.text, updates: result.updates ?? [], events, turns: result.turns } };
+    case 'failed':
+      return { usage, sent, end: { status: 'failed', error: decodeError(result.error), events, turns: result.turns } };
+    case 'incomplete':
+      return { usage, sent, end: { status: 'incomplete', events, turns: result.turns } };
+    case 'cancelled':
+      return { usage, sent, end: { status: 'cancelled', reason: result.reason, forced: true } };
+    case 'suspended':
+      return { usage, sent, end: { status: 'suspended', state: result.state, events, turns: result.turns } };
+  }
+}
+
+function decodeShape(value: unknown): unknown {
+  if (typeof value !== 'object' || value === null) return value;
+  try {
+    return decodeError(value as never);
+  } catch {
+    return value;
+  }
+}
+
+/** A task result for the worker that asked (errors as shapes). */
+function encodeTaskResult(result: TaskResult): import('@troupe/core').HostTaskResult {
+  switch (result.status) {
+    case 'done':
+      return {
+        status: 'done',
+        result: result.result,
+        events: [...result.events],
+        ...(result.updates === undefined ? {} : { updates: [...result.updates] }),
+        ...(result.usage === undefined ? {} : { usage: result.usage }),
+      };
+    case 'suspended':
+      return { status: 'suspended', request: result.request };
+    case 'error':
+      return {
+        status: 'error',
+        error: encodeError(result.error),
+        events: [...result.events],
+        ...(result.usage === undefined ? {} : { usage: result.usage }),
+      };
+  }
+}
+
+function channelBytes(
+  scope: unknown,
+  toolContext: Readonly<Record<string, unknown>>,
+  metadata: Metadata | undefined,
+): { scope: number; toolContext: number; metadata: number; total: number } {
+  const s = sizeOf(scope);
+  const t = sizeOf(toolContext);
+  const m = sizeOf(metadata ?? EMPTY);
+  return { scope: s, toolContext: t, metadata: m, total: s + t + m };
+}
+
+function sizeOf(value: unknown): number {
+  try {
+    return serializedSize(value);
+  } catch {
+    return 0;
+  }
+}
+
+// An agent's subagents by name, indexed once per agent.
+const subagentIndex = new WeakMap<Agent, ReadonlyMap<string, Agent>>();
+
+function subagentNamed(agent: Agent, name: string): Agent | undefined {
+  let index = subagentIndex.get(agent);
+  if (index === undefined) {
+    index = new Map(agent.subagents.map((a) => [a.name, a]));
+    subagentIndex.set(agent, index);
+  }
+  return index.get(name);
+}
+
+// The child's definition as its own module exports it (its declared subagents matter for nested tasks).
+async function definitionOf(agent: Agent): Promise<Agent> {
+  if (agent.module === undefined) {
+    throw new InvalidArgumentError(
+      `agent "${agent.name}" has no module URL, so a worker cannot load it: define it with module: import.meta.url`,
+      { code: 'ERR_UNKNOWN_AGENT' },
+    );
+  }
+  const loaded = loadedAgent(agent.module, agent.name);
+  if (loaded !== undefined) return loaded;
+  try {
+    return await loadAgent(agent.module, agent.name);
+  } catch (error) {
+    if (isTroupeError(error)) throw new InvalidArgumentError(error.message, { code: 'ERR_UNKNOWN_AGENT', cause: error });
+    throw error;
+  }
+}

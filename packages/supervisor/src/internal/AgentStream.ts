@@ -1,0 +1,100 @@
+import type { ModelDelta } from '@troupe/core';
+import type { AgentReply, StreamChunk, StreamOptions } from '../AgentHandle.js';
+import type { RunNode } from './RunNode.js';
+
+/** What a stream needs of its agent: a send that reports the message's deltas. */
+export interface StreamSource {
+  sendStreaming(
+    message: string,
+    signal: AbortSignal | undefined,
+    onDeltas: (node: RunNode, deltas: readonly ModelDelta[]) => void,
+  ): Promise<AgentReply>;
+}
+
+/**
+ * The async iterator of `agent.stream(message)`: the deltas of the message's
+ * run tree, in arrival order (each run's in its own order), ending when the
+ * reply is ready. A slow consumer makes the queue grow up to the high-water
+ * mark; past it consecutive text of one run is merged, so nothing is lost
+ * and memory stays bounded by the text itself.
+ */
+export class AgentStream implements AsyncIterableIterator<StreamChunk> {
+  /** The message's reply (rejects like `send` would). */
+  readonly reply: Promise<AgentReply>;
+  readonly #queue: StreamChunk[] = [];
+  readonly #highWater: number;
+  #wake: (() => void) | undefined;
+  #done = false;
+  #failure: unknown;
+
+  constructor(source: StreamSource, message: string, options: StreamOptions) {
+    this.#highWater = Math.max(1, options.highWaterMark ?? 1024);
+    this.reply = source.sendStreaming(message, options.signal, (node, deltas) => this.#push(node, deltas));
+    this.reply.then(
+      () => this.#finish(undefined),
+      (error: unknown) => this.#finish(error),
+    );
+  }
+
+  #push(node: RunNode, deltas: readonly ModelDelta[]): void {
+    if (this.#done) return;
+    const queue = this.#queue;
+    for (const delta of deltas) {
+      const last = queue[queue.length - 1];
+      if (
+        queue.length >= this.#highWater &&
+        last !== undefined &&
+        last.runId === node.id &&
+        (delta.type === 'text' || delta.type === 'reasoning') &&
+        last.type === delta.type
+      ) {
+        queue[queue.length - 1] = { ...last, text: last.text + delta.text };
+        continue;
+      }
+      queue.push({ ...delta, agentId: node.agentId, runId: node.id, path: node.path });
+    }
+    this.#signal();
+  }
+
+  #finish(error: unknown): void {
+    this.#done = true;
+    this.#failure = error;
+    this.#signal();
+  }
+
+  #signal(): void {
+    const wake = this.#wake;
+    this.#wake = undefined;
+    wake?.();
+  }
+
+  async next(): Promise<IteratorResult<StreamChunk>> {
+    for (;;) {
+      const chunk = this.#queue.shift();
+      if (chunk !== undefined) return { value: chunk, done: false };
+      if (this.#done) {
+        if (this.#failure !== undefined) {
+          const failure = this.#failure;
+          this.#failure = undefined;
+          throw failure;
+        }
+        return { value: undefined, done: true };
+      }
+      await new Promise<void>((resolve) => {
+        this.#wake = resolve;
+      });
+    }
+  }
+
+  /** Stop reading: later deltas are dropped (the message itself runs on; cancel it to stop it). */
+  async return(): Promise<IteratorResult<StreamChunk>> {
+    this.#done = true;
+    this.#queue.length = 0;
+    this.#signal();
+    return { value: undefined, done: true };
+  }
+
+  [Symbol.asyncIterator](): this {
+    return this;
+  }
+}

@@ -1,0 +1,362 @@
+import {
+  type Answer,
+  CAPABILITY_LENGTH,
+  type Clock,
+  decodeError,
+  decodeSubagentResult,
+  encodeSubagentTask,
+  HostFeature,
+  isDeepFrozen,
+  isTroupeError,
+  type LoopState,
+  type Metadata,
+  serializedBytes,
+  serializedSize,
+  serializedSizeAtMost,
+  TaskFlag,
+  TaskSlot,
+  ToolTimeoutError,
+  TroupeError,
+  type Usage,
+  WorkerCrashedError,
+} from '@troupe/core';
+import { customAlphabet } from 'nanoid';
+import type { CancellationTable } from '../CancellationTable.js';
+import { NO_USAGE, type RunEnd, type RunNode } from './RunNode.js';
+import type { DispatchTicket, ThreadInfo, WorkerPool } from './WorkerPool.js';
+
+/** What one (re)dispatch of a node carries besides the node itself. */
+export interface DispatchInput {
+  /** The task's instructions (a first run). */
+  readonly input?: string | undefined;
+  /** The metadata snapshot a first run starts from. */
+  readonly metadata?: Metadata | undefined;
+  /** Resume a suspended run. */
+  readonly resume?:
+    | {
+        readonly state: LoopState;
+        readonly answer: Answer | undefined;
+        readonly approvedCalls: readonly string[];
+        readonly expired: boolean;
+      }
+    | undefined;
+  /** HostFeature bits: what the run's host channel offers it. */
+  readonly features: number;
+}
+
+/** How a worker run ended, as the supervisor reads it. */
+export interface WorkerEnd {
+  readonly end: RunEnd;
+  readonly usage: Usage;
+  /** Event batches the worker says it posted for the run (the tree waits for them). */
+  readonly sent: number;
+}
+
+/** Options of {@link Dispatcher}. */
+export interface DispatcherOptions {
+  readonly pool: WorkerPool;
+  readonly table: CancellationTable;
+  readonly clock: Clock;
+  /** Start watching a run that is now on a thread. */
+  readonly track: (node: RunNode) => void;
+}
+
+/** A scope as it crosses (see Dispatcher#scopeWire). */
+interface ScopeWire {
+  /** The scope, or its serialized bytes over a SharedArrayBuffer. */
+  readonly scope: unknown;
+  /** 0: not versioned (the scope can still change). */
+  readonly version: number;
+  readonly serialized: boolean;
+}
+
+const NO_SCOPE: ScopeWire = Object.freeze({ scope: undefined, version: 0, serialized: false });
+
+/** From this serialized size a scope crosses as shared bytes (see #scopeWire). */
+const SERIALIZED_SCOPE_MIN_BYTES = 8 * 1024;
+
+const EXIT_NOTE = /worker exited with code: (-?\d+)/;
+const NO_EVENTS: readonly never[] = Object.freeze([]);
+const NO_UPDATES: readonly never[] = Object.freeze([]);
+
+/** Capabilities: 24 characters of a 64-letter alphabet, 144 random bits (nanoid draws from the OS CSPRNG). */
+const mintCapability = customAlphabet('ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-', CAPABILITY_LENGTH);
+
+/** `bytes` copied into a SharedArrayBuffer: posting it copies nothing. */
+function sharedCopy(bytes: Uint8Array): Uint8Array {
+  const shared = new Uint8Array(new SharedArrayBuffer(bytes.byteLength));
+  shared.set(bytes);
+  return shared;
+}
+
+/**
+ * Fills a task in at the moment piscina hands it to a thread: the run's slot
+ * in that thread's own buffer (in the run's current state: cancelled if it
+ * already is), the buffer itself with the thread's first task, and the time
+ * the run has left.
+ */
+class Ticket implements DispatchTicket {
+  readonly #node: RunNode;
+  readonly #task: unknown[];
+  readonly #dispatcher: Dispatcher;
+  constructor(node: RunNode, task: unknown[], dispatcher: Dispatcher) {
+    this.#node = node;
+    this.#task = task;
+    this.#dispatcher = dispatcher;
+  }
+  onDispatch(thread: ThreadInfo): void {
+    this.#dispatcher.bind(this.#node, this.#task, thread);
+  }
+}
+
+/**
+ * Turns a node's (re)dispatch into a task on the worker pool and the
+ * worker's answer (or its thread's death) into a {@link RunEnd}. Keeps what
+ * a scope costs to cross: a scope that cannot change is versioned, so each
+ * worker keeps its copy.
+ */
+export class Dispatcher {
+  readonly #o: DispatcherOptions;
+  readonly #scopeWires = new WeakMap<object, ScopeWire>();
+  #scopeVersions = 0;
+
+  constructor(options: DispatcherOptions) {
+    this.#o = options;
+  }
+
+  /** A fresh capability (≥ 128 random bits). */
+  static capability(): string {
+    return mintCapability();
+  }
+
+  /** Post the node's task; resolves with how its work ended (never rejects). */
+  async run(node: RunNode, input: DispatchInput): Promise<WorkerEnd> {
+    const ref = node.agent;
+    const wire = this.#scopeWire(node.scope);
+    const capability = mintCapability();
+    node.capability = capability;
+    node.thread = undefined;
+    const extras: Record<string, unknown> = {};
+    let hasExtras = false;
+    const parent = node.parent;
+    if (parent !== undefined) {
+      extras.parentAgentId = parent.agentId;
+      extras.ancestry = node.path.slice(0, -1);
+      hasExtras = true;
+    }
+    const toolContext = node.toolContext;
+    for (const _ in toolContext) {
+      extras.toolContext = toolContext;
+      hasExtras = true;
+      break;
+    }
+    const metadata = input.resume === undefined ? input.metadata : undefined;
+    if (metadata !== undefined) {
+      for (const _ in metadata) {
+        extras.metadata = metadata;
+        hasExtras = true;
+        break;
+      }
+    }
+    if (input.resume !== undefined) {
+      const r = input.resume;
+      const resume: Record<string, unknown> = { state: r.state, approvedCalls: [...r.approvedCalls] };
+      if (r.answer !== undefined) resume.answer = r.answer;
+      if (r.expired) resume.expired = true;
+      extras.resume = resume;
+      hasExtras = true;
+    }
+    const task = encodeSubagentTask({
+      module: ref.module as string,
+      agent: ref.name,
+      agentId: node.agentId,
+      slot: 0,
+      generation: 0,
+      host: input.features | (wire.serialized ? TaskFlag.serializedScope : 0),
+      scope: wire.scope,
+      scopeVersion: wire.version === 0 ? undefined : wire.version,
+      input: input.resume === undefined ? input.input : undefined,
+      capability,
+    }) as unknown[];
+    // The extras go in as one object the ticket may still add the time left to.
+    task[10] = hasExtras ? extras : null;
+    let raw: unknown;
+    try {
+      raw = await this.#o.pool.run(task, new Ticket(node, task, this));
+    } catch (error) {
+      // (Set by the ticket at dispatch: TypeScript cannot see that.)
+      const thread = node.thread as ThreadInfo | undefined;
+      // An uncaught error is reported before the thread's exit: wait for the exit code.
+      if (thread !== undefined && thread.exitCode === undefined && (thread.error !== undefined || thread.recycled !== undefined)) {
+        await thread.exited;
+      }
+      return this.#fromRejection(error, node);
+    }
+    return this.#fromResult(raw, node);
+  }
+
+  /** The dispatch moment (called by the ticket, inside piscina's balancer: must not throw). */
+  bind(node: RunNode, task: unknown[], thread: ThreadInfo): void {
+    const { table, clock } = this.#o;
+    node.thread = thread;
+    if (node.phase === 'queued') node.phase = 'running';
+    try {
+      const handle = table.bind(node.id, thread.segment);
+      task[TaskSlot.slot] = handle.index;
+      task[TaskSlot.generation] = handle.generation;
+    } catch {
+      // No slot (the thread's buffer is full): the worker refuses a task without one.
+      return;
+    }
+    if (!thread.bufferSent) {
+      thread.bufferSent = true;
+      task[TaskSlot.buffer] = thread.segment.slots.buffer;
+    }
+    const deadline = table.deadlineOf(node.id);
+    if (deadline !== undefined) {
+      let extras = task[10] as Record<string, unknown> | null;
+      if (extras === null) {
+        extras = {};
+        task[10] = extras;
+      }
+      extras.timeoutMs = Math.max(0, deadline - clock.now());
+    }
+    this.#o.track(node);
+  }
+
+  #fromResult(raw: unknown, node: RunNode): WorkerEnd {
+    const parsed = decodeSubagentResult(raw);
+    if (parsed.error !== undefined) {
+      // A worker that answers with something that is not a result is broken (or
+      // hostile): a defect, and the thread does not run anything else.
+      const thread = node.thread;
+      if (thread !== undefined) this.#o.pool.recycle(thread, `it returned a malformed result (${parsed.error})`);
+      return {
+        end: {
+          status: 'crashed',
+          exitCode: null,
+          error: new WorkerCrashedError(
+            `the worker running ${node.agentId} returned a malformed result (${parsed.error}); it was recycled`,
+            null,
+          ),
+        },
+        usage: NO_USAGE,
+        sent: 0,
+      };
+    }
+    const r = parsed.result;
+    const events = r.events ?? NO_EVENTS;
+    const usage = r.usage ?? NO_USAGE;
+    const turns = r.turns;
+    const sent = r.sent ?? 0;
+    switch (r.status) {
+      case 'done':
+        return { usage, sent, end: { status: 'done', text: r.text, updates: r.updates ?? NO_UPDATES, events, turns } };
+      case 'failed':
+        return { usage, sent, end: { status: 'failed', error: decodeError(r.error), events, turns } };
+      case 'incomplete':
+        return { usage, sent, end: { status: 'incomplete', events, turns } };
+      case 'cancelled':
+        return { usage, sent, end: { status: 'cancelled', reason: r.reason, forced: false } };
+      case 'suspended':
+        return { usage, sent, end: { status: 'suspended', state: r.state, events, turns } };
+    }
+  }
+
+  /** The run's task was rejected: killed on purpose, its thread died, or it could not be posted. */
+  #fromRejection(error: unknown, node: RunNode): WorkerEnd {
+    const kill = node.kill;
+    const none = { usage: NO_USAGE, sent: 0 };
+    if (kill !== undefined) {
+      if (kill.kind === 'lane-timeout') {
+        const info = this.#o.table.laneInfo(node.id, kill.lane);
+        const tool = info === undefined ? undefined : (node.agent.tools[info.tool]?.name ?? 'task');
+        return {
+          ...none,
+          end: {
+            status: 'failed',
+            error: new ToolTimeoutError(tool ?? `a tool (call lane ${kill.lane})`, info?.timeoutMs ?? 0, true),
+            events: NO_EVENTS,
+            turns: 0,
+          },
+        };
+      }
+      return { ...none, end: { status: 'cancelled', reason: kill.reason, forced: true } };
+    }
+    const err = error instanceof Error ? error : new Error(String(error));
+    if (this.#o.pool.destroyed) return { ...none, end: { status: 'cancelled', reason: 'shutdown', forced: true } };
+    const thread = node.thread;
+    const died = thread !== undefined && (thread.exitCode !== undefined || thread.error !== undefined || thread.recycled !== undefined);
+    if (!died) {
+      // Nothing died: piscina could not post the task (a value that cannot be cloned, nesting too deep).
+      return {
+        ...none,
+        end: {
+          status: 'failed',
+          error: new TroupeError(
+            `the task of ${node.agentId} could not be sent to a worker: ${err.message}; channels, answers and resume states must be plain data of reasonable depth`,
+            { code: 'ERR_NOT_CLONEABLE', cause: err },
+          ),
+          events: NO_EVENTS,
+          turns: 0,
+        },
+      };
+    }
+    const note = EXIT_NOTE.exec(err.message);
+    const exitCode = thread.exitCode ?? (note !== null ? Number(note[1]) : null);
+    const oom = isTroupeError(err) ? false : (err as { code?: unknown }).code === 'ERR_WORKER_OUT_OF_MEMORY';
+    const what =
+      thread.recycled !== undefined
+        ? `was recycled: ${thread.recycled}`
+        : oom
+          ? 'ran out of memory (resourceLimits)'
+          : exitCode !== null
+            ? `exited with code ${exitCode}${thread.error !== undefined ? ` (${thread.error.message})` : ''}`
+            : `died: ${(thread.error ?? err).message}`;
+    return {
+      ...none,
+      end: {
+        status: 'crashed',
+        exitCode,
+        error: new WorkerCrashedError(`the worker running ${node.agentId} ${what}; the pool replaced it`, exitCode, {
+          cause: thread.error ?? err,
+        }),
+      },
+    };
+  }
+
+  /**
+   * How a sealed scope crosses. A heavy one as bytes: serialized once per
+   * scope into a SharedArrayBuffer (posting it copies nothing) — structured
+   * clone would serialize the whole graph on this thread on every hop. A lean
+   * one (the norm) as it is. A scope that can never change (`isDeepFrozen`)
+   * gets a version, and its wire form is kept: a worker decodes or freezes
+   * each version once and reuses it. One that can (it holds anything but
+   * plain objects, arrays and primitives: a Map, a Date...) is looked at
+   * afresh on every spawn and never versioned.
+   */
+  #scopeWire(scope: unknown): ScopeWire {
+    if (scope === undefined) return NO_SCOPE;
+    if (typeof scope !== 'object' || scope === null) return { scope, version: 0, serialized: false };
+    const known = this.#scopeWires.get(scope);
+    if (known !== undefined) return known;
+    if (!isDeepFrozen(scope)) {
+      // It can change: what it holds now, serialized once (its size is never remembered).
+      const encoded = serializedBytes(scope);
+      return encoded.byteLength < SERIALIZED_SCOPE_MIN_BYTES
+        ? { scope, version: 0, serialized: false }
+        : { scope: sharedCopy(encoded), version: 0, serialized: true };
+    }
+    // A bound under the threshold settles it without serializing a lean scope;
+    // a heavy one was measured when sealed, and the bytes made then are used.
+    const wire: ScopeWire =
+      serializedSizeAtMost(scope) < SERIALIZED_SCOPE_MIN_BYTES || serializedSize(scope) < SERIALIZED_SCOPE_MIN_BYTES
+        ? { scope, version: ++this.#scopeVersions, serialized: false }
+        : { scope: sharedCopy(serializedBytes(scope)), version: ++this.#scopeVersions, serialized: true };
+    this.#scopeWires.set(scope, wire);
+    return wire;
+  }
+}
+
+/** Bits of the host features every worker run gets (approval is decided here, even when it is a denial). */
+export const BASE_FEATURES: number = HostFeature.approval;

@@ -1,0 +1,227 @@
+import type { MessagePort } from 'node:worker_threads';
+import {
+  type Clock,
+  encodeError,
+  type HostCall,
+  type HostEvent,
+  HostOp,
+  HostApprovalRequest,
+  type HostTaskRequest,
+  type HostTaskResult,
+  parseHostCall,
+  parseHostEvents,
+  parseHostTaskRequest,
+  TroupeError,
+} from '@troupe/core';
+import type { ThreadInfo } from './WorkerPool.js';
+
+/** What a host-channel call may do for the run its capability names. */
+export interface HostRun {
+  readonly agentId: string;
+  readonly runId: string;
+  approve(request: HostApprovalRequest): Promise<unknown>;
+  task(request: HostTaskRequest): Promise<HostTaskResult>;
+  events(events: readonly HostEvent[]): void;
+  /** The run ended with work left running; `raw` is its encoded result. Returns what is wrong, if anything. */
+  holding(raw: unknown): string | undefined;
+}
+
+/** How a capability resolves for a thread. */
+export type HostLookup =
+  | { readonly kind: 'run'; readonly run: HostRun }
+  /** It named a run of this thread that has ended (late work of that run): refused, not hostile. */
+  | { readonly kind: 'stale'; readonly agentId: string; readonly runId: string }
+  /** It names nothing this supervisor issued to this thread. */
+  | { readonly kind: 'unknown' };
+
+/** A refused message, as the `host.refused` event reports it. */
+export interface HostRefusal {
+  readonly threadId: number;
+  readonly reason: string;
+  readonly op: number | undefined;
+  readonly agentId: string | undefined;
+  readonly runId: string | undefined;
+  /** True when the thread that sent it is being recycled. */
+  readonly recycled: boolean;
+  readonly at: number;
+}
+
+/** Options of {@link HostChannel}. */
+export interface HostChannelOptions {
+  readonly clock: Clock;
+  /** Which run a capability presented on `thread`'s channel is for. */
+  readonly lookup: (capability: string, thread: ThreadInfo) => HostLookup;
+  readonly recycle: (thread: ThreadInfo, reason: string) => void;
+  readonly refused: (refusal: HostRefusal) => void;
+  /** Messages a thread may send within a second before it counts as a flood (default 50,000). */
+  readonly floodLimit?: number | undefined;
+}
+
+const FLOOD_WINDOW_MS = 1000;
+
+/**
+ * The supervisor's end of every worker's host channel: it serves the named
+ * operations of {@link HostOp} and nothing else. Each message is parsed by
+ * hand; its capability must name a run in flight on the very thread whose
+ * port it came in on (the port was bound to that thread from the `Worker`
+ * it came out of). Anything else — a malformed message, an unknown
+ * operation, arguments that fail their schema, a capability this thread was
+ * never given, a flood — is refused with a typed error to the worker (when
+ * it asked for a reply), a `host.refused` event, and the thread is
+ * recycled. A late message of a run that has ended is refused without
+ * recycling. Nothing a worker sends runs code here beyond these handlers.
+ */
+export class HostChannel {
+  readonly #o: HostChannelOptions;
+  readonly #floodLimit: number;
+  #refusals = 0;
+
+  constructor(options: HostChannelOptions) {
+    this.#o = options;
+    this.#floodLimit = options.floodLimit ?? 50_000;
+  }
+
+  /** Messages refused so far. */
+  get refusals(): number {
+    return this.#refusals;
+  }
+
+  /** Serve `thread`'s channel. */
+  bind(thread: ThreadInfo, port: MessagePort): void {
+    port.on('message', (raw: unknown) => this.#onMessage(thread, port, raw));
+    // The port must not keep the process alive (the pool decides when threads end).
+    port.unref();
+  }
+
+  #onMessage(thread: ThreadInfo, port: MessagePort, raw: unknown): void {
+    if (thread.recycled !== undefined) return;
+    const now = this.#o.clock.now();
+    if (now - thread.floodStart > FLOOD_WINDOW_MS) {
+      thread.floodStart = now;
+      thread.floodCount = 0;
+    }
+    if (++thread.floodCount > this.#floodLimit) {
+      this.#refuse(thread, port, undefined, `a flood: over ${this.#floodLimit} messages within a second`, true);
+      return;
+    }
+    const call = parseHostCall(raw);
+    if (typeof call === 'string') {
+      this.#refuse(thread, port, replySeq(raw), call, true);
+      return;
+    }
+    const found = this.#o.lookup(call.capability, thread);
+    if (found.kind === 'unknown') {
+      this.#refuse(thread, port, call, 'a capability this supervisor did not give this thread', true);
+      return;
+    }
+    if (found.kind === 'stale') {
+      this.#refuse(thread, port, call, `run ${found.agentId} has ended`, false, found);
+      return;
+    }
+    this.#serve(thread, port, call, found.run);
+  }
+
+  #serve(thread: ThreadInfo, port: MessagePort, call: HostCall, run: HostRun): void {
+    switch (call.op) {
+      case HostOp.approve: {
+        const parsed = HostApprovalRequest.safeParse(call.payload);
+        if (!parsed.success) {
+          this.#refuse(thread, port, call, 'a malformed approval request', true, run);
+          return;
+        }
+        this.#answer(port, call.seq, run.approve(parsed.data));
+        return;
+      }
+      case HostOp.task: {
+        const parsed = parseHostTaskRequest(call.payload);
+        if (parsed === undefined) {
+          this.#refuse(thread, port, call, 'a malformed task request', true, run);
+          return;
+        }
+        this.#answer(port, call.seq, run.task(parsed));
+        return;
+      }
+      case HostOp.events: {
+        const events = parseHostEvents(call.payload);
+        if (typeof events === 'string') {
+          this.#refuse(thread, port, call, `a malformed event batch: ${events}`, true, run);
+          return;
+        }
+        run.events(events);
+        return;
+      }
+      case HostOp.holding: {
+        const wrong = run.holding(call.payload);
+        if (wrong !== undefined) this.#refuse(thread, port, call, `a malformed held result: ${wrong}`, true, run);
+        return;
+      }
+      default:
+        call.op satisfies never;
+    }
+  }
+
+  #answer(port: MessagePort, seq: number, value: Promise<unknown>): void {
+    value.then(
+      (v) => post(port, [seq, 1, v]),
+      (error: unknown) => post(port, [seq, 0, encodeError(error)]),
+    );
+  }
+
+  #refuse(
+    thread: ThreadInfo,
+    port: MessagePort,
+    call: HostCall | number | undefined,
+    reason: string,
+    hostile: boolean,
+    run?: { readonly agentId: string; readonly runId: string },
+  ): void {
+    this.#refusals++;
+    const seq = typeof call === 'number' ? call : (call?.seq ?? 0);
+    if (seq > 0) {
+      post(port, [
+        seq,
+        0,
+        encodeError(new TroupeError(`the host channel refused the call: ${reason}`, { code: 'ERR_HOST_REFUSED' })),
+      ]);
+    }
+    if (hostile) this.#o.recycle(thread, `it sent ${reason} on its host channel`);
+    this.#o.refused({
+      threadId: thread.id,
+      reason,
+      op: typeof call === 'object' ? call.op : undefined,
+      agentId: run?.agentId,
+      runId: run?.runId,
+      recycled: hostile,
+      at: this.#o.clock.now(),
+    });
+  }
+}
+
+// The sequence number of a message that failed its parse, to refuse it by reply when it asked for one.
+function replySeq(raw: unknown): number {
+  if (!Array.isArray(raw)) return 0;
+  const seq: unknown = raw[1];
+  return typeof seq === 'number' && Number.isSafeInteger(seq) && seq > 0 ? seq : 0;
+}
+
+function post(port: MessagePort, message: unknown[]): void {
+  try {
+    port.postMessage(message);
+  } catch (error) {
+    if (message[1] !== 1) return; // the port closed: the worker is gone or recycled
+    // A value that cannot cross (an approval handler returned a function, say): the call fails instead.
+    try {
+      port.postMessage([
+        message[0],
+        0,
+        encodeError(
+          new TroupeError(`the supervisor's answer cannot cross to the worker: ${(error as Error).message}`, {
+            code: 'ERR_NOT_CLONEABLE',
+          }),
+        ),
+      ]);
+    } catch {
+      // The port closed.
+    }
+  }
+}

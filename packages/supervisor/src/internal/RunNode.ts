@@ -1,0 +1,209 @@
+import {
+  type Agent,
+  type AgentId,
+  type Answer,
+  addUsage,
+  type CancelReason,
+  type LoopState,
+  openCalls,
+  type Operation,
+  type Request,
+  type RunId,
+  type Scope,
+  type SessionEvent,
+  type TaskResult,
+  TroupeError,
+  type Usage,
+  type WorkerCrashedError,
+} from '@troupe/core';
+import type { WatchdogKillCause } from '../Watchdog.js';
+import type { ThreadInfo } from './WorkerPool.js';
+
+/** What kind of run a node is. */
+export type RunKind = 'message' | 'subagent' | 'spawn';
+
+/**
+ * How a run's own work ended (its subtree may still be ending): one shape
+ * for every kind of run, on the supervisor's side of the wire.
+ */
+export type RunEnd =
+  | {
+      readonly status: 'done';
+      readonly text: string;
+      readonly updates: readonly Operation[];
+      readonly events: readonly SessionEvent[];
+      readonly turns: number;
+    }
+  | { readonly status: 'failed'; readonly error: Error; readonly events: readonly SessionEvent[]; readonly turns: number }
+  | { readonly status: 'incomplete'; readonly events: readonly SessionEvent[]; readonly turns: number }
+  | { readonly status: 'cancelled'; readonly reason: CancelReason; readonly forced: boolean }
+  | { readonly status: 'crashed'; readonly error: WorkerCrashedError; readonly exitCode: number | null }
+  | {
+      readonly status: 'suspended';
+      readonly state: LoopState;
+      readonly events: readonly SessionEvent[];
+      readonly turns: number;
+    };
+
+/** A {@link RunEnd} that is final. */
+export type FinalEnd = Exclude<RunEnd, { readonly status: 'suspended' }>;
+
+/**
+ * Where a node is in its life:
+ * - `queued`: waiting for a worker thread;
+ * - `running`: its loop runs (here, or on a worker);
+ * - `suspended`: its loop stopped on open calls (questions, suspended children); nothing runs for it;
+ * - `draining`: its own work ended, some of its children have not;
+ * - `ended`: it and its whole subtree are over (terminal, exactly once).
+ */
+export type RunPhase = 'queued' | 'running' | 'suspended' | 'draining' | 'ended';
+
+/** A question a run asked, as the supervisor tracks it until it is answered or withdrawn. */
+export interface RequestEntry {
+  /** The id the host sees: minted here, unique per supervisor. */
+  readonly id: string;
+  /** The request as the asking tool wrote it (its own id included). */
+  readonly local: Request;
+  readonly node: RunNode;
+  readonly toolCallId: string;
+  /** An approval question (`ask` from the approval handler): only a yes runs the call, pre-approved. */
+  readonly approval: boolean;
+  readonly openedAt: number;
+  /** Taken answer, waiting for the run to be suspended so it can be delivered. */
+  answer: { readonly answer: Answer; readonly expired: boolean } | undefined;
+}
+
+/** The caller that owns a root run and turns its settled state into a reply. */
+export interface RootOwner {
+  /** The root's tree is quiet (nothing runs): report it; resolves with the reply every waiter gets. */
+  settle(root: RunNode): Promise<unknown>;
+  /** The root runs again (an answer resumed part of its tree). */
+  resumed?(root: RunNode): void;
+}
+
+/** One run of the tree. Owned by `RunTree`; other modules read it. */
+export interface RunNode {
+  readonly id: RunId;
+  readonly agentId: AgentId;
+  readonly kind: RunKind;
+  /** The agent as the supervisor knows it (for a subagent: as its own module exports it). */
+  readonly agent: Agent;
+  readonly parent: RunNode | undefined;
+  readonly root: RunNode;
+  /** Agent ids from the root down to this run. */
+  readonly path: readonly AgentId[];
+  /** The parent's `task` call that spawned it. */
+  readonly toolCallId: string | undefined;
+  readonly scope: Scope;
+  readonly toolContext: Readonly<Record<string, unknown>>;
+  /** Relative deadline of each of its (re)dispatches. */
+  readonly timeoutMs: number | undefined;
+  readonly owner: RootOwner | undefined;
+  phase: RunPhase;
+  /** The state it is suspended in, or to resume from. */
+  state: LoopState | undefined;
+  /** Its own work's final end (draining, ended). */
+  end: FinalEnd | undefined;
+  readonly children: Set<RunNode>;
+  readonly childByCall: Map<string, RunNode>;
+  /** The number of the next child (`<agentId>-sub-<n>`); never reused, even across suspensions. */
+  nextChild: number;
+  /** Its own open questions, by the tool call that asked. */
+  readonly requests: Map<string, RequestEntry>;
+  /** Tokens of its own model calls. */
+  usage: Usage;
+  /** Tokens of its ended children's subtrees. */
+  childUsage: Usage;
+  /** The parent's `task` call, while it awaits this run. */
+  waiter: ((result: TaskResult) => void) | undefined;
+  /** Its current dispatch: the capability its host calls present and the thread it was sent to. */
+  capability: string | undefined;
+  thread: ThreadInfo | undefined;
+  /** Incremented on every (re)dispatch: a fencing token for what is saved of it. */
+  attempt: number;
+  /** Why the watchdog had its thread killed, if it did. */
+  kill: WatchdogKillCause | undefined;
+  /** Event batches of its current dispatch read so far. */
+  received: number;
+  /** Its result, held until `sent` batches were read (see `SubagentResult.sent`). */
+  expect: { readonly sent: number; readonly resolve: () => void } | undefined;
+  expectTimer: unknown;
+  /** The result a worker handed over while it held work of the ended run. */
+  held: import('./Dispatcher.js').WorkerEnd | undefined;
+  /** Aborted when its own work ends (an approval handler stops asking). */
+  ended: AbortController | undefined;
+  /** Roots only: nodes of the tree queued or running. */
+  active: number;
+  /** Roots only: callers waiting for the tree to be quiet. */
+  quiet: ((reply: unknown) => void)[];
+  /** Roots only: its end was reported to its owner. */
+  reported: boolean;
+}
+
+const ZERO: Usage = Object.freeze({ inputTokens: 0, outputTokens: 0 });
+
+/** Usage of a node's whole subtree so far. */
+export function totalOf(node: RunNode): Usage {
+  return addUsage(node.usage, node.childUsage);
+}
+
+/** The zero usage. */
+export const NO_USAGE: Usage = ZERO;
+
+/** What a parent's `task` call gets for a child that ended. */
+export function taskResultOf(child: RunNode, merge: boolean): TaskResult {
+  const end = child.end as FinalEnd;
+  const usage = totalOf(child);
+  switch (end.status) {
+    case 'done':
+      return { status: 'done', result: end.text, updates: merge ? end.updates : undefined, events: end.events, usage };
+    case 'failed':
+      return { status: 'error', error: end.error, events: end.events, usage };
+    case 'crashed':
+      return { status: 'error', error: end.error, events: [], usage };
+    case 'cancelled':
+      return {
+        status: 'error',
+        error: new TroupeError(`subagent ${child.agentId} was cancelled (${end.reason})`, { code: 'ERR_CANCELLED' }),
+        events: [],
+        usage,
+      };
+    case 'incomplete':
+      return {
+        status: 'error',
+        error: new TroupeError(
+          `subagent ${child.agentId} reached its turn limit (${end.turns} turns) without an answer: give it a narrower task or raise its maxTurns`,
+          { code: 'ERR_INCOMPLETE' },
+        ),
+        events: end.events,
+        usage,
+      };
+  }
+}
+
+/** The host's view of a request: the supervisor's id, the rest as the tool wrote it. */
+export function hostRequest(entry: RequestEntry): Request {
+  return entry.local.id === entry.id ? entry.local : { ...entry.local, id: entry.id };
+}
+
+/**
+ * The first question open anywhere in a suspended node's subtree, in call
+ * order, depth first: what a reply that says `suspended` names.
+ */
+export function firstOpenRequest(node: RunNode): { request: Request; path: readonly AgentId[] } | undefined {
+  const state = node.state;
+  if (state === undefined) return undefined;
+  for (const call of openCalls(state)) {
+    if (call.delegated === true) {
+      const child = node.childByCall.get(call.call.id);
+      if (child !== undefined && child.phase === 'suspended') {
+        const found = firstOpenRequest(child);
+        if (found !== undefined) return found;
+      }
+      continue;
+    }
+    const entry = node.requests.get(call.call.id);
+    if (entry !== undefined && entry.answer === undefined) return { request: hostRequest(entry), path: node.path };
+  }
+  return undefined;
+}

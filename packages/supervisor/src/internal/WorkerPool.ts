@@ -1,0 +1,264 @@
+import { availableParallelism } from 'node:os';
+import { fileURLToPath } from 'node:url';
+import { MessagePort, type ResourceLimits, type Worker } from 'node:worker_threads';
+import { HOST_OPEN, WORKER_READY } from '@troupe/core';
+import { WORKER_URL } from '@troupe/subagent';
+import { Piscina } from 'piscina';
+import type { CancellationTable, Segment } from '../CancellationTable.js';
+
+/** One worker thread, as the supervisor knows it: from the `Worker` object, never from what the thread says. */
+export interface ThreadInfo {
+  readonly id: number;
+  readonly worker: Worker;
+  /** This thread's own cancellation buffer. */
+  readonly segment: Segment;
+  /** Whether the buffer went out with a task already (a thread keeps it). */
+  bufferSent: boolean;
+  /** Its host channel, once it handed one over. */
+  port: MessagePort | undefined;
+  /** Why it is being recycled (terminated on purpose), if it is. */
+  recycled: string | undefined;
+  /** Set when the thread died: its exit code, or the error that killed it. */
+  exitCode: number | undefined;
+  error: Error | undefined;
+  /** Resolves with the exit code once the thread has exited. */
+  readonly exited: Promise<number>;
+  /** Messages it sent in the current flood window, and when the window started. */
+  floodCount: number;
+  floodStart: number;
+}
+
+/**
+ * What a task carries to the balancer: called once, synchronously, when
+ * piscina hands the task to a thread, before the task is posted — the moment
+ * the supervisor learns (from piscina, not from the worker) which thread
+ * runs it.
+ */
+export interface DispatchTicket {
+  onDispatch(thread: ThreadInfo): void;
+}
+
+/** Options of {@link WorkerPool}. */
+export interface WorkerPoolOptions {
+  readonly threads: number | undefined;
+  readonly resourceLimits: ResourceLimits | undefined;
+  /** Piscina's own queue bound (a backstop; the run tree checks its own first). */
+  readonly maxQueue: number;
+  readonly table: CancellationTable;
+  /** A thread handed over its host channel. */
+  readonly onHostPort: (thread: ThreadInfo, port: MessagePort) => void;
+  /** A thread broke the protocol on its parentPort (the pool recycles it). */
+  readonly onViolation: (thread: ThreadInfo, reason: string) => void;
+  /** A thread is gone (exited, crashed, recycled). */
+  readonly onThreadGone: (thread: ThreadInfo) => void;
+}
+
+/**
+ * Transport only: a warm piscina pool running the subagent worker entry,
+ * one task per thread at a time. It knows threads — which one each task was
+ * dispatched to (piscina's balancer tells it), their host channels (bound
+ * from the `Worker` a message came out of), how they died — and nothing of
+ * what a task means.
+ */
+export class WorkerPool {
+  readonly #piscina: Piscina;
+  readonly #threads = new Map<number, ThreadInfo>();
+  readonly #table: CancellationTable;
+  readonly #options: WorkerPoolOptions;
+  readonly #size: number;
+  readonly #ready: Promise<void>;
+  #markBooted: ((thread: number) => void) | undefined;
+  #destroyed = false;
+
+  constructor(options: WorkerPoolOptions) {
+    this.#options = options;
+    this.#table = options.table;
+    this.#size = options.threads ?? availableParallelism();
+    let markReady: () => void = () => {};
+    this.#ready = new Promise<void>((resolve) => {
+      markReady = resolve;
+    });
+    const booted = new Set<number>();
+    this.#markBooted = (thread: number) => {
+      booted.add(thread);
+      if (booted.size >= this.#size) {
+        markReady();
+        this.#markBooted = undefined;
+      }
+    };
+    const kQueueOptions = Piscina.queueOptionsSymbol;
+    this.#piscina = new Piscina({
+      filename: fileURLToPath(WORKER_URL),
+      minThreads: this.#size,
+      maxThreads: this.#size,
+      idleTimeout: Number.POSITIVE_INFINITY,
+      maxQueue: options.maxQueue,
+      // Piscina's run/wait histograms cost a record per task and nothing here reads them.
+      recordTiming: false,
+      ...(options.resourceLimits === undefined ? {} : { resourceLimits: options.resourceLimits }),
+      // Piscina's least-busy choice (one task per thread), and the one place the
+      // supervisor learns which thread a task goes to. Must not throw.
+      loadBalancer: (task, workers) => {
+        for (const w of workers) {
+          if (w.currentUsage !== 0 || w.terminating || w.destroyed) continue;
+          const thread = this.#threads.get(w.id);
+          if (thread === undefined || thread.recycled !== undefined || thread.exitCode !== undefined) continue;
+          const ticket = (task as unknown as Record<symbol, unknown>)[kQueueOptions] as DispatchTicket | null;
+          try {
+            ticket?.onDispatch(thread);
+          } catch {
+            // The ticket records its own failure in the task it fills (the worker refuses it).
+          }
+          return w;
+        }
+        return null;
+      },
+    });
+    // Without an 'error' listener an error in an idle worker would crash the process.
+    this.#piscina.on('error', () => {});
+    this.#piscina.on('workerCreate', (w: { id: number }) => this.#hook(w.id));
+  }
+
+  // Learn a new thread from piscina: its Worker object is its identity from now on.
+  #hook(id: number): void {
+    if (this.#threads.has(id)) return;
+    const worker = this.#piscina.threads.find((t) => t.threadId === id);
+    if (worker === undefined) return;
+    let exited: (code: number) => void = () => {};
+    const thread: ThreadInfo = {
+      id,
+      worker,
+      exited: new Promise<number>((resolve) => {
+        exited = resolve;
+      }),
+      segment: this.#table.segment(id),
+      bufferSent: false,
+      port: undefined,
+      recycled: undefined,
+      exitCode: undefined,
+      error: undefined,
+      floodCount: 0,
+      floodStart: 0,
+    };
+    this.#threads.set(id, thread);
+    worker.on('message', (message: unknown) => this.#onThreadMessage(thread, message));
+    worker.on('error', (error: unknown) => {
+      thread.error ??= error instanceof Error ? error : new Error(String(error));
+    });
+    worker.once('exit', (code: number) => {
+      thread.exitCode = code;
+      exited(code);
+      this.#threads.delete(id);
+      thread.port?.close();
+      thread.port = undefined;
+      this.#table.dropSegment(id);
+      this.#options.onThreadGone(thread);
+    });
+  }
+
+  // A message on a thread's parentPort: the boot signal, its host channel, piscina's own; nothing else.
+  #onThreadMessage(thread: ThreadInfo, message: unknown): void {
+    if (typeof message !== 'object' || message === null) {
+      this.#options.onViolation(thread, 'a parentPort message that is not an object');
+      return;
+    }
+    const m = message as Record<string, unknown>;
+    if (m._WORKER_READY === true) return; // piscina's
+    if (m[WORKER_READY] === true) {
+      this.#markBooted?.(thread.id);
+      return;
+    }
+    if (m[HOST_OPEN] === true) {
+      const port = m.port;
+      if (thread.port !== undefined) {
+        this.#options.onViolation(thread, 'a second host channel');
+        return;
+      }
+      if (!isMessagePort(port)) {
+        this.#options.onViolation(thread, 'a host channel that is not a MessagePort');
+        return;
+      }
+      thread.port = port;
+      this.#options.onHostPort(thread, port);
+      return;
+    }
+    this.#options.onViolation(thread, 'an unknown parentPort message');
+  }
+
+  /** Resolves once every thread has booted and loaded the subagent runtime. */
+  ready(): Promise<void> {
+    return this.#ready;
+  }
+
+  /** Threads alive now. */
+  get threads(): number {
+    return this.#piscina.threads.length;
+  }
+
+  /** The configured number of threads. */
+  get size(): number {
+    return this.#size;
+  }
+
+  get queued(): number {
+    return this.#piscina.queueSize;
+  }
+
+  /** Host channels open. */
+  get openPorts(): number {
+    let n = 0;
+    for (const t of this.#threads.values()) if (t.port !== undefined) n++;
+    return n;
+  }
+
+  /**
+   * Post a task; `ticket` learns its thread at dispatch. Resolves with the
+   * worker's raw result; rejects when it could not be posted (not cloneable)
+   * or its thread died.
+   */
+  run(task: unknown[], ticket: DispatchTicket): Promise<unknown> {
+    (task as unknown as Record<symbol, unknown>)[Piscina.queueOptionsSymbol] = ticket;
+    return this.#piscina.run(task);
+  }
+
+  /**
+   * Terminate `thread` (piscina rejects its task and starts a replacement).
+   * The first reason is kept. Idempotent.
+   */
+  recycle(thread: ThreadInfo, reason: string): void {
+    if (thread.recycled !== undefined || thread.exitCode !== undefined) return;
+    thread.recycled = reason;
+    thread.port?.close();
+    void thread.worker.terminate();
+  }
+
+  /** Whether the pool was destroyed under its runs. */
+  get destroyed(): boolean {
+    return this.#destroyed;
+  }
+
+  /** Let running tasks finish, then stop every thread. */
+  async close(): Promise<void> {
+    await this.#piscina.close();
+    this.#closePorts();
+  }
+
+  /** Terminate every thread at once; queued and running tasks reject. */
+  async destroy(): Promise<void> {
+    this.#destroyed = true;
+    await this.#piscina.destroy();
+    this.#closePorts();
+  }
+
+  #closePorts(): void {
+    for (const t of this.#threads.values()) {
+      t.port?.close();
+      t.port = undefined;
+    }
+  }
+}
+
+// A transferred port arrives as a MessagePort of this realm; anything else merely shaped like one is refused.
+function isMessagePort(v: unknown): v is MessagePort {
+  return v instanceof MessagePort;
+}

@@ -1,0 +1,20 @@
+/**
+ * @troupe/supervisor/internal — the parts under the public surface, for
+ * Troupe's own tests and benchmarks: the cancellation table, the watchdog,
+ * the run tree and its transport. Not a stable API.
+ */
+
+export {
+  CancellationTable,
+  type CancellationTableOptions,
+  type ExpiredEntry,
+  type RegisteredSlot,
+  type RegisterOptions,
+  type Segment,
+} from '../CancellationTable.js';
+export { admitRestart, checkRestartPolicy } from '../RestartPolicy.js';
+export { RunTree, type RunTreeOptions } from '../RunTree.js';
+export { Watchdog, type WatchdogKillCause, type WatchdogOptions } from '../Watchdog.js';
+export { HostChannel, type HostRefusal } from './HostChannel.js';
+export type { RunEnd, RunNode, RunPhase } from './RunNode.js';
+export { type ThreadInfo, WorkerPool } from './WorkerPool.js';
