@@ -1,7 +1,8 @@
 import { fileURLToPath } from 'node:url';
 import { decodeSubagentResult, encodeSubagentTask } from '@troupe/core';
 import { WORKER_URL } from '@troupe/subagent';
-import { CancellationTable, createSupervisor, SubagentPool } from '@troupe/supervisor';
+import { createSupervisor } from '@troupe/supervisor';
+import { CancellationTable } from '@troupe/supervisor/internal';
 import { Piscina } from 'piscina';
 import { nowNs } from '../stats.js';
 import { leaf } from './scopeAgents.js';
@@ -14,16 +15,14 @@ export interface HopLayers {
   readonly piscina: number[];
   /** piscina running the real subagent worker on a task encoded by hand: + the worker runtime. */
   readonly worker: number[];
-  /** `SubagentPool.run`: + the pool's supervisor-thread work (prepare, slot, watchdog, result decode). */
-  readonly pool: number[];
-  /** `supervisor.spawn`: + the supervisor layer (scope seal check, host channel, delegation). */
+  /** `supervisor.spawn`: + the supervisor thread's work (scope check, run tree, dispatch, slot, watchdog, result). */
   readonly supervisor: number[];
 }
 
 /**
  * Decompose a one-hop subagent run of `scope` into layers, each on its own
- * one-thread pool: raw piscina, + the worker runtime, + the pool, + the
- * supervisor. The difference between two layers is what the upper one adds.
+ * one-thread pool: raw piscina, + the worker runtime, + the supervisor. The
+ * difference between two layers is what the upper one adds.
  */
 export async function measureHopLayers(scope: unknown, budgetMs: number): Promise<HopLayers> {
   const table = new CancellationTable({ capacity: 16 });
@@ -38,11 +37,11 @@ export async function measureHopLayers(scope: unknown, budgetMs: number): Promis
     minThreads: 1,
     maxThreads: 1,
     idleTimeout: Number.POSITIVE_INFINITY,
-    workerData: { cancelBuffer: table.buffer },
   });
-  const pool = new SubagentPool({ threads: 1 });
   const supervisor = createSupervisor({ pool: { threads: 1 }, persistence: null, scopeBudgetBytes: 1 << 21 });
-  const layers: HopLayers = { piscina: [], worker: [], pool: [], supervisor: [] };
+  const layers: HopLayers = { piscina: [], worker: [], supervisor: [] };
+  // One thread: the first task hands it the cancellation buffer, as the supervisor's dispatch does.
+  let buffer: SharedArrayBuffer | undefined = table.buffer;
   const rawTask = { scope };
   let n = 0;
   const runtimeRun = async (): Promise<void> => {
@@ -59,13 +58,16 @@ export async function measureHopLayers(scope: unknown, budgetMs: number): Promis
             generation: slot.generation,
             host: 0,
             scope,
-            // The pool versions a sealed scope it sees again, and the worker keeps its frozen
-            // copy: the same here, so this layer and the pool's differ only by the pool.
+            // The supervisor versions a sealed scope it sees again, and the worker keeps its
+            // frozen copy: the same here, so this layer and the next differ only by the supervisor.
             scopeVersion: 1,
             input: 'go',
+            capability: 'hand-encoded-capability0',
+            buffer,
           }),
         ),
       );
+      buffer = undefined;
       if (result.result?.status !== 'done')
         throw new Error(`hop layers: the worker answered ${result.error ?? 'not done'}`);
     } finally {
@@ -78,11 +80,10 @@ export async function measureHopLayers(scope: unknown, budgetMs: number): Promis
   const steps: [keyof HopLayers, () => Promise<unknown>][] = [
     ['piscina', () => raw.run(rawTask)],
     ['worker', runtimeRun],
-    ['pool', () => pool.run({ agent: leaf, scope, input: 'go' }).then(done)],
     ['supervisor', () => supervisor.spawn(leaf, { scope, input: 'go' }).then(done)],
   ];
   try {
-    await Promise.all([pool.ready(), supervisor.pool.ready()]);
+    await supervisor.ready();
     // A third of the budget warms the four fresh workers up (each JIT-compiles on its own).
     const warmUntil = nowNs() + (budgetMs / 3) * 1e6;
     const until = nowNs() + budgetMs * 1e6;
@@ -95,7 +96,7 @@ export async function measureHopLayers(scope: unknown, budgetMs: number): Promis
       }
     }
   } finally {
-    await Promise.all([raw.close(), runtime.close(), pool.close(), supervisor.close()]);
+    await Promise.all([raw.close(), runtime.close(), supervisor.close()]);
   }
   return layers;
 }

@@ -513,8 +513,7 @@ export const scopeSuite: Suite = {
       const layerRows: [string, number[] | number, string][] = [
         ['piscina', layers.piscina, 'raw piscina round trip carrying { scope }'],
         ['worker', layers.worker, '+ the subagent worker runtime (task encoded by hand)'],
-        ['pool', layers.pool, '+ SubagentPool.run on the supervisor thread'],
-        ['supervisor', layers.supervisor, '+ supervisor.spawn'],
+        ['supervisor', layers.supervisor, '+ supervisor.spawn (run tree, dispatch, outcome)'],
         ['nested', leanTwo.total - leanHop.total, 'a nested hop: 2-hop chain minus 1-hop chain (measureScopeCost)'],
       ];
       let below: number | undefined;

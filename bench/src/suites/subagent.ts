@@ -1,5 +1,5 @@
 import { fileURLToPath } from 'node:url';
-import { SubagentPool } from '@troupe/supervisor';
+import { createSupervisor, systemClock } from '@troupe/supervisor';
 import { Piscina } from 'piscina';
 import { approver, spinner, trivial } from '../agents/overhead.js';
 import type { Figure, Suite, SuiteContext } from '../Suite.js';
@@ -18,15 +18,16 @@ function messagePorts(): number {
 }
 
 /**
- * Overhead of one trivial subagent run against a raw `piscina.run()` of an
+ * Overhead of one trivial subagent run (`supervisor.spawn`: the run tree, the
+ * dispatch, the worker, the outcome) against a raw `piscina.run()` of an
  * empty task, both on a one-thread pool, samples interleaved so both see the
  * same machine; the figure is the ratio of the medians.
  */
 async function overhead(ctx: SuiteContext): Promise<Figure[]> {
-  const pool = new SubagentPool({ threads: 1 });
+  const pool = createSupervisor({ pool: { threads: 1 }, persistence: null });
   const raw = new Piscina({ filename: emptyTask, minThreads: 1, maxThreads: 1, idleTimeout: Number.POSITIVE_INFINITY });
   await pool.ready();
-  const spec = { agent: trivial, input: 'hi', scope };
+  const spec = { input: 'hi', scope };
   const rounds = ctx.quick ? 3 : 10;
   const perRound = ctx.quick ? 1_000 : 3_000;
   const ours: number[] = [];
@@ -35,7 +36,7 @@ async function overhead(ctx: SuiteContext): Promise<Figure[]> {
     // Warm up both paths (JIT, module caches) before measuring.
     for (let i = 0; i < 3_000; i++) {
       await raw.run({});
-      await pool.run(spec);
+      await pool.spawn(trivial, spec);
     }
     for (let r = 0; r < rounds; r++) {
       ctx.progress(`subagent: overhead round ${r + 1}/${rounds}`);
@@ -44,7 +45,7 @@ async function overhead(ctx: SuiteContext): Promise<Figure[]> {
         await raw.run({});
         base.push((nowNs() - t) / 1000);
         t = nowNs();
-        const outcome = await pool.run(spec);
+        const outcome = await pool.spawn(trivial, spec);
         ours.push((nowNs() - t) / 1000);
         if (outcome.status !== 'done') throw new Error(`trivial run ended ${outcome.status}`);
       }
@@ -75,10 +76,10 @@ async function overhead(ctx: SuiteContext): Promise<Figure[]> {
 
 /** Trivial runs per second on the two-thread pool, many in flight. */
 async function throughput(ctx: SuiteContext): Promise<Figure[]> {
-  const pool = new SubagentPool({ threads: 2, maxQueue: 100_000 });
+  const pool = createSupervisor({ pool: { threads: 2, maxQueue: 100_000 }, persistence: null });
   const raw = new Piscina({ filename: emptyTask, minThreads: 2, maxThreads: 2, idleTimeout: Number.POSITIVE_INFINITY });
   await pool.ready();
-  const spec = { agent: trivial, input: 'hi', scope };
+  const spec = { input: 'hi', scope };
   const total = ctx.quick ? 20_000 : 100_000;
   const inFlight = 64;
   const drive = async (one: () => Promise<unknown>, n: number): Promise<number> => {
@@ -95,7 +96,7 @@ async function throughput(ctx: SuiteContext): Promise<Figure[]> {
     return n / ((nowNs() - start) / 1e9);
   };
   try {
-    await drive(() => pool.run(spec), 5_000);
+    await drive(() => pool.spawn(trivial, spec), 5_000);
     await drive(() => raw.run({}), 5_000);
     const rates: number[] = [];
     const rawRates: number[] = [];
@@ -103,7 +104,7 @@ async function throughput(ctx: SuiteContext): Promise<Figure[]> {
     for (let t = 0; t < trials; t++) {
       ctx.progress(`subagent: throughput trial ${t + 1}/${trials}`);
       rawRates.push(await drive(() => raw.run({}), total));
-      rates.push(await drive(() => pool.run(spec), total));
+      rates.push(await drive(() => pool.spawn(trivial, spec), total));
     }
     const rate = median(rates);
     const rawRate = median(rawRates);
@@ -135,19 +136,21 @@ async function throughput(ctx: SuiteContext): Promise<Figure[]> {
  * detail.
  */
 async function soak(ctx: SuiteContext): Promise<Figure[]> {
-  const pool = new SubagentPool({ threads: 2, maxQueue: 100_000 });
+  const pool = createSupervisor({
+    pool: { threads: 2, maxQueue: 100_000 },
+    persistence: null,
+    approval: async () => ({ decision: 'approve' }),
+  });
   await pool.ready();
   const total = ctx.quick ? 10_000 : 300_000;
   const tenth = total / 10;
-  const host = { approve: async () => ({ decision: 'approve' }) };
-  const plain = { agent: trivial, input: 'hi', scope };
-  const guarded = { agent: approver, input: 'hi', scope, host };
+  const spec = { input: 'hi', scope };
   let done = 0;
   const batch = async (n: number): Promise<void> => {
     const runs: Promise<unknown>[] = [];
     for (let i = 0; i < n; i++) {
       const index = done + i;
-      runs.push(pool.run(index % 10 === 0 ? guarded : plain));
+      runs.push(pool.spawn(index % 10 === 0 ? approver : trivial, spec));
     }
     const outcomes = (await Promise.all(runs)) as { status: string }[];
     for (const o of outcomes) if (o.status !== 'done') throw new Error(`soak run ended ${o.status}`);
@@ -182,8 +185,9 @@ async function soak(ctx: SuiteContext): Promise<Figure[]> {
       rss_growth_from_10pct_mib: round(at(rss, 10) - at(rss, 1)),
       rss_by_tenth_mib: rss.map((v) => Math.round(v)).join(' '),
       message_ports_growth: messagePorts() - portsBefore,
-      open_host_ports: stats.openPorts,
-      table_slots_in_use: stats.tableSize,
+      open_host_ports: stats.pool.openPorts,
+      table_slots_in_use: stats.pool.tableSize,
+      runs_left: stats.runs,
     };
     return [
       {
@@ -212,34 +216,28 @@ async function soak(ctx: SuiteContext): Promise<Figure[]> {
  * and the pool's strength afterwards.
  */
 async function deadlineKill(ctx: SuiteContext): Promise<Figure[]> {
-  const pool = new SubagentPool({ threads: 2, graceMs: 50, watchdogIntervalMs: 5 });
+  const pool = createSupervisor({ pool: { threads: 2, graceMs: 50, watchdogIntervalMs: 5 }, persistence: null });
   await pool.ready();
+  let started = 0;
+  pool.on('tool.execute.start', (e) => {
+    started = e.at;
+  });
   const trials = ctx.quick ? 3 : 9;
   const times: number[] = [];
   let threadsAfter = 0;
   try {
     for (let t = 0; t < trials; t++) {
       ctx.progress(`subagent: deadline kill ${t + 1}/${trials}`);
-      let started = 0;
-      const outcome = await pool.run({
-        agent: spinner,
-        input: 'spin',
-        scope,
-        telemetry: true,
-        host: {
-          telemetry: (e) => {
-            if (e.event === 'tool.execute.start') started = Number(e.payload.at);
-          },
-        },
-      });
-      const ended = pool.clock.now();
+      started = 0;
+      const outcome = await pool.spawn(spinner, { input: 'spin', scope });
+      const ended = systemClock.now();
       if (outcome.status !== 'failed') throw new Error(`the spinning tool ended ${outcome.status}`);
       // The start event travels over the host channel; if it was not seen, fall back to nothing.
       if (started > 0) times.push(ended - started);
       // Back to full strength: a run completes and both threads are there.
-      const after = await pool.run({ agent: trivial, input: 'x', scope });
+      const after = await pool.spawn(trivial, { input: 'x', scope });
       if (after.status !== 'done') throw new Error('the pool did not recover');
-      threadsAfter = pool.stats().threads;
+      threadsAfter = pool.stats().pool.threads;
     }
   } finally {
     await pool.close();

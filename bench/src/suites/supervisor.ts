@@ -1,7 +1,8 @@
 import { fileURLToPath } from 'node:url';
 import { type Agent, encodeSubagentTask } from '@troupe/core';
 import { WORKER_URL } from '@troupe/subagent';
-import { CancellationTable, createSupervisor } from '@troupe/supervisor';
+import { createSupervisor } from '@troupe/supervisor';
+import { CancellationTable } from '@troupe/supervisor/internal';
 import { Piscina } from 'piscina';
 import { asker, delegator, fanout100, trivial } from '../agents/overhead.js';
 import type { Figure, Suite, SuiteContext } from '../Suite.js';
@@ -24,31 +25,46 @@ async function fanout(ctx: SuiteContext): Promise<Figure[]> {
   await supervisor.pool.ready();
   // The baseline: the worker entry on its own pool, with its own table.
   const table = new CancellationTable({});
+  // Each thread gets the cancellation buffer with its first task, as the supervisor's dispatch does.
+  const handed = new Set<number>();
+  const kQueue = Piscina.queueOptionsSymbol;
   const direct = new Piscina({
     filename: fileURLToPath(WORKER_URL),
     minThreads: 2,
     maxThreads: 2,
     idleTimeout: Number.POSITIVE_INFINITY,
-    workerData: { cancelBuffer: table.buffer },
+    loadBalancer: (task, workers) => {
+      for (const w of workers) {
+        if (w.currentUsage !== 0) continue;
+        const tuple = (task as unknown as Record<symbol, unknown[] | null>)[kQueue];
+        if (tuple && !handed.has(w.id)) {
+          handed.add(w.id);
+          tuple[12] = table.buffer;
+        }
+        return w;
+      }
+      return null;
+    },
   });
   const module = (trivial as Agent).module as string;
   const directRun = async (): Promise<void> => {
     const handles = Array.from({ length: 100 }, (_, i) => table.register(`d${i}`, {}));
     await Promise.all(
-      handles.map((h, i) =>
-        direct.run(
-          encodeSubagentTask({
-            module,
-            agent: 'trivial',
-            agentId: `d${i}`,
-            slot: h.index,
-            generation: h.generation,
-            host: 0,
-            scope,
-            input: `task ${i}`,
-          }),
-        ),
-      ),
+      handles.map((h, i) => {
+        const tuple = encodeSubagentTask({
+          module,
+          agent: 'trivial',
+          agentId: `d${i}`,
+          slot: h.index,
+          generation: h.generation,
+          host: 0,
+          scope,
+          input: `task ${i}`,
+          capability: 'baseline-capability00000',
+        });
+        (tuple as unknown as Record<symbol, unknown>)[kQueue] = tuple;
+        return direct.run(tuple);
+      }),
     );
     for (let i = 0; i < 100; i++) table.release(`d${i}`);
   };

@@ -456,7 +456,10 @@ export async function runAgentLoop(options: RunAgentLoopOptions): Promise<LoopOu
     // the run fails with it, the caller is never left with a rejection.
     return {
       status: 'failed',
-      error: new TroupeError(`the agent loop failed: ${asError(error).message}`, { code: 'ERR_INTERNAL', cause: error }),
+      error: new TroupeError(`the agent loop failed: ${asError(error).message}`, {
+        code: 'ERR_INTERNAL',
+        cause: error,
+      }),
       state: options.state,
     };
   }
@@ -556,7 +559,9 @@ async function loop(options: RunAgentLoopOptions): Promise<LoopOutcome> {
     const pending = [...state.pending];
     const answer = options.answer;
     if (answer !== undefined) {
-      const at = pending.findIndex((p) => p.result === undefined && p.delegated !== true && p.request?.id === answer.id);
+      const at = pending.findIndex(
+        (p) => p.result === undefined && p.delegated !== true && p.request?.id === answer.id,
+      );
       const open = pending[at];
       if (open === undefined) {
         return end({
@@ -631,10 +636,17 @@ async function loop(options: RunAgentLoopOptions): Promise<LoopOutcome> {
     if (events !== undefined && events.listenerCount('agent.turn') > 0) {
       events.emit('agent.turn', { agentId: state.agentId, turn, at: clock.now() });
     }
-    const observed = events !== undefined && (events.listenerCount('model.stop') > 0 || events.listenerCount('model.error') > 0);
+    const observed =
+      events !== undefined && (events.listenerCount('model.stop') > 0 || events.listenerCount('model.error') > 0);
     const started = observed || (events !== undefined && events.listenerCount('model.start') > 0) ? clock.now() : 0;
     if (events !== undefined && events.listenerCount('model.start') > 0) {
-      events.emit('model.start', { agentId: state.agentId, model: model.name, provider: model.provider, turn, at: started });
+      events.emit('model.start', {
+        agentId: state.agentId,
+        model: model.name,
+        provider: model.provider,
+        turn,
+        at: started,
+      });
     }
     let firstDelta: number | undefined;
     const onDelta = options.onDelta;
@@ -654,8 +666,23 @@ async function loop(options: RunAgentLoopOptions): Promise<LoopOutcome> {
       options.abandoned,
     );
     if (call.kind === 'cancelled' || token.isCancelled()) {
-      if (observed) modelError(events, state.agentId, model, turn, started, clock, new CancelledError(token.reason ?? 'user'), true, undefined);
-      return end({ status: 'cancelled', reason: token.reason ?? (call.kind === 'cancelled' ? call.reason : 'user'), state });
+      if (observed)
+        modelError(
+          events,
+          state.agentId,
+          model,
+          turn,
+          started,
+          clock,
+          new CancelledError(token.reason ?? 'user'),
+          true,
+          undefined,
+        );
+      return end({
+        status: 'cancelled',
+        reason: token.reason ?? (call.kind === 'cancelled' ? call.reason : 'user'),
+        state,
+      });
     }
     let message: AssistantMessage;
     let usage: Usage | undefined;
@@ -702,7 +729,17 @@ async function loop(options: RunAgentLoopOptions): Promise<LoopOutcome> {
           : new TroupeError(`the model failed: ${asError(error).message}`, { code: 'ERR_MODEL', cause: error });
       if (observed) {
         const attempts = (error as { attempts?: unknown } | null)?.attempts;
-        modelError(events, state.agentId, model, turn, started, clock, err, false, typeof attempts === 'number' ? attempts : undefined);
+        modelError(
+          events,
+          state.agentId,
+          model,
+          turn,
+          started,
+          clock,
+          err,
+          false,
+          typeof attempts === 'number' ? attempts : undefined,
+        );
       }
       return end({ status: 'failed', error: err, state });
     }
@@ -724,7 +761,9 @@ async function loop(options: RunAgentLoopOptions): Promise<LoopOutcome> {
       calls.length === 1
         ? [await execute(calls[0] as ModelToolCall, malformed.get((calls[0] as ModelToolCall).id))]
         : await Promise.all(calls.map((c) => execute(c, malformed.get(c.id))));
-    const pending: PendingCall[] = results.map((r, i) => pendingOf(calls[i] as ModelToolCall, r, childEvents, childUsage));
+    const pending: PendingCall[] = results.map((r, i) =>
+      pendingOf(calls[i] as ModelToolCall, r, childEvents, childUsage),
+    );
     childEvents.clear();
     childUsage.clear();
     const first = pending.find((p) => p.result === undefined);
@@ -821,7 +860,13 @@ export function resolveDelegatedCall(state: LoopState, toolCallId: string, resul
     case 'error':
       resolved = {
         call,
-        result: { role: 'tool', toolCallId: call.id, name: call.name, content: errorContent(result.error), isError: true },
+        result: {
+          role: 'tool',
+          toolCallId: call.id,
+          name: call.name,
+          content: errorContent(result.error),
+          isError: true,
+        },
         childEvents: result.events.length > 0 ? result.events : undefined,
         usage: result.usage,
       };
@@ -912,7 +957,13 @@ function completeTurn(
         // rebuilt from another thread that fails its checks): none of it is
         // applied, and the model sees why instead of the call's value.
         const err = asError(error);
-        result = { role: 'tool', toolCallId: result.toolCallId, name: result.name, content: errorContent(err), isError: true };
+        result = {
+          role: 'tool',
+          toolCallId: result.toolCallId,
+          name: result.name,
+          content: errorContent(err),
+          isError: true,
+        };
       }
     }
     messages.push(result);

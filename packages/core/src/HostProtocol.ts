@@ -55,7 +55,8 @@ export function parseHostCall(raw: unknown): HostCall | string {
   const capability: unknown = raw[2];
   if (!OPS.has(op)) return `unknown host operation ${typeof op === 'number' ? op : typeof op}`;
   if (typeof seq !== 'number' || !Number.isSafeInteger(seq) || seq < 0) return 'seq must be a non-negative integer';
-  if (NOTICES.has(op) !== (seq === 0)) return seq === 0 ? 'this operation needs a reply: seq > 0' : 'a notice has seq 0';
+  if (NOTICES.has(op) !== (seq === 0))
+    return seq === 0 ? 'this operation needs a reply: seq > 0' : 'a notice has seq 0';
   if (!isCapability(capability)) return 'the capability is malformed';
   return { op: op as HostOp, seq, capability, payload: raw[3] };
 }

@@ -288,7 +288,8 @@ export function decodeSubagentTask(
   const version = scopeVersion === 0 ? undefined : scopeVersion;
   if (input !== null && typeof input !== 'string') return { error: 'input must be a string or null' };
   if (!isCapability(capability)) return { error: 'capability must be a capability string' };
-  if (buffer !== null && !(buffer instanceof SharedArrayBuffer)) return { error: 'buffer must be a SharedArrayBuffer or null' };
+  if (buffer !== null && !(buffer instanceof SharedArrayBuffer))
+    return { error: 'buffer must be a SharedArrayBuffer or null' };
   const buf = buffer ?? undefined;
   if (extras === null) {
     return {

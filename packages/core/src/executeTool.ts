@@ -110,7 +110,9 @@ type Settled =
   | { readonly kind: 'aborted' };
 
 // A getter named `then` may throw: reading it is guarded like calling it.
-function thenOf(v: unknown): ((onFulfilled: (x: unknown) => void, onRejected: (e: unknown) => void) => unknown) | undefined {
+function thenOf(
+  v: unknown,
+): ((onFulfilled: (x: unknown) => void, onRejected: (e: unknown) => void) => unknown) | undefined {
   if ((typeof v !== 'object' && typeof v !== 'function') || v === null) return undefined;
   const then = (v as { then?: unknown }).then;
   return typeof then === 'function' ? (then as never) : undefined;
@@ -367,9 +369,12 @@ export async function executeTool(
         default:
           return stop(
             fail(
-              new TroupeError('the tool returned a ToolResult of unknown status: build it with ToolResult.ok/error/pending', {
-                code: 'ERR_TOOL_FAILED',
-              }),
+              new TroupeError(
+                'the tool returned a ToolResult of unknown status: build it with ToolResult.ok/error/pending',
+                {
+                  code: 'ERR_TOOL_FAILED',
+                },
+              ),
               'returned',
               attempt,
             ),

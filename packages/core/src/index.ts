@@ -14,11 +14,11 @@ export {
   addUsage,
   DEFAULT_MAX_FAILED_TURNS,
   initialLoopState,
-  openCalls,
   type LoopEventSink,
   type LoopEvents,
   type LoopOutcome,
   type LoopState,
+  openCalls,
   type PendingCall,
   type RunAgentLoopOptions,
   resolveDelegatedCall,
@@ -64,6 +64,18 @@ export {
   type ToolExecution,
 } from './executeTool.js';
 export {
+  type HostCall,
+  type HostCallWire,
+  type HostEvent,
+  HostOp,
+  type HostReplyWire,
+  MAX_HOST_EVENTS,
+  parseHostCall,
+  parseHostEvents,
+  parseHostReply,
+  TELEMETRY_EVENTS,
+} from './HostProtocol.js';
+export {
   type AgentId,
   type Branded,
   createId,
@@ -86,6 +98,7 @@ export type {
   ToolMessage,
   Usage,
 } from './Model.js';
+export type { ModelErrorEvent, ModelEventBase, ModelEvents, ModelStartEvent, ModelStopEvent } from './ModelEvents.js';
 export {
   AgentRef,
   CAPABILITY_LENGTH,
@@ -109,19 +122,6 @@ export {
   TaskSlot,
   WORKER_READY,
 } from './Protocol.js';
-export {
-  type HostCall,
-  type HostCallWire,
-  type HostEvent,
-  HostOp,
-  type HostReplyWire,
-  MAX_HOST_EVENTS,
-  parseHostCall,
-  parseHostEvents,
-  parseHostReply,
-  TELEMETRY_EVENTS,
-} from './HostProtocol.js';
-export type { ModelErrorEvent, ModelEventBase, ModelEvents, ModelStartEvent, ModelStopEvent } from './ModelEvents.js';
 export { Answer, Request } from './Request.js';
 export {
   assertScopeBudget,

@@ -203,7 +203,8 @@ async function runTask(raw: unknown): Promise<SubagentResult> {
   // Tool and model promises the run stopped waiting for: work still running here.
   let abandoned: Set<PromiseLike<unknown>> | undefined;
   const abandon = (work: PromiseLike<unknown>): void => {
-    const set = (abandoned ??= new Set());
+    abandoned ??= new Set();
+    const set = abandoned;
     set.add(work);
     const done = (): void => {
       set.delete(work);

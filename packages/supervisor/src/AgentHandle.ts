@@ -108,7 +108,10 @@ export interface AgentHandle {
    * const reply = await stream.reply
    * ```
    */
-  stream(message: string, options?: StreamOptions): AsyncIterableIterator<StreamChunk> & { readonly reply: Promise<AgentReply> };
+  stream(
+    message: string,
+    options?: StreamOptions,
+  ): AsyncIterableIterator<StreamChunk> & { readonly reply: Promise<AgentReply> };
   /**
    * Cancel the running message — its whole run tree: the reply comes once
    * every run under it has stopped — or withdraw the open request when

@@ -404,14 +404,18 @@ export class CancellationTable {
       }
       if (this.#lanes === 0) return;
       const lanes = this.#laneScratch;
-      let systemNow: number | undefined;
+      const systemNow = systemClock.now();
       for (const node of this.#nodes.values()) {
         const segment = node.segment;
         const handle = node.handle;
         if (segment === undefined || handle === undefined) continue;
         touch(segment);
         const laneNow =
-          segment.laneClock === this.#clock ? now : segment.laneClock === systemClock ? (systemNow ??= systemClock.now()) : segment.laneClock.now();
+          segment.laneClock === this.#clock
+            ? now
+            : segment.laneClock === systemClock
+              ? systemNow
+              : segment.laneClock.now();
         segment.slots.expireLanes(handle, laneNow, lanes);
         for (let i = 0; i < lanes.length; i += 2) {
           out.push({ kind: 'lane', key: node.key, lane: lanes[i] as number, call: lanes[i + 1] as number });
@@ -429,7 +433,9 @@ export class CancellationTable {
    */
   isLaneHeld(key: string, lane: number, call: number): boolean {
     const node = this.#nodes.get(key);
-    return node?.handle !== undefined && node.segment !== undefined && node.segment.slots.isLaneHeld(node.handle, lane, call);
+    return (
+      node?.handle !== undefined && node.segment !== undefined && node.segment.slots.isLaneHeld(node.handle, lane, call)
+    );
   }
 
   /** What the call on `lane` of run `key` is, as the run's thread said (for error messages only). */

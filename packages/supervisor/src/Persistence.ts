@@ -23,7 +23,12 @@ export interface AgentStateEnvelope {
   readonly pendingRequest: PendingRequestRecord | undefined;
   /** The conversation's own open questions when it is suspended (ids as the host knows them). */
   readonly openRequests?:
-    | readonly { readonly id: string; readonly toolCallId: string; readonly local: Request; readonly approval: boolean }[]
+    | readonly {
+        readonly id: string;
+        readonly toolCallId: string;
+        readonly local: Request;
+        readonly approval: boolean;
+      }[]
     | undefined;
   /** How many subagents this agent has spawned (ids are never reused). */
   readonly childCounter: number;

@@ -32,8 +32,8 @@ import {
   serializedSize,
   slotRunCancellation,
   subagentId,
-  TELEMETRY_EVENTS,
   type TaskResult,
+  TELEMETRY_EVENTS,
   type ToolCallId,
   TroupeError,
   type Usage,
@@ -239,7 +239,12 @@ export class RunTree {
    */
   restoreRoot(
     spec: RootSpec,
-    requests: readonly { readonly id: string; readonly toolCallId: string; readonly local: Request; readonly approval: boolean }[],
+    requests: readonly {
+      readonly id: string;
+      readonly toolCallId: string;
+      readonly local: Request;
+      readonly approval: boolean;
+    }[],
   ): RunNode {
     const node = this.#rootNode(spec);
     node.phase = 'suspended';
@@ -351,6 +356,7 @@ export class RunTree {
       expect: undefined,
       expectTimer: undefined,
       held: undefined,
+      lastToolStart: undefined,
       active: 0,
       quiet: [],
       reported: false,
@@ -455,7 +461,12 @@ export class RunTree {
     const thread = node.thread;
     this.#watchdog.untrack(node.id);
     // Every event the run posted arrives before its outcome is handled.
-    if (node.received < we.sent && thread !== undefined && thread.exitCode === undefined && thread.recycled === undefined) {
+    if (
+      node.received < we.sent &&
+      thread !== undefined &&
+      thread.exitCode === undefined &&
+      thread.recycled === undefined
+    ) {
       await new Promise<void>((resolve) => {
         node.expect = { sent: we.sent, resolve };
         const timer = this.#clock.setTimeout(() => {
@@ -481,8 +492,10 @@ export class RunTree {
       this.#byCapability.delete(node.capability);
       this.#rememberEnded(node.capability, node);
     }
+    if (node.kill?.kind === 'lane-timeout' && end.status === 'failed') this.#reportKilledCall(node, end.error);
     node.capability = undefined;
     node.kill = undefined;
+    node.lastToolStart = undefined;
     this.table.unbind(node.id);
     this.#ownEnded(node, end, usage, end.status === 'suspended' ? end.state : undefined);
   }
@@ -577,14 +590,17 @@ export class RunTree {
           // A child this tree never saw (a state restored without it): the call fails, the run goes on.
           state = resolveDelegatedCall(state, id, {
             status: 'error',
-            error: new TroupeError(`no child run answers task call ${id} of ${node.agentId}`, { code: 'ERR_UNKNOWN_REQUEST' }),
+            error: new TroupeError(`no child run answers task call ${id} of ${node.agentId}`, {
+              code: 'ERR_UNKNOWN_REQUEST',
+            }),
             events: NO_EVENTS,
           });
         }
         continue;
       }
       let entry = node.requests.get(id);
-      if (entry === undefined && call.request !== undefined) entry = this.#open(node, id, call.request, call.approval === true);
+      if (entry === undefined && call.request !== undefined)
+        entry = this.#open(node, id, call.request, call.approval === true);
       if (answer === undefined && entry?.answer !== undefined) answer = entry;
     }
     node.state = state;
@@ -625,14 +641,23 @@ export class RunTree {
 
   #resume(
     node: RunNode,
-    input: { readonly answer: Answer | undefined; readonly approvedCalls: readonly string[]; readonly expired: boolean },
+    input: {
+      readonly answer: Answer | undefined;
+      readonly approvedCalls: readonly string[];
+      readonly expired: boolean;
+    },
   ): void {
     const state = node.state as LoopState;
     node.state = undefined;
     this.#begin(node);
     node.root.owner?.resumed?.(node.root);
     if (node.kind === 'message') {
-      void this.#runLocal(node, { state, answer: input.answer, approvedCalls: input.approvedCalls, expired: input.expired });
+      void this.#runLocal(node, {
+        state,
+        answer: input.answer,
+        approvedCalls: input.approvedCalls,
+        expired: input.expired,
+      });
     } else {
       this.#emitSpawned(node, state.metadata, true);
       void this.#runWorker(node, { resume: { state, ...input } });
@@ -682,7 +707,12 @@ export class RunTree {
    */
   async runTask(
     parent: RunNode,
-    request: { readonly subagent: Agent | string; readonly instructions: string; readonly toolCallId: string; readonly metadata: Metadata },
+    request: {
+      readonly subagent: Agent | string;
+      readonly instructions: string;
+      readonly toolCallId: string;
+      readonly metadata: Metadata;
+    },
   ): Promise<TaskResult> {
     const name = typeof request.subagent === 'string' ? request.subagent : request.subagent.name;
     const declared = subagentNamed(parent.agent, name);
@@ -755,7 +785,8 @@ export class RunTree {
     const handler = this.#o.approval;
     if (handler === undefined) return undefined;
     return async (request) => {
-      const ended = (node.ended ??= new AbortController());
+      node.ended ??= new AbortController();
+      const ended = node.ended;
       let raw: unknown;
       try {
         raw = await handler(
@@ -891,7 +922,9 @@ export class RunTree {
           code: 'ERR_UNKNOWN_REQUEST',
         });
       }
-      throw new InvalidArgumentError(`no pending request ${id}: see pendingRequests()`, { code: 'ERR_UNKNOWN_REQUEST' });
+      throw new InvalidArgumentError(`no pending request ${id}: see pendingRequests()`, {
+        code: 'ERR_UNKNOWN_REQUEST',
+      });
     }
     const expiresAt = entry.local.expiresAt;
     entry.answer = {
@@ -961,7 +994,9 @@ export class RunTree {
     node.kill = cause;
     this.pool.recycle(
       thread,
-      cause.kind === 'lane-timeout' ? 'a tool call overran its timeout without yielding' : 'its run ignored a cancel past the grace period',
+      cause.kind === 'lane-timeout'
+        ? 'a tool call overran its timeout without yielding'
+        : 'its run ignored a cancel past the grace period',
     );
     if (this.#events.listenerCount('worker.recycled') > 0) {
       this.#events.emit('worker.recycled', {
@@ -1030,7 +1065,10 @@ export class RunTree {
       agentId: node.agentId,
       runId: node.id,
       approve: (request) => {
-        if (approval === undefined) return Promise.resolve({ decision: 'reject', reason: 'no approval handler is configured' });
+        if (approval === undefined)
+          return Promise.resolve({ decision: 'reject', reason: 'no approval handler is configured' });
+        node.ended ??= new AbortController();
+        const ended = node.ended;
         return Promise.resolve(
           approval(
             {
@@ -1040,7 +1078,7 @@ export class RunTree {
               agentId: node.agentId,
               parentAgentId: node.parent?.agentId,
             },
-            { signal: (node.ended ??= new AbortController()).signal },
+            { signal: ended.signal },
           ),
         );
       },
@@ -1058,6 +1096,31 @@ export class RunTree {
     };
     this.#hostRuns.set(node, run);
     return run;
+  }
+
+  // The killed worker could not report the end of its call: report it for it, as
+  // the executor would have (timeout, then stop), when someone listens.
+  #reportKilledCall(node: RunNode, error: Error): void {
+    const start = node.lastToolStart;
+    const toolName = (error as { toolName?: unknown }).toolName;
+    if (start === undefined || start.toolName !== toolName) return;
+    const at = this.#clock.now();
+    const timeoutMs = (error as { timeoutMs?: number }).timeoutMs ?? 0;
+    const ids = { agentId: node.agentId, runId: node.id, path: node.path };
+    if (this.#events.listenerCount('tool.execute.timeout') > 0) {
+      this.#events.emit('tool.execute.timeout', { ...(start as object), ...ids, timeoutMs, at } as never);
+    }
+    if (this.#events.listenerCount('tool.execute.stop') > 0) {
+      const started = typeof start.at === 'number' ? start.at : at;
+      this.#events.emit('tool.execute.stop', {
+        ...(start as object),
+        ...ids,
+        durationMs: at - started,
+        status: 'error',
+        failure: 'timeout',
+        at,
+      } as never);
+    }
   }
 
   #countEvent(node: RunNode): void {
@@ -1091,9 +1154,10 @@ export class RunTree {
   #telemetry(node: RunNode, name: string, raw: Record<string, unknown>): void {
     if (!TELEMETRY_EVENTS.has(name)) return;
     const event = name as keyof SupervisorEvents;
-    if (this.#events.listenerCount(event) === 0) return;
+    if (this.#events.listenerCount(event) === 0 && name !== 'tool.execute.start') return;
     const payload: Record<string, unknown> = { ...raw, agentId: node.agentId, runId: node.id, path: node.path };
     if (typeof payload.at !== 'number') payload.at = this.#clock.now();
+    if (name === 'tool.execute.start') node.lastToolStart = payload;
     if (name === 'tool.execute.exception') payload.reason = decodeShape(payload.reason);
     else if (name === 'model.error') payload.error = decodeShape(payload.error);
     (this.#events.emit as (n: string, p: unknown) => boolean)(event, payload);
@@ -1114,7 +1178,8 @@ export class RunTree {
   }
 
   #observed(): boolean {
-    for (const name of TELEMETRY_EVENTS) if (this.#events.listenerCount(name as keyof SupervisorEvents) > 0) return true;
+    for (const name of TELEMETRY_EVENTS)
+      if (this.#events.listenerCount(name as keyof SupervisorEvents) > 0) return true;
     return false;
   }
 
@@ -1181,7 +1246,8 @@ export class RunTree {
         }
         break;
       case 'incomplete':
-        if (events.listenerCount('subagent.incomplete') > 0) events.emit('subagent.incomplete', { ...base, turns: end.turns });
+        if (events.listenerCount('subagent.incomplete') > 0)
+          events.emit('subagent.incomplete', { ...base, turns: end.turns });
         break;
     }
   }
@@ -1271,7 +1337,11 @@ function heldEnd(result: SubagentResult): WorkerEnd {
   const sent = result.sent ?? 0;
   switch (result.status) {
     case 'done':
-      return { usage, sent, end: { status: 'done', text: result.text, updates: result.updates ?? [], events, turns: result.turns } };
+      return {
+        usage,
+        sent,
+        end: { status: 'done', text: result.text, updates: result.updates ?? [], events, turns: result.turns },
+      };
     case 'failed':
       return { usage, sent, end: { status: 'failed', error: decodeError(result.error), events, turns: result.turns } };
     case 'incomplete':
@@ -1359,7 +1429,8 @@ async function definitionOf(agent: Agent): Promise<Agent> {
   try {
     return await loadAgent(agent.module, agent.name);
   } catch (error) {
-    if (isTroupeError(error)) throw new InvalidArgumentError(error.message, { code: 'ERR_UNKNOWN_AGENT', cause: error });
+    if (isTroupeError(error))
+      throw new InvalidArgumentError(error.message, { code: 'ERR_UNKNOWN_AGENT', cause: error });
     throw error;
   }
 }

@@ -201,6 +201,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
   readonly #parsedScopes = new WeakSet<object>();
   readonly #checkedToolContexts = new WeakSet<object>();
   #closing: Promise<void> | undefined;
+  #destroying: Promise<void> | undefined;
   #closed = false;
 
   constructor(options: SupervisorOptions = {}) {
@@ -230,7 +231,11 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
       );
     }
     const clock = options.clock ?? systemClock;
-    if (typeof clock?.now !== 'function' || typeof clock.setTimeout !== 'function' || typeof clock.clearTimeout !== 'function') {
+    if (
+      typeof clock?.now !== 'function' ||
+      typeof clock.setTimeout !== 'function' ||
+      typeof clock.clearTimeout !== 'function'
+    ) {
       throw new InvalidArgumentError('options.clock must have now(), setTimeout() and clearTimeout()');
     }
     const pool = PoolSchema.safeParse(options.pool ?? {});
@@ -402,7 +407,9 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
 
   /** Requests waiting for a person, oldest first (every open one, at any depth). */
   pendingRequests(): PendingRequestInfo[] {
-    return this.#tree.openRequests().map(({ request, agentId, path, openedAt }) => ({ request, agentId, path, openedAt }));
+    return this.#tree
+      .openRequests()
+      .map(({ request, agentId, path, openedAt }) => ({ request, agentId, path, openedAt }));
   }
 
   /**
@@ -449,8 +456,12 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
    */
   async spawn(agent: Agent, options: SpawnOptions): Promise<SubagentOutcome> {
     this.#assertOpen();
-    if (!isAgent(agent)) throw new InvalidArgumentError('spawn(agent): pass an agent made with defineAgent', { code: 'ERR_UNKNOWN_AGENT' });
-    if (typeof options !== 'object' || options === null) throw new InvalidArgumentError('spawn: pass { input, scope, ... }');
+    if (!isAgent(agent))
+      throw new InvalidArgumentError('spawn(agent): pass an agent made with defineAgent', {
+        code: 'ERR_UNKNOWN_AGENT',
+      });
+    if (typeof options !== 'object' || options === null)
+      throw new InvalidArgumentError('spawn: pass { input, scope, ... }');
     if (typeof options.input !== 'string') throw new InvalidArgumentError('spawn: input must be a string');
     const timeoutMs = options.timeoutMs ?? this.#subagentTimeoutMs;
     if (timeoutMs !== undefined && (!Number.isFinite(timeoutMs) || timeoutMs < 0)) {
@@ -508,7 +519,8 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     try {
       return await loadAgent(agent.module, agent.name);
     } catch (error) {
-      if (isTroupeError(error)) throw new InvalidArgumentError(error.message, { code: 'ERR_UNKNOWN_AGENT', cause: error });
+      if (isTroupeError(error))
+        throw new InvalidArgumentError(error.message, { code: 'ERR_UNKNOWN_AGENT', cause: error });
       throw error;
     }
   }
@@ -585,6 +597,11 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
       })();
       await Promise.race([drained, deadline]);
       this.#clock.clearTimeout(timer);
+      if (this.#destroying !== undefined) {
+        // destroy() took over during the drain.
+        await this.#destroying;
+        return;
+      }
       // Bounded: what was cancelled ends cooperatively or is killed after the grace period.
       await tree.whenIdle();
       await Promise.all([...this.#agents.values()].map((a) => a.stop()));
@@ -596,21 +613,23 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     return this.#closing;
   }
 
-  /** Tear down at once: running messages and spawns end cancelled (shutdown); workers are terminated. Idempotent. */
-  async destroy(): Promise<void> {
+  /**
+   * Tear down at once, also during a `close()`: running messages and spawns
+   * end cancelled (shutdown, forced); workers are terminated. Idempotent.
+   */
+  destroy(): Promise<void> {
     this.#closed = true;
     const tree = this.#tree;
-    if (this.#closing === undefined) {
-      this.#closing = (async () => {
-        for (const a of this.#agents.values()) a.dropMailbox();
-        tree.cancelRunning('shutdown');
-        await tree.destroyTransport();
-        await tree.whenIdle();
-        await Promise.all([...this.#agents.values()].map((a) => a.stop()));
-        this.#agents.clear();
-      })();
-    }
-    return this.#closing;
+    this.#destroying ??= (async () => {
+      for (const a of this.#agents.values()) a.dropMailbox();
+      tree.cancelRunning('shutdown');
+      await tree.destroyTransport();
+      await tree.whenIdle();
+      await Promise.all([...this.#agents.values()].map((a) => a.stop()));
+      this.#agents.clear();
+    })();
+    this.#closing ??= this.#destroying;
+    return this.#destroying;
   }
 
   /** `await using supervisor = createSupervisor(...)` calls `close()`. */
@@ -675,7 +694,9 @@ function restoredFromPending(
   request: Request,
 ): { id: string; toolCallId: string; local: Request; approval: boolean }[] {
   const call = pending.find((p) => p.result === undefined && p.request?.id === request.id);
-  return call === undefined ? [] : [{ id: request.id, toolCallId: call.call.id, local: request, approval: call.approval === true }];
+  return call === undefined
+    ? []
+    : [{ id: request.id, toolCallId: call.call.id, local: request, approval: call.approval === true }];
 }
 
 /**

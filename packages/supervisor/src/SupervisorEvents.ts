@@ -78,7 +78,12 @@ export interface SupervisorEvents {
   'agent.done': [At & RunRef & RunUsage & { readonly turns: number }];
   /** A failure (tool/model error) or a defect (a bug, a persistence error) of a parent agent's run. */
   'agent.failed': [
-    At & { readonly agentId: AgentId; readonly runId?: string; readonly kind: 'failure' | 'defect'; readonly error: Error },
+    At & {
+      readonly agentId: AgentId;
+      readonly runId?: string;
+      readonly kind: 'failure' | 'defect';
+      readonly error: Error;
+    },
   ];
   'agent.cancelled': [At & RunRef & RunUsage & { readonly reason: CancelReason }];
   /** A parent agent's message reached its turn limit. */
@@ -113,7 +118,12 @@ export interface SupervisorEvents {
   'subagent.suspended': [At & SubagentRef & RunUsage & { readonly requestId: string }];
   /** A request reached the host: one per question, whatever depth it came from, as soon as it is asked. */
   'request.opened': [
-    At & { readonly request: Request; readonly agentId: AgentId; readonly runId: string; readonly path: readonly AgentId[] },
+    At & {
+      readonly request: Request;
+      readonly agentId: AgentId;
+      readonly runId: string;
+      readonly path: readonly AgentId[];
+    },
   ];
   'request.answered': [
     At & { readonly requestId: string; readonly agentId: AgentId; readonly runId: string; readonly ok: boolean },

@@ -216,13 +216,19 @@ describe('runAgentLoop', () => {
 
   it('stops with cancelled when the run is cancelled, with a result for every call', async () => {
     const source = new CancelSource();
+    let started: () => void = () => {};
+    const toolStarted = new Promise<void>((resolve) => {
+      started = resolve;
+    });
     const slow = defineTool({
       name: 'slow',
       description: '',
       parameters: z.object({}),
       timeoutMs: null,
-      execute: async (_a, ctx) =>
-        new Promise((_resolve, reject) => ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason))),
+      execute: async (_a, ctx) => {
+        started();
+        return new Promise((_resolve, reject) => ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason)));
+      },
     });
     const agent = defineAgent({
       name: 'c',
@@ -238,7 +244,7 @@ describe('runAgentLoop', () => {
       clock,
       cancellation: localRunCancellation(source),
     });
-    await Promise.resolve();
+    await toolStarted;
     source.cancel('user');
     const outcome = await running;
     assert.equal(outcome.status, 'cancelled');
@@ -300,9 +306,10 @@ describe('runAgentLoop', () => {
   });
 
   it('declined and expired answers become error results without re-running the tool', async () => {
-    for (const [answer, code, expiresAt] of [
-      [{ ok: false, reason: 'no' }, 'ERR_REQUEST_DECLINED', undefined],
-      [{ ok: true }, 'ERR_REQUEST_EXPIRED', clock.now() - 1],
+    // Expiry is the supervisor's call (one time base): it resumes the run with `expired`.
+    for (const [answer, code, expiresAt, expired] of [
+      [{ ok: false, reason: 'no' }, 'ERR_REQUEST_DECLINED', undefined, false],
+      [{ ok: true }, 'ERR_REQUEST_EXPIRED', clock.now() - 1, true],
     ] as const) {
       let calls = 0;
       const ask = defineTool({
@@ -338,6 +345,7 @@ describe('runAgentLoop', () => {
         run,
         state: first.state,
         answer: { id: first.request.id, ...answer },
+        expired,
         clock,
         cancellation: localRunCancellation(),
       });

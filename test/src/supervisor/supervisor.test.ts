@@ -29,6 +29,12 @@ function next<K extends keyof SupervisorEvents>(supervisor: Supervisor, name: K)
   );
 }
 
+/** A reply without its token counts (asserted where a test is about them). */
+function bare<T extends { usage?: unknown; totalUsage?: unknown }>(reply: T): Omit<T, 'usage' | 'totalUsage'> {
+  const { usage: _usage, totalUsage: _total, ...rest } = reply;
+  return rest;
+}
+
 function runsCounter(): Int32Array {
   return new Int32Array(new SharedArrayBuffer(16));
 }
@@ -107,7 +113,7 @@ describe('Supervisor: parent agents, delegation, propagation', () => {
   it('runs several task calls of one turn in parallel and returns their results in call order', async () => {
     const ref = await supervisor.startAgent(fanOut(12, echo), { scope });
     const reply = await ref.send('go');
-    assert.deepEqual(reply, { status: 'done', text: '12 done', turns: 2 });
+    assert.deepEqual(bare(reply), { status: 'done', text: '12 done', turns: 2 });
     const tools = ref.snapshot().messages.filter((m) => m.role === 'tool');
     assert.deepEqual(
       tools.map((m) => (m.role === 'tool' ? m.content : null)),
@@ -136,7 +142,7 @@ describe('Supervisor: parent agents, delegation, propagation', () => {
     const crashed = next(supervisor, 'subagent.crashed');
     const ref = await supervisor.startAgent(fanOut(2, exiter), { scope });
     const reply = await ref.send('go');
-    assert.deepEqual(reply, { status: 'done', text: '0 done', turns: 2 });
+    assert.deepEqual(bare(reply), { status: 'done', text: '0 done', turns: 2 });
     assert.equal((await crashed).exitCode, 3);
     const again = await (await supervisor.startAgent(fanOut(3, echo), { scope })).send('x');
     assert.equal(again.status === 'done' && again.text, '3 done');
@@ -155,7 +161,7 @@ describe('Supervisor: parent agents, delegation, propagation', () => {
     await spawned;
     assert.equal(ref.cancel('user'), true);
     const reply = await replied;
-    assert.deepEqual(reply, { status: 'cancelled', reason: 'user' });
+    assert.deepEqual(bare(reply), { status: 'cancelled', reason: 'user' });
     const cancelled = events
       .filter((e) => e.name === 'subagent.cancelled')
       .map((e) => e.payload as SupervisorEvents['subagent.cancelled'][0]);
@@ -177,7 +183,7 @@ describe('Supervisor: parent agents, delegation, propagation', () => {
     const replied = ref.send('go');
     await started;
     ref.cancel('user');
-    assert.deepEqual(await replied, { status: 'cancelled', reason: 'user' });
+    assert.deepEqual(bare(await replied), { status: 'cancelled', reason: 'user' });
     assert.equal((await forced).forced, true);
   });
 
@@ -274,7 +280,7 @@ describe('Supervisor: approval', () => {
       const reply = parent.send('admin please');
       await handlerCalled;
       parent.cancel('user');
-      assert.deepEqual(await reply, { status: 'cancelled', reason: 'user' });
+      assert.deepEqual(bare(await reply), { status: 'cancelled', reason: 'user' });
       // The worker's pending call rejected at once: the run ended on its own, within the 10 s grace.
       assert.equal((await cancelled).forced, false);
       assert.equal(handlerSignal?.aborted, true, 'the handler is told the run is over');
@@ -396,19 +402,27 @@ describe('Supervisor: human in the loop', () => {
     assert.match(done.status === 'done' ? done.text : '', /ERR_REQUEST_EXPIRED/);
   });
 
-  it('two tools suspending in one turn: the second is asked after the first is answered', async () => {
+  it('two tools suspending in one turn: both questions surface at once; the turn completes once both are answered', async () => {
     const runs = runsCounter();
     const parent = await supervisor.startAgent(twoQuestions, { scope, toolContext: { runs } });
+    const requests: Request[] = [];
+    const onOpened = (e: { request: Request }) => requests.push(e.request);
+    supervisor.on('request.opened', onOpened);
     const first = await parent.send('go');
     assert.equal(first.status === 'suspended' && first.request.prompt, 'Which environment for web?');
-    const requests: Request[] = [];
-    supervisor.on('request.opened', (e) => requests.push(e.request));
+    assert.deepEqual(
+      requests.map((r) => r.prompt),
+      ['Which environment for web?', 'Are you sure?'],
+      'each question reaches the host as soon as its tool asks',
+    );
+    assert.equal(supervisor.pendingRequests().length, 2);
     const second = await supervisor.answer((first as { request: Request }).request.id, {
       ok: true,
       data: { env: 'prod' },
     });
+    supervisor.off('request.opened', onOpened);
     assert.equal(second.status === 'suspended' && second.request.prompt, 'Are you sure?');
-    assert.equal(requests.length, 1);
+    assert.equal(requests.length, 2, 'no question is asked twice');
     const done = await supervisor.answer((second as { request: Request }).request.id, {
       ok: true,
       data: { sure: true },
@@ -460,7 +474,7 @@ describe('Supervisor lifecycle', () => {
     const reply = ref.send('go');
     await started;
     await supervisor.close({ timeoutMs: 20 });
-    assert.deepEqual(await reply, { status: 'cancelled', reason: 'shutdown' });
+    assert.deepEqual(bare(await reply), { status: 'cancelled', reason: 'shutdown' });
   });
 
   it('await using closes the supervisor', async () => {

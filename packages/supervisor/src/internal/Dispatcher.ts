@@ -80,7 +80,10 @@ const NO_EVENTS: readonly never[] = Object.freeze([]);
 const NO_UPDATES: readonly never[] = Object.freeze([]);
 
 /** Capabilities: 24 characters of a 64-letter alphabet, 144 random bits (nanoid draws from the OS CSPRNG). */
-const mintCapability = customAlphabet('ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-', CAPABILITY_LENGTH);
+const mintCapability = customAlphabet(
+  'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-',
+  CAPABILITY_LENGTH,
+);
 
 /** `bytes` copied into a SharedArrayBuffer: posting it copies nothing. */
 function sharedCopy(bytes: Uint8Array): Uint8Array {
@@ -187,7 +190,11 @@ export class Dispatcher {
       // (Set by the ticket at dispatch: TypeScript cannot see that.)
       const thread = node.thread as ThreadInfo | undefined;
       // An uncaught error is reported before the thread's exit: wait for the exit code.
-      if (thread !== undefined && thread.exitCode === undefined && (thread.error !== undefined || thread.recycled !== undefined)) {
+      if (
+        thread !== undefined &&
+        thread.exitCode === undefined &&
+        (thread.error !== undefined || thread.recycled !== undefined)
+      ) {
         await thread.exited;
       }
       return this.#fromRejection(error, node);
@@ -286,7 +293,9 @@ export class Dispatcher {
     const err = error instanceof Error ? error : new Error(String(error));
     if (this.#o.pool.destroyed) return { ...none, end: { status: 'cancelled', reason: 'shutdown', forced: true } };
     const thread = node.thread;
-    const died = thread !== undefined && (thread.exitCode !== undefined || thread.error !== undefined || thread.recycled !== undefined);
+    const died =
+      thread !== undefined &&
+      (thread.exitCode !== undefined || thread.error !== undefined || thread.recycled !== undefined);
     if (!died) {
       // Nothing died: piscina could not post the task (a value that cannot be cloned, nesting too deep).
       return {

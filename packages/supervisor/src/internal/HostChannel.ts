@@ -2,10 +2,10 @@ import type { MessagePort } from 'node:worker_threads';
 import {
   type Clock,
   encodeError,
+  HostApprovalRequest,
   type HostCall,
   type HostEvent,
   HostOp,
-  HostApprovalRequest,
   type HostTaskRequest,
   type HostTaskResult,
   parseHostCall,

@@ -15,7 +15,14 @@ import {
   totalUsage,
 } from '@troupe/core';
 import type { EventEmitter } from 'eventemitter3';
-import type { AgentHandle, AgentReply, AgentSnapshot, AgentStatus, StreamChunk, StreamOptions } from '../AgentHandle.js';
+import type {
+  AgentHandle,
+  AgentReply,
+  AgentSnapshot,
+  AgentStatus,
+  StreamChunk,
+  StreamOptions,
+} from '../AgentHandle.js';
 import { type AgentStateEnvelope, type PersistenceAdapter, STATE_ENVELOPE_VERSION } from '../Persistence.js';
 import { admitRestart, type RestartPolicy } from '../RestartPolicy.js';
 import type { RunTree } from '../RunTree.js';
@@ -187,7 +194,10 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
    * this agent and every subagent under it, in order per run; the iterator
    * ends when the message's reply is ready (`stream.reply`).
    */
-  stream(message: string, options: StreamOptions = {}): AsyncIterableIterator<StreamChunk> & { readonly reply: Promise<AgentReply> } {
+  stream(
+    message: string,
+    options: StreamOptions = {},
+  ): AsyncIterableIterator<StreamChunk> & { readonly reply: Promise<AgentReply> } {
     return new AgentStream(this, message, options ?? {});
   }
 
@@ -252,7 +262,13 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
       const first = firstOpenRequest(root);
       await this.#persist(undefined, root);
       if (first === undefined) {
-        return { status: 'suspended', request: { id: '', kind: 'none', prompt: '' }, path: root.path, usage, totalUsage: total };
+        return {
+          status: 'suspended',
+          request: { id: '', kind: 'none', prompt: '' },
+          path: root.path,
+          usage,
+          totalUsage: total,
+        };
       }
       return { status: 'suspended', request: first.request, path: first.path, usage, totalUsage: total };
     }
@@ -264,7 +280,8 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
     this.#current = undefined;
     const end = root.end;
     let state = root.state ?? this.#state;
-    if (state.pending !== undefined) state = abandonPendingTurn(state, end?.status === 'cancelled' ? end.reason : 'user', clock);
+    if (state.pending !== undefined)
+      state = abandonPendingTurn(state, end?.status === 'cancelled' ? end.reason : 'user', clock);
     let reply: AgentReply;
     switch (end?.status) {
       case 'done':
@@ -287,11 +304,20 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
         break;
       default: {
         // A failure of its run (a crash cannot happen here: a parent runs on this thread).
-        const error = end?.status === 'failed' || end?.status === 'crashed' ? end.error : new Error('the run ended without an outcome');
+        const error =
+          end?.status === 'failed' || end?.status === 'crashed'
+            ? end.error
+            : new Error('the run ended without an outcome');
         // A defect (of the library or of a callback it trusted) is reported once and does not
         // count against the restart intensity; a failure does.
         const defect = (error as { code?: unknown }).code === 'ERR_INTERNAL';
-        events.emit('agent.failed', { agentId: this.id, runId: root.id, kind: defect ? 'defect' : 'failure', error, at });
+        events.emit('agent.failed', {
+          agentId: this.id,
+          runId: root.id,
+          kind: defect ? 'defect' : 'failure',
+          error,
+          at,
+        });
         const restarted = defect || admitRestart(this.#deps.restart, this.#restarts, at);
         // One-for-one: only this agent restarts, from its last good state.
         this.#state = this.#checkpoint;
@@ -332,7 +358,9 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
       agentName: this.name,
       state: this.#state,
       pendingRequest:
-        pending === undefined ? undefined : { request: pending.request, path: pending.path, openedAt: this.#deps.clock.now() },
+        pending === undefined
+          ? undefined
+          : { request: pending.request, path: pending.path, openedAt: this.#deps.clock.now() },
       openRequests:
         root.phase !== 'suspended'
           ? undefined
@@ -346,7 +374,8 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
       const input = this.#unsaved;
       this.#unsaved = undefined;
       if (input !== undefined) await persistence.saveMessage(this.#scope, { role: 'user', content: input }, context);
-      if (answer !== undefined) await persistence.saveMessage(this.#scope, { role: 'assistant', content: answer }, context);
+      if (answer !== undefined)
+        await persistence.saveMessage(this.#scope, { role: 'assistant', content: answer }, context);
       await persistence.persistState(this.#scope, envelope, context);
     } catch (error) {
       this.#deps.events.emit('agent.failed', {

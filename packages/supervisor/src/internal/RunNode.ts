@@ -5,8 +5,8 @@ import {
   addUsage,
   type CancelReason,
   type LoopState,
-  openCalls,
   type Operation,
+  openCalls,
   type Request,
   type RunId,
   type Scope,
@@ -34,7 +34,12 @@ export type RunEnd =
       readonly events: readonly SessionEvent[];
       readonly turns: number;
     }
-  | { readonly status: 'failed'; readonly error: Error; readonly events: readonly SessionEvent[]; readonly turns: number }
+  | {
+      readonly status: 'failed';
+      readonly error: Error;
+      readonly events: readonly SessionEvent[];
+      readonly turns: number;
+    }
   | { readonly status: 'incomplete'; readonly events: readonly SessionEvent[]; readonly turns: number }
   | { readonly status: 'cancelled'; readonly reason: CancelReason; readonly forced: boolean }
   | { readonly status: 'crashed'; readonly error: WorkerCrashedError; readonly exitCode: number | null }
@@ -128,6 +133,8 @@ export interface RunNode {
   /** Its result, held until `sent` batches were read (see `SubagentResult.sent`). */
   expect: { readonly sent: number; readonly resolve: () => void } | undefined;
   expectTimer: unknown;
+  /** The last `tool.execute.start` its worker reported (to close that call if the worker is killed). */
+  lastToolStart: Readonly<Record<string, unknown>> | undefined;
   /** The result a worker handed over while it held work of the ended run. */
   held: import('./Dispatcher.js').WorkerEnd | undefined;
   /** Aborted when its own work ends (an approval handler stops asking). */
