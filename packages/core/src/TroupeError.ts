@@ -70,7 +70,9 @@ export type ErrorCode =
   /** A tool's side effect started but its result was never saved (the process died): not re-run. */
   | 'ERR_INTERRUPTED'
   /** A subagent reached its turn limit without an answer. */
-  | 'ERR_INCOMPLETE';
+  | 'ERR_INCOMPLETE'
+  /** This Node.js is outside the supported range (thrown when `@troupe/core` is imported). */
+  | 'ERR_UNSUPPORTED_NODE';
 
 /** Options accepted by every Troupe error constructor. */
 export interface TroupeErrorOptions {

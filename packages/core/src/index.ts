@@ -5,6 +5,9 @@
  * timers, no I/O: effects come in through an injected `Clock` and tokens.
  */
 
+// First: refuse an unsupported Node.js before anything else runs.
+import './internal/assertSupportedNode.js';
+
 export { type Agent, type AgentDefinition, DEFAULT_MAX_TURNS, defineAgent, findAgentExport, isAgent } from './Agent.js';
 export {
   abandonPendingTurn,

@@ -1,0 +1,394 @@
+// Troupe as a user gets it. Every package in packages/ is packed with `pnpm
+// pack` (which rewrites `workspace:` ranges and runs each package's clean
+// `prepack` build), the tarballs are installed with plain `npm install` into a
+// fresh project in the system's temp directory, outside the workspace, and
+// that project compiles a small consumer, the README's quick start and every
+// package README's examples with `tsc --strict` and `skipLibCheck: false`,
+// then runs them: a subagent on a worker thread, from ESM and from CommonJS.
+// Nothing is kept between runs but npm's download cache.
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { isBuiltin } from 'node:module';
+import { tmpdir } from 'node:os';
+import { delimiter, dirname, join, posix, relative } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import semver from 'semver';
+import ts from 'typescript';
+
+const root = fileURLToPath(new URL('../../../', import.meta.url));
+
+interface Manifest {
+  readonly name: string;
+  readonly version: string;
+  readonly private?: boolean;
+  readonly description?: string;
+  readonly keywords?: readonly string[];
+  readonly license?: string;
+  readonly repository?: { readonly type?: string; readonly url?: string; readonly directory?: string };
+  readonly type?: string;
+  readonly engines?: { readonly node?: string };
+  readonly sideEffects?: boolean | readonly string[];
+  readonly main?: string;
+  readonly types?: string;
+  readonly exports?: Readonly<Record<string, string | Readonly<Record<string, string>>>>;
+  readonly files?: readonly string[];
+  readonly dependencies?: Readonly<Record<string, string>>;
+  readonly peerDependencies?: Readonly<Record<string, string>>;
+  readonly optionalDependencies?: Readonly<Record<string, string>>;
+  readonly devDependencies?: Readonly<Record<string, string>>;
+}
+
+const readJson = <T>(path: string): T => JSON.parse(readFileSync(path, 'utf8')) as T;
+
+/** A package as packed: its workspace directory, its manifest and files as they are in the tarball. */
+interface Packed {
+  readonly dir: string;
+  readonly tarball: string;
+  readonly unpacked: string;
+  readonly manifest: Manifest;
+  readonly files: ReadonlySet<string>;
+}
+
+interface Ran {
+  readonly code: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+// Child processes see neither the workspace's package-manager settings (pnpm
+// test exports npm_* variables) nor the test runner's, and run on the Node.js
+// that runs the tests. npm_config_nodedir is kept: it names the headers native
+// builds compile against.
+function childEnv(): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [key, value] of Object.entries(process.env)) {
+    const lower = key.toLowerCase();
+    if (lower !== 'npm_config_nodedir' && /^(npm_|pnpm_|turbo_|node_test_|init_cwd$)/.test(lower)) continue;
+    env[key] = value;
+  }
+  env.PATH = `${dirname(process.execPath)}${delimiter}${process.env.PATH ?? ''}`;
+  return env;
+}
+
+function run(command: string, args: readonly string[], cwd: string): Promise<Ran> {
+  return new Promise((resolve) => {
+    execFile(command, args, { cwd, env: childEnv(), maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
+      const code = error === null ? 0 : typeof error.code === 'number' ? error.code : null;
+      resolve({ code, stdout, stderr: error !== null && code === null ? `${stderr}\n${error.message}` : stderr });
+    });
+  });
+}
+
+function assertRan(ran: Ran, what: string): void {
+  assert.equal(ran.code, 0, `${what} exited ${ran.code}\nstdout:\n${ran.stdout}\nstderr:\n${ran.stderr}`);
+}
+
+/** Every file under `dir`, as a posix path relative to it. */
+function listFiles(dir: string, prefix = ''): string[] {
+  return readdirSync(join(dir, prefix), { withFileTypes: true }).flatMap((entry) => {
+    const path = prefix === '' ? entry.name : `${prefix}/${entry.name}`;
+    return entry.isDirectory() ? listFiles(dir, path) : [path];
+  });
+}
+
+/** The package a bare specifier names (`@scope/name/sub` → `@scope/name`); undefined for relative paths and builtins. */
+function packageOf(specifier: string): string | undefined {
+  if (specifier.startsWith('.') || specifier.startsWith('/') || isBuiltin(specifier)) return undefined;
+  const parts = specifier.split('/');
+  return specifier.startsWith('@') ? parts.slice(0, 2).join('/') : parts[0];
+}
+
+/** The ```lang blocks of a markdown text. */
+const codeBlocks = (markdown: string, lang: string): string[] =>
+  [...markdown.matchAll(new RegExp(`\`\`\`${lang}\\n([\\s\\S]*?)\\n\`\`\``, 'g'))].map((m) => m[1] ?? '');
+
+/** The text of the root README's "Install in your project" section. */
+function installSection(): string {
+  const readme = readFileSync(`${root}README.md`, 'utf8');
+  const start = readme.indexOf('\n## Install in your project\n');
+  assert.ok(start >= 0, 'README.md has an "Install in your project" section');
+  const end = readme.indexOf('\n## ', start + 1);
+  return readme.slice(start, end < 0 ? undefined : end);
+}
+
+const workspaceManifest = readJson<Manifest>(`${root}package.json`);
+const workspacePackages = readdirSync(`${root}packages`)
+  .map((dir) => ({ dir, manifest: readJson<Manifest>(`${root}packages/${dir}/package.json`) }))
+  .filter(({ manifest }) => manifest.private !== true);
+const workspaceVersions = new Map(workspacePackages.map(({ manifest }) => [manifest.name, manifest.version]));
+
+describe('every package, packed and installed in a project outside the workspace', () => {
+  const work = mkdtempSync(join(tmpdir(), 'troupe-install-'));
+  const app = join(work, 'app');
+  const packed: Packed[] = [];
+  let installed: Ran | undefined;
+
+  after(() => rmSync(work, { recursive: true, force: true }));
+
+  before(
+    async () => {
+      assert.ok(relative(root, work).startsWith('..'), `${work} is outside the workspace`);
+      // One package at a time: a package's prepack empties its dist, which its dependents compile against.
+      const tarballs = join(work, 'tarballs');
+      assertRan(
+        await run('pnpm', ['-r', '--workspace-concurrency=1', 'pack', '--pack-destination', tarballs], root),
+        'pnpm -r pack',
+      );
+      for (const tarball of readdirSync(tarballs).filter((f) => f.endsWith('.tgz'))) {
+        const into = join(work, 'unpacked', tarball.replace(/\.tgz$/, ''));
+        mkdirSync(into, { recursive: true });
+        assertRan(await run('tar', ['-xzf', join(tarballs, tarball), '-C', into], work), `tar -xzf ${tarball}`);
+        const unpacked = join(into, 'package');
+        const manifest = readJson<Manifest>(join(unpacked, 'package.json'));
+        const dir = workspacePackages.find((p) => p.manifest.name === manifest.name)?.dir ?? '?';
+        packed.push({ dir, tarball: join(tarballs, tarball), unpacked, manifest, files: new Set(listFiles(unpacked)) });
+      }
+
+      // The consumer: every tarball, each peer at the lowest version its range allows
+      // (so a range that claims too much fails here), and TypeScript with Node's types.
+      const peers = new Map<string, string[]>();
+      for (const { manifest } of packed) {
+        for (const [name, range] of Object.entries(manifest.peerDependencies ?? {})) {
+          if (!workspaceVersions.has(name)) peers.set(name, [...(peers.get(name) ?? []), range]);
+        }
+      }
+      const dependencies: Record<string, string> = {};
+      for (const { manifest, tarball } of packed) dependencies[manifest.name] = `file:${tarball}`;
+      for (const [name, ranges] of peers) {
+        const lowest = ranges.map((r) => semver.minVersion(r)?.version ?? r).sort(semver.compare);
+        const version = lowest[lowest.length - 1] ?? '';
+        assert.ok(
+          ranges.every((r) => semver.satisfies(version, r)),
+          `${name}: no version is the lowest of every peer range ${ranges.join(', ')}`,
+        );
+        dependencies[name] = version;
+      }
+      for (const name of ['typescript', '@types/node']) {
+        dependencies[name] = workspaceManifest.devDependencies?.[name] ?? 'latest';
+      }
+      mkdirSync(app);
+      writeFileSync(
+        join(app, 'package.json'),
+        JSON.stringify({ name: 'troupe-consumer', private: true, type: 'module', dependencies }, null, 2),
+      );
+      installed = await run('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error'], app);
+    },
+    { timeout: 240_000 },
+  );
+
+  it('packs every package of packages/', () => {
+    assert.deepEqual(packed.map((p) => p.manifest.name).sort(), workspacePackages.map((p) => p.manifest.name).sort());
+  });
+
+  it('publishes manifests with what a registry and a user need, and no workspace-only ranges', () => {
+    const rootLicense = readFileSync(`${root}LICENSE`, 'utf8');
+    for (const { dir, manifest: m, files, unpacked } of packed) {
+      const where = `${m.name}'s packed package.json`;
+      for (const field of ['dependencies', 'peerDependencies', 'optionalDependencies', 'devDependencies'] as const) {
+        for (const [name, range] of Object.entries(m[field] ?? {})) {
+          assert.doesNotMatch(range, /^(workspace|link|file|portal):/, `${where}: ${field}.${name} is ${range}`);
+        }
+      }
+      assert.ok(typeof m.description === 'string' && m.description.length > 20, `${where}: description`);
+      assert.ok(Array.isArray(m.keywords) && m.keywords.length > 0, `${where}: keywords`);
+      assert.equal(m.license, 'MIT', `${where}: license`);
+      assert.equal(readFileSync(join(unpacked, 'LICENSE'), 'utf8'), rootLicense, `${m.name}: LICENSE is the root's`);
+      assert.deepEqual(
+        m.repository,
+        { ...workspaceManifest.repository, directory: `packages/${dir}` },
+        `${where}: repository`,
+      );
+      assert.equal(m.type, 'module', `${where}: type`);
+      assert.equal(m.engines?.node, workspaceManifest.engines?.node, `${where}: engines.node`);
+      assert.ok(
+        m.sideEffects === false ||
+          (Array.isArray(m.sideEffects) && m.sideEffects.every((f) => files.has(posix.normalize(f)))),
+        `${where}: sideEffects is false or lists files of the package`,
+      );
+      assert.ok(m.files?.includes('dist') && m.files.includes('README.md'), `${where}: files has dist and README.md`);
+      for (const field of ['main', 'types'] as const) {
+        const path = m[field];
+        assert.ok(path !== undefined && files.has(posix.normalize(path)), `${where}: ${field} (${path}) is packed`);
+      }
+      assert.ok(m.exports?.['.'] !== undefined, `${where}: exports has "."`);
+      for (const [subpath, target] of Object.entries(m.exports ?? {})) {
+        if (typeof target === 'string') {
+          assert.ok(files.has(posix.normalize(target)), `${where}: exports["${subpath}"] (${target}) is packed`);
+          continue;
+        }
+        assert.deepEqual(Object.keys(target), ['types', 'default'], `${where}: exports["${subpath}"] is types first`);
+        for (const path of Object.values(target)) {
+          assert.ok(files.has(posix.normalize(path)), `${where}: exports["${subpath}"] → ${path} is packed`);
+        }
+      }
+      for (const [name, range] of Object.entries({ ...m.dependencies, ...m.peerDependencies })) {
+        const sibling = workspaceVersions.get(name);
+        if (sibling !== undefined) {
+          assert.ok(semver.satisfies(sibling, range), `${where}: ${name}@${range} admits the sibling ${sibling}`);
+        }
+      }
+    }
+  });
+
+  it('packs a README whose links work on a registry page', () => {
+    for (const { manifest, unpacked } of packed) {
+      const readme = readFileSync(join(unpacked, 'README.md'), 'utf8');
+      assert.match(readme, new RegExp(`^# ${manifest.name}\\n`), `${manifest.name}: README starts with its name`);
+      assert.ok(codeBlocks(readme, 'ts').length > 0, `${manifest.name}: README has an example`);
+      assert.ok(readme.includes(workspaceManifest.repository?.url?.replace(/^git\+|\.git$/g, '') ?? '?'));
+      for (const [, target] of readme.matchAll(/\]\(([^)]+)\)/g)) {
+        assert.match(target ?? '', /^(https:\/\/|#)/, `${manifest.name}: README link ${target} is absolute`);
+      }
+    }
+  });
+
+  it('packs the built code and its sources (the maps resolve), and no build info, tests or benchmarks', () => {
+    const sourceOf: Record<string, string> = { js: 'ts', cjs: 'cts', mjs: 'mts' };
+    for (const { manifest, files, unpacked } of packed) {
+      for (const file of files) {
+        assert.doesNotMatch(file, /\.tsbuildinfo$/, `${manifest.name}: ${file}`);
+        assert.ok(
+          !readFileSync(join(unpacked, file), 'utf8').includes(root),
+          `${manifest.name}: ${file} names a path of the workspace (${root})`,
+        );
+        assert.doesNotMatch(
+          file,
+          /(^|\/)(tests?|__tests__|bench|fixtures)\/|\.(test|spec|bench)\.[cm]?[jt]s/,
+          `${manifest.name}: ${file}`,
+        );
+        const built = /^dist\/(.+?)\.(?:d\.)?([cm]?js|[cm]?ts)(?:\.map)?$/.exec(file);
+        if (file.startsWith('dist/')) {
+          const ext = built?.[2] ?? '';
+          const source = `src/${built?.[1]}.${sourceOf[ext] ?? ext}`;
+          assert.ok(files.has(source), `${manifest.name}: ${file} is built from ${source}, which is not packed`);
+        }
+        if (file.endsWith('.map')) {
+          const map = readJson<{ sources: string[] }>(join(unpacked, file));
+          for (const source of map.sources) {
+            const resolved = posix.normalize(posix.join(posix.dirname(file), source));
+            assert.ok(files.has(resolved), `${manifest.name}: ${file} maps to ${source}, which is not packed`);
+          }
+        } else if (/\.(?:d\.)?[cm]?[jt]s$/.test(file) && file.startsWith('dist/')) {
+          const url = /\/\/# sourceMappingURL=(\S+)\s*$/.exec(readFileSync(join(unpacked, file), 'utf8'))?.[1];
+          if (url !== undefined) {
+            const resolved = posix.normalize(posix.join(posix.dirname(file), url));
+            assert.ok(files.has(resolved), `${manifest.name}: ${file} names its map ${url}, which is not packed`);
+          }
+        }
+      }
+    }
+  });
+
+  it('declares every package its code imports, and imports every package it declares', () => {
+    for (const { manifest: m, files, unpacked } of packed) {
+      const declared = new Set([...Object.keys(m.dependencies ?? {}), ...Object.keys(m.peerDependencies ?? {})]);
+      const used = new Set<string>();
+      for (const file of files) {
+        if (!file.startsWith('dist/') || !/\.[cm]?[jt]s$/.test(file)) continue;
+        const { importedFiles } = ts.preProcessFile(readFileSync(join(unpacked, file), 'utf8'), true, true);
+        for (const { fileName } of importedFiles) {
+          const name = packageOf(fileName);
+          if (name === undefined || name === m.name) continue;
+          used.add(name);
+          assert.ok(declared.has(name), `${m.name}: ${file} imports ${fileName}, not in dependencies or peers`);
+        }
+      }
+      for (const name of declared) assert.ok(used.has(name), `${m.name} declares ${name} but never imports it`);
+    }
+  });
+
+  it('installs with npm, one copy of each package and peer', () => {
+    assert.ok(installed !== undefined);
+    assertRan(installed, 'npm install');
+    const copies = new Map<string, string[]>();
+    const walk = (modules: string): void => {
+      for (const entry of existsSync(modules) ? readdirSync(modules) : []) {
+        const names = entry.startsWith('@') ? readdirSync(join(modules, entry)).map((n) => `${entry}/${n}`) : [entry];
+        for (const name of names) {
+          copies.set(name, [...(copies.get(name) ?? []), join(modules, name)]);
+          walk(join(modules, name, 'node_modules'));
+        }
+      }
+    };
+    walk(join(app, 'node_modules'));
+    const single = [
+      ...packed.map((p) => p.manifest.name),
+      ...packed.flatMap((p) => Object.keys(p.manifest.peerDependencies ?? {})),
+    ];
+    for (const name of new Set(single)) {
+      assert.equal(copies.get(name)?.length, 1, `${name} is installed once: ${copies.get(name)?.join(', ')}`);
+    }
+  });
+
+  it("compiles a consumer, the quick start and the packages' README examples with --strict and skipLibCheck: false", {
+    timeout: 120_000,
+  }, async () => {
+    assertRan(installed ?? { code: null, stdout: '', stderr: 'not installed' }, 'npm install');
+    // The tsconfig the README tells users to start from, held to the strictest reading.
+    const [readmeConfig] = codeBlocks(installSection(), 'json');
+    assert.ok(readmeConfig !== undefined, 'the install section shows a tsconfig.json');
+    writeFileSync(join(app, 'tsconfig.readme.json'), readmeConfig);
+    writeFileSync(
+      join(app, 'tsconfig.json'),
+      JSON.stringify({
+        extends: './tsconfig.readme.json',
+        compilerOptions: { strict: true, skipLibCheck: false, outDir: 'dist', rootDir: 'src' },
+        include: ['src'],
+      }),
+    );
+    cpSync(`${root}test/install/src`, join(app, 'src'), { recursive: true });
+    cpSync(`${root}examples/src/quickstart.ts`, join(app, 'src/quickstart.ts'));
+    cpSync(`${root}examples/src/agents/quickstart.ts`, join(app, 'src/agents/quickstart.ts'));
+    // A README's examples go in one directory per package; a block whose first line is
+    // `// <name>.ts` is that file (so one example can import another), the others are numbered.
+    let examples = 0;
+    for (const { dir, unpacked } of packed) {
+      mkdirSync(join(app, 'src/readme', dir), { recursive: true });
+      for (const [i, code] of codeBlocks(readFileSync(join(unpacked, 'README.md'), 'utf8'), 'ts').entries()) {
+        const name = /^\/\/ ([\w.-]+\.[cm]?ts)\b/.exec(code)?.[1] ?? `example-${i + 1}.ts`;
+        writeFileSync(join(app, 'src/readme', dir, name), `${code}\n`);
+        examples++;
+      }
+    }
+    assert.ok(examples >= packed.length);
+
+    const tsc = await run(process.execPath, [join(app, 'node_modules/typescript/bin/tsc'), '-p', app], app);
+    assertRan(tsc, 'tsc -p . (strict, skipLibCheck: false)');
+  });
+
+  it('runs the consumer: a subagent on a worker thread, its scope checked by zod', { timeout: 60_000 }, async () => {
+    const ran = await run(process.execPath, ['dist/main.js'], app);
+    assertRan(ran, 'node dist/main.js');
+    const printed = JSON.parse(ran.stdout) as { result: { threadId?: unknown } | null };
+    const threadId = printed.result?.threadId;
+    assert.ok(typeof threadId === 'number' && threadId > 0, `the tool ran on worker thread ${threadId}`);
+    assert.deepEqual(printed, {
+      mainThreadId: 0,
+      status: 'done',
+      result: { label: 'installed', tenantId: 'acme', threadId },
+      updates: [{ op: 'append', key: 'labels', value: 'installed' }],
+      refused: 'ERR_INVALID_ARGUMENT',
+    });
+  });
+
+  it('runs the consumer from CommonJS (require of the ES modules)', { timeout: 60_000 }, async () => {
+    const ran = await run(process.execPath, ['dist/require.cjs'], app);
+    assertRan(ran, 'node dist/require.cjs');
+    const { status, result } = JSON.parse(ran.stdout) as {
+      status: string;
+      result: { tenantId: string; threadId: number };
+    };
+    assert.equal(status, 'done', ran.stdout);
+    assert.equal(result.tenantId, 'cjs');
+    assert.ok(result.threadId > 0, `the tool ran on worker thread ${result.threadId}`);
+  });
+
+  it("runs the README's quick start as installed", { timeout: 60_000 }, async () => {
+    const ran = await run(process.execPath, ['dist/quickstart.js'], app);
+    assertRan(ran, 'node dist/quickstart.js');
+    assert.match(ran.stdout, /asks: Refund A-1\?/);
+    assert.match(ran.stdout, /status: 'done',\s+text: 'refunded A-1'/);
+  });
+});
