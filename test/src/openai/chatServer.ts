@@ -39,6 +39,8 @@ export class ChatServer {
   readonly #handlers: Handler[] = [];
   readonly #arrivals: Deferred<Received>[] = [];
   readonly #sockets = new Set<Socket>();
+  /** One close promise per connection (a keep-alive socket carries many requests). */
+  readonly #socketClosed = new WeakMap<Socket, Promise<void>>();
   readonly #timers = new Set<ReturnType<typeof setInterval>>();
   #port = 0;
 
@@ -46,6 +48,7 @@ export class ChatServer {
     this.#server = createServer((req, res) => void this.#handle(req, res));
     this.#server.on('connection', (socket) => {
       this.#sockets.add(socket);
+      this.#socketClosed.set(socket, once(socket, 'close').then(() => undefined));
       socket.once('close', () => this.#sockets.delete(socket));
     });
   }
@@ -96,9 +99,7 @@ export class ChatServer {
   }
 
   async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const closed = deferred<void>();
-    if (req.socket.destroyed) closed.resolve();
-    else req.socket.once('close', () => closed.resolve());
+    const closed = this.#socketClosed.get(req.socket) ?? Promise.resolve();
     const parts: Buffer[] = [];
     for await (const part of req) parts.push(part as Buffer);
     const text = Buffer.concat(parts).toString('utf8');
@@ -111,7 +112,7 @@ export class ChatServer {
       url: req.url ?? '',
       headers: req.headers,
       body,
-      socketClosed: closed.promise,
+      socketClosed: closed,
     };
     const index = this.received.push(received) - 1;
     const handler = this.#handlers.shift();

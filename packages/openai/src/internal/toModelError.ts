@@ -40,7 +40,7 @@ export function toModelError(failure: Exclude<AttemptFailure, { kind: 'cancel' }
       );
     case 'idle':
       return new ModelError(
-        `the stream from ${at.slice(4)} sent nothing for ${formatDuration(ctx.streamIdleTimeoutMs)}: the server stalled (raise streamIdleTimeoutMs for a model that pauses longer)`,
+        `the stream from ${ctx.baseURL} sent nothing for ${formatDuration(ctx.streamIdleTimeoutMs)}: the server stalled (raise streamIdleTimeoutMs for a model that pauses longer)`,
         { ...base, code: 'ERR_MODEL_STREAM_IDLE' },
       );
     case 'connection':
