@@ -12,6 +12,7 @@ import OpenAI from 'openai';
 import type { ChatCompletionCreateParamsBase, ChatCompletionFunctionTool } from 'openai/resources/chat/completions';
 import { isRetryable } from './internal/AttemptFailure.js';
 import { abortableSleep } from './internal/abortableSleep.js';
+import { nodeFetch } from './internal/nodeFetch.js';
 import { backoffDelay, parseRetryAfter } from './internal/retryPolicy.js';
 import { runAttempt } from './internal/runAttempt.js';
 import { dropStrictNulls } from './internal/strictSchema.js';
@@ -76,6 +77,8 @@ export function openaiModel(options: OpenAIModelOptions): OpenAIModel {
     apiKey: apiKey ?? 'no-key',
     baseURL: resolved.baseURL,
     maxRetries: 0,
+    // Its abort closes the socket in every phase, a pending TLS handshake included (see nodeFetch).
+    fetch: nodeFetch(),
     // Passed explicitly so that the SDK reads none of them from the environment.
     organization: null,
     project: null,

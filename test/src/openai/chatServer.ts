@@ -34,6 +34,7 @@ function deferred<T>(): Deferred<T> {
 }
 
 export class ChatServer {
+  /** The requests since start (or the last `reset()`), in arrival order. */
   readonly received: Received[] = [];
   readonly #server: Server;
   readonly #handlers: Handler[] = [];
@@ -48,7 +49,10 @@ export class ChatServer {
     this.#server = createServer((req, res) => void this.#handle(req, res));
     this.#server.on('connection', (socket) => {
       this.#sockets.add(socket);
-      this.#socketClosed.set(socket, once(socket, 'close').then(() => undefined));
+      this.#socketClosed.set(
+        socket,
+        once(socket, 'close').then(() => undefined),
+      );
       socket.once('close', () => this.#sockets.delete(socket));
     });
   }
@@ -68,6 +72,13 @@ export class ChatServer {
   /** The OpenAI-compatible root, as `baseURL`. */
   get baseURL(): string {
     return `http://127.0.0.1:${this.#port}/v1`;
+  }
+
+  /** Forget the requests seen and the handlers not used: request numbers start again at 1. */
+  reset(): void {
+    this.received.length = 0;
+    this.#arrivals.length = 0;
+    this.#handlers.length = 0;
   }
 
   /** Queue handlers for the next requests, in order. */

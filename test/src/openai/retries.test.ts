@@ -41,7 +41,7 @@ describe('openaiModel: retries', () => {
   });
   after(() => server.close());
   const fresh = () => {
-    server.received.length = 0;
+    server.reset();
     clock = new RecordingClock();
   };
 

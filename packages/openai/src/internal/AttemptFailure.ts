@@ -51,12 +51,18 @@ export function classifyFailure(error: unknown, aborted: AbortCause | undefined)
   if (error instanceof SyntaxError) {
     return { kind: 'stream', detail: `the server sent an event that is not JSON (${error.message})`, cause: error };
   }
-  // undici fails a body read cut short with `TypeError: terminated` (cause: the socket error).
-  if (error instanceof TypeError && (error.message === 'terminated' || errorCode(error) !== undefined)) {
+  // A body read cut short: `Error: aborted` (ECONNRESET) from node:http, `TypeError: terminated` from undici.
+  const code = errorCode(error);
+  if (
+    (code !== undefined && NETWORK_CODE.test(code)) ||
+    (error instanceof TypeError && error.message === 'terminated')
+  ) {
     return { kind: 'connection', detail: networkDetail(error), cause: error };
   }
   return { kind: 'unknown', cause: error };
 }
+
+const NETWORK_CODE = /^(E[A-Z]+|UND_ERR_\w+|ERR_STREAM_PREMATURE_CLOSE|HPE_\w+)$/;
 
 /** Whether trying again may help (before the first token only; the caller checks that). */
 export function isRetryable(failure: AttemptFailure): boolean {
