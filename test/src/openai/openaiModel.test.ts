@@ -211,7 +211,7 @@ describe('openaiModel: streaming', () => {
     const model = openaiModel({ model: 'm', baseURL: server.baseURL, stream: false });
     const response = await model.generate(request(hi, { onDelta: (d) => deltas.push(d) }));
     assert.equal(server.received.at(-1)?.body.stream, false);
-    assert.equal('stream_options' in server.received.at(-1)?.body, false);
+    assert.equal('stream_options' in (server.received.at(-1)?.body ?? {}), false);
     assert.deepEqual(response.message.toolCalls, [{ id: 'xY7zW1', name: 'get_weather', arguments: { city: 'Quito' } }]);
     assert.equal(response.reasoning, 'One lookup.');
     assert.equal(response.info?.timeToFirstTokenMs, undefined);
