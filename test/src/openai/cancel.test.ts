@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { getEventListeners, once } from 'node:events';
 import { createServer, type Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { CancelledError, type Message, type ModelRequest } from '@troupe/core';
+import { CancelledError, type Message } from '@troupe/core';
 import { ModelError, type OpenAIModelOptions, openaiModel } from '@troupe/openai';
 import { ChatServer, event, json, startSse, textAnswer, textChunk } from './chatServer.js';
 import { RecordingClock } from './RecordingClock.js';
