@@ -169,9 +169,7 @@ async function measure(ctx: SuiteContext): Promise<Figure[]> {
     const trials = ctx.quick ? 5 : 30;
     const byPhase = new Map<Phase, number[]>();
     for (const phase of PHASES) {
-      ctx.progress(
-        `models: abort while ${phase === 'stream' ? 'streaming' : phase === 'backoff' ? 'backing off' : phase === 'connect' ? 'connecting' : 'waiting for headers'}, ${trials} calls`,
-      );
+      ctx.progress(`models: abort while ${DOING[phase]}, ${trials} calls`);
       byPhase.set(phase, await abortLatency(servers, phase, trials));
     }
     const baselineTrials = ctx.quick ? 2 : 5;
