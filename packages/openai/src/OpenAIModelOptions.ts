@@ -118,6 +118,13 @@ const HINTS: Record<string, string> = {
  * Validate options once, at the edge, into a fully defaulted object. A bad
  * option throws an `InvalidArgumentError` naming it and what to pass.
  * `env` is read for `OPENAI_API_KEY` only when `apiKey` is not given.
+ * `openaiModel` calls it; call it yourself to check a configuration early.
+ *
+ * @example
+ * ```ts
+ * const options = resolveOpenAIModelOptions({ model: 'llama3.2', baseURL: 'http://127.0.0.1:11434/v1' }, process.env)
+ * options.maxAttempts // 3
+ * ```
  */
 export function resolveOpenAIModelOptions(
   options: OpenAIModelOptions,

@@ -146,6 +146,8 @@ export function openaiModel(options: OpenAIModelOptions): OpenAIModel {
       }
       const { failure } = outcome;
       if (failure.kind === 'cancel') throw cancelled(signal);
+      // An HTTP date in `retry-after` is wall-clock time: compared with Date.now(), not the injected clock.
+      const retryAfter = failure.kind === 'status' ? parseRetryAfter(failure.headers, Date.now()) : undefined;
       const ctx: FailureContext = {
         baseURL: resolved.baseURL,
         model: resolved.model,
@@ -153,11 +155,11 @@ export function openaiModel(options: OpenAIModelOptions): OpenAIModel {
         timeoutMs: resolved.timeoutMs,
         streamIdleTimeoutMs: resolved.streamIdleTimeoutMs,
         answering: outcome.answering,
+        retryAfterMs: retryAfter,
       };
       if (!isRetryable(failure) || outcome.delivered > 0 || attempts >= resolved.maxAttempts) {
         throw toModelError(failure, ctx);
       }
-      const retryAfter = failure.kind === 'status' ? parseRetryAfter(failure.headers, Date.now()) : undefined;
       if (failure.kind === 'status' && retryAfter !== undefined && retryAfter > resolved.retryAfterCapMs) {
         throw overCapError(failure, retryAfter, resolved.retryAfterCapMs, ctx);
       }

@@ -84,6 +84,7 @@ describe('openaiModel: retries', () => {
     const error = await failure(model({ maxAttempts: 2 }).generate(request()));
     assert.equal(error.code, 'ERR_MODEL_RATE_LIMITED');
     assert.equal(error.attempts, 2);
+    assert.equal(error.retryAfterMs, 1);
     assert.equal(server.received.length, 2);
   });
 

@@ -10,6 +10,8 @@ export interface FailureContext {
   readonly streamIdleTimeoutMs: number;
   /** The server had started answering (headers or deltas): a cut is not "cannot reach". */
   readonly answering: boolean;
+  /** What the last answer's `retry-after(-ms)` asked for, if it said. */
+  readonly retryAfterMs?: number | undefined;
 }
 
 const times = (n: number): string => (n === 1 ? '1 attempt' : `${n} attempts`);
@@ -82,7 +84,7 @@ function statusError(
   after: string,
 ): ModelError {
   const { status, detail, serverCode, cause } = failure;
-  const fields = { attempts: ctx.attempts, status, serverCode, cause };
+  const fields = { attempts: ctx.attempts, status, serverCode, cause, retryAfterMs: ctx.retryAfterMs };
   const said = `${status}: ${detail}`;
   if (status === 401 || status === 403) {
     return new ModelError(`${at} refused the credentials (${said}): check apiKey (or OPENAI_API_KEY)`, {
