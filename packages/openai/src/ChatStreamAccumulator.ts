@@ -24,6 +24,8 @@ interface CallSlot {
   /** The server's `index`, when it sent one. */
   readonly serverIndex: number | undefined;
   id: string | undefined;
+  /** `id` was made here (the server sent none yet): a real one arriving later replaces it. */
+  madeId: boolean;
   name: string;
   arguments: string;
   /** `arguments` arrived as a JSON object (llama.cpp): it is complete, not a fragment. */
@@ -46,7 +48,8 @@ const defaultIdFor = (): string => createId('call');
  * `finish()`. What it smooths over:
  *
  * - tool-call deltas without `index` (grouped by `id`, else continuing the
- *   last call) or without `id` (one is made with `idFor`);
+ *   last call) or without `id` (one is made with `idFor`; a real id that
+ *   arrives later replaces it, and its delta carries the new id);
  * - a call's `name` arriving after its first delta, or repeated in each delta;
  * - `arguments` sent as a JSON object instead of text (taken whole);
  * - `""` (or nothing) as the arguments of a tool without parameters (`{}`);
@@ -161,15 +164,20 @@ export class ChatStreamAccumulator {
     let slot = this.#calls[position];
     const isNew = slot === undefined;
     if (slot === undefined) {
-      slot = { serverIndex, id: undefined, name: '', arguments: '', whole: false };
+      slot = { serverIndex, id: undefined, madeId: false, name: '', arguments: '', whole: false };
       position = this.#calls.push(slot) - 1;
     }
     const out: { type: 'tool_call'; index: number; id?: string; name?: string; arguments?: string } = {
       type: 'tool_call',
       index: position,
     };
-    if (slot.id === undefined && (id !== undefined || isNew)) {
-      slot.id = id ?? this.#idFor(position);
+    if (id !== undefined && id !== slot.id && (slot.id === undefined || slot.madeId)) {
+      slot.id = id;
+      slot.madeId = false;
+      out.id = id;
+    } else if (slot.id === undefined) {
+      slot.id = this.#idFor(position);
+      slot.madeId = true;
       out.id = slot.id;
     }
     // A name repeated in every delta is one name; a different one continues it.
@@ -203,7 +211,8 @@ export class ChatStreamAccumulator {
     if (serverIndex !== undefined) {
       const byIndex = calls.findIndex((c) => c.serverIndex === serverIndex);
       // Some servers number every call 0: a new id under a used index is a new call.
-      if (byIndex >= 0 && (id === undefined || calls[byIndex]?.id === undefined)) return byIndex;
+      const known = calls[byIndex];
+      if (known !== undefined && (id === undefined || known.id === undefined || known.madeId)) return byIndex;
       return calls.length;
     }
     if (id !== undefined) return calls.length;

@@ -162,6 +162,21 @@ describe('normaliser: odd shapes', () => {
     );
   });
 
+  it('an id that arrives after the first delta of its call replaces the one made for it', () => {
+    const { answer, deltas } = normaliseChunks(
+      [
+        chunk({ tool_calls: [{ index: 0, function: { name: 'lookup' } }] }),
+        chunk({ tool_calls: [{ index: 0, id: 'real', function: { arguments: '{}' } }] }),
+      ],
+      ids,
+    );
+    assert.deepEqual(answer.message.toolCalls, [{ id: 'real', name: 'lookup', arguments: {} }]);
+    assert.deepEqual(deltas, [
+      { type: 'tool_call', index: 0, id: 'made_0', name: 'lookup' },
+      { type: 'tool_call', index: 0, id: 'real', arguments: '{}' },
+    ]);
+  });
+
   it('usage repeated in every chunk: the last one wins; missing counts are 0', () => {
     const { answer } = normaliseChunks(
       [
