@@ -43,6 +43,9 @@ export async function startPhaseServers(): Promise<PhaseServers> {
   });
   tcp.on('connection', track);
   const http = createHttpServer(async (req, res: ServerResponse) => {
+    // Clients hang up mid-answer on purpose: a reset is not an error here.
+    req.on('error', () => {});
+    res.on('error', () => {});
     for await (const _ of req) {
     }
     servers.onRequest?.();

@@ -73,7 +73,7 @@ describe('openaiModel: cancellation', () => {
         }),
       );
       const [socket] = await connected;
-      const closed = once(socket, 'close');
+      const closed = new Promise((resolve) => socket.once('close', resolve));
       controller.abort(new CancelledError('user'));
       const error = await call;
       assert.ok(error instanceof CancelledError, String(error));

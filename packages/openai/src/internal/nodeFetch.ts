@@ -57,12 +57,16 @@ export function nodeFetch(): (input: string | URL | Request, init?: RequestInit)
         reject(error);
       };
       signal?.addEventListener('abort', onAbort, { once: true });
-      req.once('error', (error) => {
+      // `on`, not `once`: a socket can fail again after the first error (a reset after an abort),
+      // and an 'error' nobody listens to would crash the process. Rejecting twice is harmless.
+      req.on('error', (error) => {
         signal?.removeEventListener('abort', onAbort);
         reject(error);
       });
       req.once('response', (res) => {
         signal?.removeEventListener('abort', onAbort);
+        // The body's errors reach the reader through the web stream; this keeps a late one from being uncaught.
+        res.on('error', () => {});
         const onAbortBody = (): void => {
           res.destroy(abortError(signal));
         };
