@@ -85,6 +85,16 @@ const REBUILD: Record<string, Rebuild> = {
   WorkerCrashedError: (s) =>
     new WorkerCrashedError(s.message, typeof s.data?.exitCode === 'number' ? s.data.exitCode : null),
   BackpressureError: (s) => new BackpressureError(s.message, num(s.data?.limit, 0)),
+  // @troupe/openai's error (core cannot import it): a TroupeError that keeps its name,
+  // code and fields (status, attempts, retryAfterMs, serverCode), and passes them on at the next hop.
+  ModelError: (s) => {
+    const error = new TroupeError(s.message, { code: s.code as ErrorCode });
+    const data = { ...(s.data ?? {}) };
+    Object.assign(error, data);
+    Object.defineProperty(error, 'name', { value: 'ModelError' });
+    Object.defineProperty(error, 'toData', { value: () => data });
+    return error;
+  },
 };
 
 /**

@@ -1,0 +1,233 @@
+// `pnpm bench models`: how fast a model call stops when its run is cancelled,
+// in every phase, against the bare SDK backing off on its own; and whether a
+// stalled stream ever hangs a call.
+import { CancelledError, type Clock, isTroupeError, type ModelRequest, type TimerHandle } from '@troupe/core';
+import { openaiModel } from '@troupe/openai';
+import OpenAI from 'openai';
+import { type PhaseServers, startPhaseServers } from '../models/phaseServers.js';
+import type { Figure, Suite, SuiteContext } from '../Suite.js';
+import { median, quantile, round } from '../stats.js';
+
+const now = (): number => performance.now();
+const messages: ModelRequest['messages'] = [{ role: 'user', content: 'hi' }];
+type Phase = 'connect' | 'headers' | 'backoff' | 'stream';
+const PHASES: readonly Phase[] = ['connect', 'headers', 'backoff', 'stream'];
+const DOING: Record<Phase, string> = {
+  connect: 'connecting (a TLS handshake that never completes)',
+  headers: 'waiting for headers',
+  backoff: 'backing off (retry-after 2 s)',
+  stream: 'streaming (after the first token)',
+};
+/** The `retry-after` the phase server sends, in ms. */
+const RETRY_AFTER_MS = 2_000;
+
+/** Real timers that report when a timer of `ms` is set (the backoff sleep starting). */
+function watchingClock(onTimer: (ms: number) => void): Clock {
+  return {
+    now: () => performance.timeOrigin + performance.now(),
+    setTimeout(callback: () => void, ms: number): TimerHandle {
+      const handle = setTimeout(callback, ms);
+      onTimer(ms);
+      return handle;
+    },
+    clearTimeout: (handle: TimerHandle) => clearTimeout(handle as ReturnType<typeof setTimeout>),
+  };
+}
+
+/** abort() → the call's rejection, in ms, for `trials` calls held in `phase`. */
+async function abortLatency(servers: PhaseServers, phase: Phase, trials: number): Promise<number[]> {
+  const samples: number[] = [];
+  for (let i = 0; i < trials; i++) {
+    let reached: () => void = () => {};
+    const inPhase = new Promise<void>((resolve) => {
+      reached = resolve;
+    });
+    servers.onConnection = phase === 'connect' ? reached : undefined;
+    servers.onRequest = phase === 'headers' ? reached : undefined;
+    servers.mode = phase === 'backoff' ? 'retry' : phase === 'stream' ? 'stall' : 'hang';
+    const model = openaiModel({
+      model: 'bench',
+      baseURL: phase === 'connect' ? servers.tlsStallURL : servers.baseURL,
+      clock: watchingClock((ms) => {
+        if (phase === 'backoff' && ms === RETRY_AFTER_MS) reached();
+      }),
+    });
+    const controller = new AbortController();
+    let rejectedAt = 0;
+    const call = model
+      .generate({ messages, tools: [], signal: controller.signal, onDelta: phase === 'stream' ? reached : undefined })
+      .then(
+        () => new Error(`${phase}: the call succeeded`),
+        (error: unknown) => {
+          rejectedAt = now();
+          return error;
+        },
+      );
+    await inPhase;
+    const abortedAt = now();
+    controller.abort(new CancelledError('user'));
+    const error = await call;
+    if (!(error instanceof CancelledError))
+      throw new Error(`${phase}: expected a CancelledError, got ${String(error)}`);
+    samples.push(rejectedAt - abortedAt);
+  }
+  return samples;
+}
+
+/** The same abort during a backoff, with the bare SDK doing its own retries (the baseline). */
+async function bareSdkBackoff(servers: PhaseServers, trials: number): Promise<number[]> {
+  const client = new OpenAI({ apiKey: 'sk-bench', baseURL: servers.baseURL, maxRetries: 2, logLevel: 'off' });
+  servers.mode = 'retry';
+  servers.onConnection = undefined;
+  servers.onRequest = undefined;
+  const samples: number[] = [];
+  try {
+    for (let i = 0; i < trials; i++) {
+      const answered = new Promise<void>((resolve) => {
+        servers.onAnswered = resolve;
+      });
+      const controller = new AbortController();
+      let rejectedAt = 0;
+      const call = client.chat.completions
+        .create({ model: 'bench', messages: [{ role: 'user', content: 'hi' }] }, { signal: controller.signal })
+        .then(
+          () => undefined,
+          () => {
+            rejectedAt = now();
+          },
+        );
+      await answered;
+      // Let the SDK read the 503 and enter its sleep (a benchmark may wait; a test may not).
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      const abortedAt = now();
+      controller.abort();
+      await call;
+      samples.push(rejectedAt - abortedAt);
+    }
+  } finally {
+    servers.onAnswered = undefined;
+  }
+  return samples;
+}
+
+/**
+ * `calls` streams at once that each send one chunk and stall: how long past
+ * the idle timeout (counted from the last delta) each call took to fail, and
+ * how many did not fail with ERR_MODEL_STREAM_IDLE within the timeout + 100 ms.
+ */
+async function stall(
+  servers: PhaseServers,
+  calls: number,
+  rounds: number,
+  idleMs: number,
+): Promise<{ overruns: number[]; hung: number }> {
+  servers.mode = 'stall';
+  servers.onConnection = undefined;
+  servers.onRequest = undefined;
+  const model = openaiModel({ model: 'bench', baseURL: servers.baseURL, streamIdleTimeoutMs: idleMs });
+  const overruns: number[] = [];
+  let hung = 0;
+  for (let r = 0; r < rounds; r++) {
+    const results = await Promise.all(
+      Array.from({ length: calls }, async () => {
+        let lastDelta = Number.NaN;
+        try {
+          await model.generate({
+            messages,
+            tools: [],
+            signal: new AbortController().signal,
+            onDelta: () => {
+              lastDelta = now();
+            },
+          });
+          return { overrun: Number.POSITIVE_INFINITY, idle: false };
+        } catch (error) {
+          return { overrun: now() - lastDelta - idleMs, idle: isTroupeError(error, 'ERR_MODEL_STREAM_IDLE') };
+        }
+      }),
+    );
+    for (const { overrun, idle } of results) {
+      overruns.push(overrun);
+      if (!idle || !(overrun <= 100)) hung++;
+    }
+  }
+  return { overruns, hung };
+}
+
+function summary(samples: readonly number[]): Record<string, number> {
+  return {
+    median_ms: round(median(samples)),
+    p95_ms: round(quantile(samples, 0.95)),
+    max_ms: round(Math.max(...samples)),
+    samples: samples.length,
+  };
+}
+
+async function measure(ctx: SuiteContext): Promise<Figure[]> {
+  const servers = await startPhaseServers();
+  try {
+    const trials = ctx.quick ? 5 : 30;
+    const byPhase = new Map<Phase, number[]>();
+    for (const phase of PHASES) {
+      ctx.progress(`models: abort while ${DOING[phase]}, ${trials} calls`);
+      byPhase.set(phase, await abortLatency(servers, phase, trials));
+    }
+    const baselineTrials = ctx.quick ? 2 : 5;
+    ctx.progress(`models: the bare SDK aborted during its own backoff, ${baselineTrials} calls (~2 s each)`);
+    const bare = await bareSdkBackoff(servers, baselineTrials);
+    const idleMs = 200;
+    const calls = ctx.quick ? 10 : 50;
+    const rounds = ctx.quick ? 1 : 3;
+    ctx.progress(`models: ${calls} stalled streams at once x ${rounds}, idle timeout ${idleMs} ms`);
+    const stalled = await stall(servers, calls, rounds, idleMs);
+
+    const worst = PHASES.map((p) => [p, Math.max(...(byPhase.get(p) ?? []))] as const).sort((a, b) => b[1] - a[1])[0];
+    const figures: Figure[] = [
+      {
+        suite: 'models',
+        name: 'models.abort_ms_max',
+        value: round(worst?.[1] ?? Number.NaN),
+        unit: 'ms',
+        baseline: { name: 'the bare SDK aborted during its own backoff (ms, median)', value: round(median(bare)) },
+        ratio: round((worst?.[1] ?? Number.NaN) / median(bare)),
+        detail: { worst_phase: worst?.[0] ?? '', bare_sdk_max_ms: round(Math.max(...bare)), bare_samples: bare.length },
+      },
+      ...PHASES.map(
+        (phase): Figure => ({
+          suite: 'models',
+          name: `models.abort_ms.${phase}`,
+          value: round(median(byPhase.get(phase) ?? [])),
+          unit: 'ms',
+          detail: summary(byPhase.get(phase) ?? []),
+        }),
+      ),
+      {
+        suite: 'models',
+        name: 'models.stall_overrun_ms',
+        value: round(Math.max(...stalled.overruns)),
+        unit: 'ms',
+        detail: {
+          hung_calls: stalled.hung,
+          calls: stalled.overruns.length,
+          idle_timeout_ms: idleMs,
+          median_ms: round(median(stalled.overruns)),
+          p95_ms: round(quantile(stalled.overruns, 0.95)),
+        },
+      },
+      // models.stream_overhead_ratio — what streaming deltas across the thread to the host costs
+      // over the same stream consumed in one thread. It needs the cross-thread delta channel
+      // (supervisor ⇄ worker batching), which is not in this package: measured where that lands.
+    ];
+    return figures;
+  } finally {
+    await servers.close();
+  }
+}
+
+export const modelsSuite: Suite = {
+  name: 'models',
+  description: 'model calls: abort → rejection in every phase (vs the bare SDK in its backoff), stalled streams',
+  placementSensitive: false,
+  inDefaultRun: true,
+  run: measure,
+};

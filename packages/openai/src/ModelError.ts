@@ -1,0 +1,76 @@
+import { type ErrorCode, TroupeError } from '@troupe/core';
+
+/** The codes a {@link ModelError} carries. */
+export type ModelErrorCode = Extract<
+  ErrorCode,
+  | 'ERR_MODEL'
+  | 'ERR_MODEL_AUTH'
+  | 'ERR_MODEL_BAD_REQUEST'
+  | 'ERR_MODEL_RATE_LIMITED'
+  | 'ERR_MODEL_TIMEOUT'
+  | 'ERR_MODEL_CONNECTION'
+  | 'ERR_MODEL_STREAM_IDLE'
+>;
+
+/** What a {@link ModelError} says beyond its message. */
+export interface ModelErrorDetails {
+  readonly code: ModelErrorCode;
+  /** The HTTP status the server answered with, when it answered. */
+  readonly status?: number | undefined;
+  /** Attempts the call made before giving up (1 when it was not retried). */
+  readonly attempts: number;
+  /** How long the server asked to wait (`retry-after` / `retry-after-ms`), in ms. */
+  readonly retryAfterMs?: number | undefined;
+  /** The server's own error code (`invalid_api_key`, `model_not_found`, ...). */
+  readonly serverCode?: string | undefined;
+  readonly cause?: unknown;
+}
+
+/**
+ * A model call failed. One class for every way it fails; `code` says which:
+ *
+ * | code | when | retried? |
+ * |---|---|---|
+ * | `ERR_MODEL_AUTH` | 401, 403: the key was refused | no |
+ * | `ERR_MODEL_BAD_REQUEST` | other 4xx: wrong model, base URL or body | no |
+ * | `ERR_MODEL_RATE_LIMITED` | 429 past the attempt budget, or `retry-after` over the cap | yes, within the budget |
+ * | `ERR_MODEL_TIMEOUT` | 408, or an attempt overran `timeoutMs` | yes, within the budget |
+ * | `ERR_MODEL_CONNECTION` | refused, reset, DNS, a stream cut short | yes, before the first token |
+ * | `ERR_MODEL_STREAM_IDLE` | a stream sent no delta for `streamIdleTimeoutMs` | no |
+ * | `ERR_MODEL` | 409, 5xx past the budget; an error event inside a stream | 409/5xx yes |
+ *
+ * The message is one line that says what failed and what to change. The
+ * error survives a thread hop (`encodeError`/`decodeError` in `@troupe/core`
+ * rebuild it with its code and fields); recognise it by `code` with
+ * `isTroupeError(err, 'ERR_MODEL_AUTH')`, not by `instanceof` alone.
+ *
+ * @example
+ * ```ts
+ * try { await model.generate(request) }
+ * catch (err) { if (isTroupeError(err, 'ERR_MODEL_RATE_LIMITED')) console.error(err.message) }
+ * ```
+ */
+export class ModelError extends TroupeError {
+  override readonly name: string = 'ModelError';
+  declare readonly code: ModelErrorCode;
+  readonly status: number | undefined;
+  readonly attempts: number;
+  readonly retryAfterMs: number | undefined;
+  readonly serverCode: string | undefined;
+
+  constructor(message: string, details: ModelErrorDetails) {
+    super(message, details.cause === undefined ? { code: details.code } : { code: details.code, cause: details.cause });
+    this.status = details.status;
+    this.attempts = details.attempts;
+    this.retryAfterMs = details.retryAfterMs;
+    this.serverCode = details.serverCode;
+  }
+
+  override toData(): Record<string, unknown> {
+    const data: Record<string, unknown> = { attempts: this.attempts };
+    if (this.status !== undefined) data.status = this.status;
+    if (this.retryAfterMs !== undefined) data.retryAfterMs = this.retryAfterMs;
+    if (this.serverCode !== undefined) data.serverCode = this.serverCode;
+    return data;
+  }
+}

@@ -1,0 +1,189 @@
+import {
+  CancelledError,
+  type CancelReason,
+  isTroupeError,
+  type Model,
+  type ModelRequest,
+  type ModelResponse,
+  type ModelToolCall,
+  type ToolSpec,
+} from '@troupe/core';
+import OpenAI from 'openai';
+import type { ChatCompletionCreateParamsBase, ChatCompletionFunctionTool } from 'openai/resources/chat/completions';
+import { isRetryable } from './internal/AttemptFailure.js';
+import { abortableSleep } from './internal/abortableSleep.js';
+import { nodeFetch } from './internal/nodeFetch.js';
+import { backoffDelay, parseRetryAfter } from './internal/retryPolicy.js';
+import { runAttempt } from './internal/runAttempt.js';
+import { dropStrictNulls } from './internal/strictSchema.js';
+import { systemClock } from './internal/systemClock.js';
+import { type FailureContext, overCapError, toModelError } from './internal/toModelError.js';
+import {
+  type OpenAIModelOptions,
+  type ResolvedOpenAIModelOptions,
+  resolveOpenAIModelOptions,
+} from './OpenAIModelOptions.js';
+import { toChatMessages } from './toChatMessages.js';
+import { toChatTools } from './toChatTools.js';
+
+/** A {@link Model} on an OpenAI-compatible chat-completions server, as {@link openaiModel} makes it. */
+export interface OpenAIModel extends Model {
+  readonly name: string;
+  readonly provider: string;
+  /** The options in force, defaulted (the key is not among them). */
+  readonly options: Omit<ResolvedOpenAIModelOptions, 'apiKey'>;
+}
+
+/**
+ * A model on any OpenAI-compatible chat-completions server: OpenAI, Ollama,
+ * vLLM, llama.cpp server, LM Studio, OpenRouter. Built on the official
+ * `openai` package (a peer dependency, 6.x or 7.x) with the SDK's retries off.
+ *
+ * - **Where:** construct it in the agent module, so it lives in the worker
+ *   that runs the agent; the key never crosses a thread.
+ * - **Streaming:** on by default; `request.onDelta` gets every text,
+ *   reasoning and tool-call delta in order. What real servers send is
+ *   normalised (see {@link ChatStreamAccumulator}).
+ * - **Retries:** 408, 409, 429, 5xx and connection errors, with full-jitter
+ *   exponential backoff, `retry-after(-ms)` honoured up to `retryAfterCapMs`
+ *   (beyond it: `ERR_MODEL_RATE_LIMITED` at once); `maxAttempts` per call;
+ *   never once a delta has been delivered; other 4xx never.
+ * - **Cancellation:** the request's `signal` aborts the connect, the wait for
+ *   headers, the backoff sleep and the stream; the call rejects at once with
+ *   a `CancelledError` (the signal's reason when it is one, else `user`) and
+ *   the socket is closed. A stream silent for `streamIdleTimeoutMs` fails with
+ *   `ERR_MODEL_STREAM_IDLE`.
+ * - **Errors:** a {@link ModelError} whose one-line message says what to fix.
+ *
+ * Options are checked here, once: a bad one throws an `InvalidArgumentError`
+ * naming it. The environment is read for `OPENAI_API_KEY` only, when
+ * `apiKey` is not given.
+ *
+ * @example
+ * ```ts
+ * // agents/helper.ts — runs in a worker
+ * export default defineAgent({
+ *   name: 'helper',
+ *   model: openaiModel({ model: 'llama3.2', baseURL: 'http://127.0.0.1:11434/v1' }),
+ *   tools: [weather],
+ * })
+ * ```
+ */
+export function openaiModel(options: OpenAIModelOptions): OpenAIModel {
+  const resolved = resolveOpenAIModelOptions(options, process.env);
+  const { apiKey, ...visible } = resolved;
+  const client = new OpenAI({
+    // The SDK insists on a key; a keyless server gets a placeholder and no Authorization header.
+    apiKey: apiKey ?? 'no-key',
+    baseURL: resolved.baseURL,
+    maxRetries: 0,
+    // Its abort closes the socket in every phase, a pending TLS handshake included (see nodeFetch).
+    fetch: nodeFetch(),
+    // Passed explicitly so that the SDK reads none of them from the environment.
+    organization: null,
+    project: null,
+    webhookSecret: null,
+    adminAPIKey: null,
+    logLevel: 'off',
+    defaultHeaders: { ...resolved.headers, ...(apiKey === undefined ? { Authorization: null } : {}) },
+  });
+  const clock = resolved.clock ?? systemClock;
+  const toolCache = new WeakMap<readonly ToolSpec[], ChatCompletionFunctionTool[]>();
+  const chatTools = (tools: readonly ToolSpec[]): ChatCompletionFunctionTool[] => {
+    let converted = toolCache.get(tools);
+    if (converted === undefined) {
+      converted = toChatTools(tools, { strict: resolved.strictTools });
+      toolCache.set(tools, converted);
+    }
+    return converted;
+  };
+
+  const generate = async (request: ModelRequest): Promise<ModelResponse> => {
+    const { signal } = request;
+    if (signal.aborted) throw cancelled(signal);
+    const tools = request.tools.length === 0 ? undefined : chatTools(request.tools);
+    const body: Omit<ChatCompletionCreateParamsBase, 'stream' | 'stream_options'> = {
+      ...resolved.extraBody,
+      model: resolved.model,
+      messages: toChatMessages(request.messages),
+      ...(tools === undefined ? {} : { tools }),
+      ...(tools !== undefined && resolved.parallelToolCalls !== undefined
+        ? { parallel_tool_calls: resolved.parallelToolCalls }
+        : {}),
+      ...(resolved.temperature === undefined ? {} : { temperature: resolved.temperature }),
+    };
+    for (let attempts = 1; ; attempts++) {
+      const outcome = await runAttempt({
+        client,
+        body,
+        stream: resolved.stream,
+        signal,
+        onDelta: resolved.stream ? request.onDelta : undefined,
+        clock,
+        timeoutMs: resolved.timeoutMs,
+        streamIdleTimeoutMs: resolved.streamIdleTimeoutMs,
+      });
+      if (outcome.ok) {
+        const { answer } = outcome;
+        const message =
+          resolved.strictTools && answer.message.toolCalls !== undefined
+            ? {
+                ...answer.message,
+                toolCalls: answer.message.toolCalls.map((c) => withoutStrictNulls(c, request.tools)),
+              }
+            : answer.message;
+        return {
+          message,
+          usage: answer.usage,
+          reasoning: answer.reasoning,
+          info: {
+            model: answer.model ?? resolved.model,
+            attempts,
+            timeToFirstTokenMs: outcome.timeToFirstTokenMs,
+            finishReason: answer.finishReason,
+          },
+        };
+      }
+      const { failure } = outcome;
+      if (failure.kind === 'cancel') throw cancelled(signal);
+      // An HTTP date in `retry-after` is wall-clock time: compared with Date.now(), not the injected clock.
+      const retryAfter = failure.kind === 'status' ? parseRetryAfter(failure.headers, Date.now()) : undefined;
+      const ctx: FailureContext = {
+        baseURL: resolved.baseURL,
+        model: resolved.model,
+        attempts,
+        timeoutMs: resolved.timeoutMs,
+        streamIdleTimeoutMs: resolved.streamIdleTimeoutMs,
+        answering: outcome.answering,
+        retryAfterMs: retryAfter,
+      };
+      if (!isRetryable(failure) || outcome.delivered > 0 || attempts >= resolved.maxAttempts) {
+        throw toModelError(failure, ctx);
+      }
+      if (failure.kind === 'status' && retryAfter !== undefined && retryAfter > resolved.retryAfterCapMs) {
+        throw overCapError(failure, retryAfter, resolved.retryAfterCapMs, ctx);
+      }
+      const delay =
+        retryAfter ?? backoffDelay(attempts, resolved.backoffBaseMs, resolved.backoffMaxMs, resolved.random);
+      try {
+        await abortableSleep(delay, signal, clock);
+      } catch {
+        throw cancelled(signal);
+      }
+    }
+  };
+
+  return Object.freeze({ name: resolved.model, provider: resolved.provider, options: visible, generate });
+}
+
+function cancelled(signal: AbortSignal): CancelledError {
+  const reason: unknown = signal.reason;
+  const why: CancelReason = isTroupeError(reason, 'ERR_CANCELLED') ? (reason as CancelledError).reason : 'user';
+  return new CancelledError(why, `the model call was cancelled (${why})`);
+}
+
+function withoutStrictNulls(call: ModelToolCall, tools: readonly ToolSpec[]): ModelToolCall {
+  if (typeof call.arguments !== 'object' || call.arguments === null) return call;
+  const spec = tools.find((t) => t.name === call.name);
+  return spec === undefined ? call : { ...call, arguments: dropStrictNulls(call.arguments, spec.parameters) };
+}
