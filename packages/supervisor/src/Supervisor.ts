@@ -19,14 +19,15 @@ import {
   type Scope,
   type ScopeDefinition,
   sealScope,
-  TroupeError,
 } from '@troupe/core';
 import { EventEmitter } from 'eventemitter3';
 import type { AgentHandle, AgentReply } from './AgentHandle.js';
 import { Delegation, emitOutcome, emitSpawned, hasTelemetryListeners } from './internal/Delegation.js';
 import { ParentAgent } from './internal/ParentAgent.js';
-import { MemoryPersistence, type PersistenceAdapter, STATE_ENVELOPE_VERSION } from './Persistence.js';
+import { MemoryPersistence } from './MemoryPersistence.js';
+import type { PersistenceAdapter } from './Persistence.js';
 import { checkRestartPolicy, type RestartPolicy } from './RestartPolicy.js';
+import { migrateEnvelope } from './StateEnvelope.js';
 import type { SubagentOutcome } from './SubagentOutcome.js';
 import { type SpawnSpec, SubagentPool, type SubagentPoolOptions } from './SubagentPool.js';
 import type { SupervisorEvents } from './SupervisorEvents.js';
@@ -227,15 +228,9 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     if (typeof conversationId !== 'string' || conversationId.length === 0) {
       throw new InvalidArgumentError('conversationId must be a non-empty string');
     }
-    const saved = await this.#persistence?.loadState(scope, { agentId: id, conversationId });
-    if (saved !== undefined && saved.version !== STATE_ENVELOPE_VERSION) {
-      throw new TroupeError(
-        `saved state of ${id} has version ${String(saved.version)}; this Troupe reads ${STATE_ENVELOPE_VERSION}`,
-        {
-          code: 'ERR_PROTOCOL',
-        },
-      );
-    }
+    const loaded = await this.#persistence?.loadState(scope, { agentId: id, conversationId });
+    // Stores migrate on read; an adapter that does not is held to the same versions here.
+    const saved = loaded === undefined ? undefined : migrateEnvelope(loaded, `the saved state of ${id}`);
     this.#assertOpen();
     const parent = new ParentAgent(
       def,

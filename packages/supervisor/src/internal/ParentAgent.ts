@@ -21,8 +21,9 @@ import {
 import type { EventEmitter } from 'eventemitter3';
 import type { AgentHandle, AgentReply, AgentSnapshot, AgentStatus } from '../AgentHandle.js';
 import type { CancellationTable } from '../CancellationTable.js';
-import { type AgentStateEnvelope, type PersistenceAdapter, STATE_ENVELOPE_VERSION } from '../Persistence.js';
+import type { PersistenceAdapter } from '../Persistence.js';
 import { admitRestart, type RestartPolicy } from '../RestartPolicy.js';
+import { type AgentStateEnvelope, STATE_ENVELOPE_VERSION } from '../StateEnvelope.js';
 import type { SupervisorEvents } from '../SupervisorEvents.js';
 import type { Delegation, RunRecord } from './Delegation.js';
 
@@ -293,7 +294,10 @@ export class ParentAgent implements AgentHandle {
       agentId: this.id,
       conversationId: this.conversationId,
       agentName: this.name,
+      status: this.#pending === undefined ? 'idle' : 'suspended',
       state: this.#state,
+      waitingOn: this.#pending?.request.id,
+      runId: undefined,
       pendingRequest:
         this.#pending === undefined
           ? undefined
