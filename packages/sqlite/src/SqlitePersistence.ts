@@ -215,7 +215,10 @@ export class SqlitePersistence implements PersistenceAdapter {
     const envelope = batch.envelope === undefined ? undefined : R.encode(batch.envelope, 'envelope');
     const messages = (batch.messages ?? []).map((m) => R.encode(m, 'message'));
     const runs = (batch.runs ?? []).map((run) => ({ run, json: R.encode(run, `run ${run.runId}`) }));
-    const opened = (batch.openedRequests ?? []).map((r) => ({ r, json: R.encode({ ...r, status: 'open' }, `request ${r.requestId}`) }));
+    const opened = (batch.openedRequests ?? []).map((r) => ({
+      r,
+      json: R.encode({ ...r, status: 'open' }, `request ${r.requestId}`),
+    }));
     const s = this.#s;
     const conv = context.conversationId;
     this.#write('saving a turn', () => {

@@ -199,7 +199,10 @@ export class MemoryPersistence implements PersistenceAdapter {
     const envelope = batch.envelope === undefined ? undefined : R.encode(batch.envelope, 'envelope');
     const messages = (batch.messages ?? []).map((m) => R.encode(m, 'message'));
     const runs = (batch.runs ?? []).map((run) => ({ run, json: R.encode(run, `run ${run.runId}`) }));
-    const opened = (batch.openedRequests ?? []).map((r) => ({ r, json: R.encode({ ...r, status: 'open' }, `request ${r.requestId}`) }));
+    const opened = (batch.openedRequests ?? []).map((r) => ({
+      r,
+      json: R.encode({ ...r, status: 'open' }, `request ${r.requestId}`),
+    }));
     const existing = this.#find(tenant, context.conversationId);
     for (const { run } of runs) {
       const owner = this.#runIndex.get(`${tenant}${SEP}${run.runId}`);

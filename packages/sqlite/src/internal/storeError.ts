@@ -43,6 +43,12 @@ export function storeError(
       },
     );
   }
+  if (code.startsWith('SQLITE_IOERR')) {
+    return new TroupeError(
+      `${operation} on ${file} failed: the file could not be written or read (${code}: ${reason}); nothing of it was saved: check that the file is writable and the disk healthy`,
+      { code: 'ERR_STORE_WRITE', cause: error },
+    );
+  }
   if (code.startsWith('SQLITE_READONLY') || code === 'SQLITE_PERM' || code.startsWith('SQLITE_CANTOPEN')) {
     return new TroupeError(
       `${operation} on ${file} failed: the file or its directory cannot be written (${reason}); nothing of it was saved: make both writable`,
