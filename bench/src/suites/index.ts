@@ -2,12 +2,21 @@ import type { Suite } from '../Suite.js';
 import { abSuite } from './ab.js';
 import { cancelSuite } from './cancel.js';
 import { coreSuite } from './core.js';
+import { persistenceSuite } from './persistence.js';
 import { scopeSuite } from './scope.js';
 import { subagentSuite } from './subagent.js';
 import { supervisorSuite } from './supervisor.js';
 
 /** Every suite `pnpm bench` knows, in the order a full run takes them. */
-export const suites: readonly Suite[] = [coreSuite, cancelSuite, subagentSuite, supervisorSuite, scopeSuite, abSuite];
+export const suites: readonly Suite[] = [
+  coreSuite,
+  cancelSuite,
+  subagentSuite,
+  supervisorSuite,
+  persistenceSuite,
+  scopeSuite,
+  abSuite,
+];
 
 /** Find a suite by name. */
 export function findSuite(name: string): Suite | undefined {

@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
+import { once } from 'node:events';
 import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { Worker } from 'node:worker_threads';
 import { type Answer, type Clock, InvalidArgumentError, type Message, TroupeError } from '@troupe/core';
 import {
   type AgentStateEnvelope,
@@ -27,6 +29,7 @@ import {
   type WithdrawResult,
 } from '@troupe/supervisor';
 import Database from 'better-sqlite3';
+import type { CheckpointerData } from './internal/checkpointer.js';
 import { processAlive, processStart } from './internal/processAlive.js';
 import { checkHeader, migrate } from './internal/schema.js';
 import { prepareStatements, type Statements } from './internal/statements.js';
@@ -53,6 +56,11 @@ export interface SqlitePersistenceOptions {
   /** Where default times come from (`prune`, `markInterrupted`, a batch without `at`). */
   readonly clock?: Pick<Clock, 'now'>;
 }
+
+/** How often the checkpointer thread copies the WAL into the database file. */
+const CHECKPOINT_INTERVAL_MS = 50;
+/** The writer's own checkpoint threshold, in pages of 4 KiB: a bound, not the routine. */
+const WAL_AUTOCHECKPOINT_PAGES = 20_000;
 
 // Stores open in this process, by owner id: their runs are live.
 const openHere = new Set<string>();
@@ -92,6 +100,7 @@ export class SqlitePersistence implements PersistenceAdapter {
   readonly #tenantKey: TenantKey | undefined;
   readonly #clock: Pick<Clock, 'now'>;
   readonly #owner = randomUUID();
+  readonly #checkpointer: Worker;
   #closed = false;
 
   constructor(options: SqlitePersistenceOptions) {
@@ -139,6 +148,9 @@ export class SqlitePersistence implements PersistenceAdapter {
         throw new TroupeError(`journal_mode is ${String(mode)}, not wal`, { code: 'ERR_STORE_WRITE' });
       db.pragma(`synchronous = ${synchronous}`);
       db.pragma('foreign_keys = ON');
+      // The checkpointer thread keeps the WAL short; this threshold (80 MiB)
+      // only bounds it should that thread fall behind or fail.
+      db.pragma(`wal_autocheckpoint = ${WAL_AUTOCHECKPOINT_PAGES}`);
       migrate(db, this.file);
       this.#db = db;
       this.#s = prepareStatements(db);
@@ -155,6 +167,12 @@ export class SqlitePersistence implements PersistenceAdapter {
       throw storeError(error, this.file, 'opening the store');
     }
     openHere.add(this.#owner);
+    const data: CheckpointerData = { file: this.file, synchronous, intervalMs: CHECKPOINT_INTERVAL_MS };
+    this.#checkpointer = new Worker(new URL('./internal/checkpointer.js', import.meta.url), { workerData: data });
+    this.#checkpointer.on('error', () => {
+      // A checkpointer that died leaves the writer's autocheckpoint in charge.
+    });
+    this.#checkpointer.unref();
   }
 
   #tenant(scope: unknown): string {
@@ -449,6 +467,10 @@ export class SqlitePersistence implements PersistenceAdapter {
     if (this.#closed) return;
     this.#closed = true;
     openHere.delete(this.#owner);
+    const exited = once(this.#checkpointer, 'exit');
+    this.#checkpointer.ref(); // hold the loop open until the thread is gone
+    this.#checkpointer.postMessage('close');
+    await exited;
     try {
       this.#s.dropOwner.run(this.#owner);
     } catch {
