@@ -7,6 +7,7 @@ const fs = require('node:fs');
 module.exports = {
   hooks: {
     updateConfig(config) {
+      // biome-ignore lint/suspicious/noUndeclaredEnvVars: read by pnpm at install, never by a turbo task
       if (process.env.npm_config_nodedir !== undefined || !fs.existsSync('/usr/include/node/node.h')) return config;
       config.extraEnv = { ...config.extraEnv, npm_config_nodedir: '/usr' };
       return config;

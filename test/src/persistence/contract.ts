@@ -51,7 +51,8 @@ export function runPersistenceContract(name: string, make: MakeStore): void {
         await store.persistState(scope, envelope(c, { state }), c);
         (state.metadata.list as number[]).push(2);
         const first = await store.loadState(scope, c);
-        (first?.state.metadata.list as number[]).push(3);
+        assert.ok(first !== undefined);
+        (first.state.metadata.list as number[]).push(3);
         const second = await store.loadState(scope, c);
         assert.deepEqual(second?.state.metadata, { list: [1] });
       });
