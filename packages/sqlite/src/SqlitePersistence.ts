@@ -1,9 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
-import { mkdirSync } from 'node:fs';
-import { join, resolve } from 'node:path';
 import { Worker } from 'node:worker_threads';
-import { type Answer, type Clock, InvalidArgumentError, type Message, TroupeError } from '@troupe/core';
+import { type Answer, type Clock, InvalidArgumentError, type Message } from '@troupe/core';
 import {
   type AgentStateEnvelope,
   type AnswerResult,
@@ -28,10 +26,10 @@ import {
   type TurnBatch,
   type WithdrawResult,
 } from '@troupe/supervisor';
-import Database from 'better-sqlite3';
+import type Database from 'better-sqlite3';
 import type { CheckpointerData } from './internal/checkpointer.js';
+import { openDatabase } from './internal/openDatabase.js';
 import { processAlive, processStart } from './internal/processAlive.js';
-import { checkHeader, migrate } from './internal/schema.js';
 import { prepareStatements, type Statements } from './internal/statements.js';
 import { storeError } from './internal/storeError.js';
 
@@ -107,67 +105,27 @@ export class SqlitePersistence implements PersistenceAdapter {
     if (typeof options !== 'object' || options === null) {
       throw new InvalidArgumentError('sqlitePersistence(options): pass { file } or { directory }');
     }
-    const { file, directory } = options;
-    if ((file === undefined) === (directory === undefined)) {
-      throw new InvalidArgumentError('sqlitePersistence: pass exactly one of file or directory');
-    }
-    for (const [name, value] of [
-      ['file', file],
-      ['directory', directory],
-    ] as const) {
-      if (value !== undefined && (typeof value !== 'string' || value.length === 0)) {
-        throw new InvalidArgumentError(`sqlitePersistence: ${name} must be a non-empty path`);
-      }
-    }
-    const synchronous = options.synchronous ?? 'NORMAL';
-    if (synchronous !== 'NORMAL' && synchronous !== 'FULL') {
-      throw new InvalidArgumentError(`synchronous must be 'NORMAL' or 'FULL', got ${String(synchronous)}`);
-    }
-    const busy = options.busyTimeoutMs ?? 5000;
-    if (!Number.isSafeInteger(busy) || busy < 0) throw new InvalidArgumentError('busyTimeoutMs must be an integer ≥ 0');
     if (options.tenantKey !== undefined && typeof options.tenantKey !== 'function') {
       throw new InvalidArgumentError('tenantKey must be a function (scope) => string');
     }
     this.#tenantKey = options.tenantKey;
     this.#clock = options.clock ?? { now: () => Date.now() };
-    if (directory !== undefined) {
-      try {
-        mkdirSync(directory, { recursive: true });
-      } catch (error) {
-        throw storeError(error, directory, 'creating the store directory');
-      }
-    }
-    this.file = resolve(directory === undefined ? (file as string) : join(directory, 'troupe.sqlite'));
-    checkHeader(this.file);
-    let db: Database.Database | undefined;
+    const opened = openDatabase(options, WAL_AUTOCHECKPOINT_PAGES);
+    this.file = opened.file;
+    this.#db = opened.db;
     try {
-      db = new Database(this.file, { timeout: busy });
-      if (db.readonly) throw new TroupeError('read-only', { code: 'ERR_STORE_WRITE' });
-      const mode = db.pragma('journal_mode = WAL', { simple: true });
-      if (mode !== 'wal')
-        throw new TroupeError(`journal_mode is ${String(mode)}, not wal`, { code: 'ERR_STORE_WRITE' });
-      db.pragma(`synchronous = ${synchronous}`);
-      db.pragma('foreign_keys = ON');
-      // The checkpointer thread keeps the WAL short; this threshold (80 MiB)
-      // only bounds it should that thread fall behind or fail.
-      db.pragma(`wal_autocheckpoint = ${WAL_AUTOCHECKPOINT_PAGES}`);
-      migrate(db, this.file);
-      this.#db = db;
-      this.#s = prepareStatements(db);
+      this.#s = prepareStatements(this.#db);
       this.#s.addOwner.run(this.#owner, process.pid, processStart(process.pid), Date.now());
     } catch (error) {
-      db?.close();
-      if (isStoreError(error)) throw error;
-      if (error instanceof TroupeError && error.code === 'ERR_STORE_WRITE') {
-        throw new TroupeError(
-          `${this.file} cannot be written (${error.message}): make the file and its directory writable, or pass another file`,
-          { code: 'ERR_STORE_WRITE' },
-        );
-      }
+      this.#db.close();
       throw storeError(error, this.file, 'opening the store');
     }
     openHere.add(this.#owner);
-    const data: CheckpointerData = { file: this.file, synchronous, intervalMs: CHECKPOINT_INTERVAL_MS };
+    const data: CheckpointerData = {
+      file: this.file,
+      synchronous: opened.synchronous,
+      intervalMs: CHECKPOINT_INTERVAL_MS,
+    };
     this.#checkpointer = new Worker(new URL('./internal/checkpointer.js', import.meta.url), { workerData: data });
     this.#checkpointer.on('error', () => {
       // A checkpointer that died leaves the writer's autocheckpoint in charge.
@@ -482,11 +440,6 @@ export class SqlitePersistence implements PersistenceAdapter {
   async [Symbol.asyncDispose](): Promise<void> {
     return this.close();
   }
-}
-
-function isStoreError(error: unknown): boolean {
-  const code = (error as { code?: unknown })?.code;
-  return error instanceof TroupeError && (code === 'ERR_STORE_CORRUPT' || code === 'ERR_STORE_VERSION');
 }
 
 /**

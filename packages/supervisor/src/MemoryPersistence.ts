@@ -1,4 +1,5 @@
-import { type Answer, BackpressureError, type Clock, InvalidArgumentError, type Message } from '@troupe/core';
+import { type Answer, type Clock, InvalidArgumentError, type Message } from '@troupe/core';
+import { ConversationTable, callKey, SEP, type StoredRequest } from './internal/ConversationTable.js';
 import type {
   AnswerResult,
   ConversationSummary,
@@ -36,38 +37,6 @@ export interface MemoryPersistenceOptions {
 /** Default of {@link MemoryPersistenceOptions.maxConversations}. */
 export const DEFAULT_MAX_CONVERSATIONS = 10_000;
 
-interface StoredRun {
-  json: string;
-  status: RunRecord['status'];
-  attempt: number;
-  updatedAt: number;
-}
-
-interface StoredRequest {
-  conv: Conversation;
-  json: string;
-  status: RequestRecord['status'];
-  openedAt: number;
-  closedAt: number | undefined;
-}
-
-interface Conversation {
-  readonly key: string;
-  readonly tenant: string;
-  readonly id: string;
-  readonly states: Map<string, string>;
-  summary: Omit<ConversationSummary, 'openRequests'> | undefined;
-  readonly messages: Map<string, string[]>;
-  readonly runs: Map<string, StoredRun>;
-  /** runId → call key → record (records hold primitives only: copied by spreading). */
-  readonly toolCalls: Map<string, Map<string, ToolCallRecord>>;
-  readonly requests: Set<string>;
-  open: number;
-}
-
-const SEP = '\u0000';
-const callKey = (k: { toolCallId: string; attempt: number }): string => `${k.toolCallId}${SEP}${k.attempt}`;
-
 /**
  * The in-memory {@link PersistenceAdapter}: for tests, scripts and hosts that
  * do not need to survive a restart. Same semantics as the SQLite store for
@@ -90,13 +59,8 @@ const callKey = (k: { toolCallId: string; attempt: number }): string => `${k.too
  */
 export class MemoryPersistence implements PersistenceAdapter {
   readonly #tenantKey: TenantKey | undefined;
-  readonly #max: number;
   readonly #clock: Pick<Clock, 'now'>;
-  // Insertion order is recency: a touched conversation is re-inserted at the end.
-  readonly #conversations = new Map<string, Conversation>();
-  readonly #runIndex = new Map<string, Conversation>();
-  readonly #callIndex = new Map<string, Conversation>();
-  readonly #requests = new Map<string, StoredRequest>();
+  readonly #t: ConversationTable;
   #closed = false;
 
   constructor(options: MemoryPersistenceOptions = {}) {
@@ -109,64 +73,13 @@ export class MemoryPersistence implements PersistenceAdapter {
     if (!Number.isSafeInteger(max) || max < 1)
       throw new InvalidArgumentError('maxConversations must be an integer ≥ 1');
     this.#tenantKey = options.tenantKey;
-    this.#max = max;
+    this.#t = new ConversationTable(max);
     this.#clock = options.clock ?? { now: () => Date.now() };
   }
 
   #tenant(scope: unknown): string {
     if (this.#closed) throw R.closed('MemoryPersistence');
     return R.tenantOf(this.#tenantKey, scope);
-  }
-
-  #find(tenant: string, conversationId: string): Conversation | undefined {
-    const key = `${tenant}${SEP}${conversationId}`;
-    const conv = this.#conversations.get(key);
-    if (conv !== undefined) {
-      this.#conversations.delete(key);
-      this.#conversations.set(key, conv);
-    }
-    return conv;
-  }
-
-  #obtain(tenant: string, conversationId: string): Conversation {
-    const found = this.#find(tenant, conversationId);
-    if (found !== undefined) return found;
-    if (this.#conversations.size >= this.#max) this.#evictOne();
-    const key = `${tenant}${SEP}${conversationId}`;
-    const conv: Conversation = {
-      key,
-      tenant,
-      id: conversationId,
-      states: new Map(),
-      summary: undefined,
-      messages: new Map(),
-      runs: new Map(),
-      toolCalls: new Map(),
-      requests: new Set(),
-      open: 0,
-    };
-    this.#conversations.set(key, conv);
-    return conv;
-  }
-
-  #evictOne(): void {
-    for (const conv of this.#conversations.values()) {
-      if (conv.open === 0) {
-        this.#drop(conv);
-        return;
-      }
-    }
-    throw new BackpressureError(
-      `all ${this.#max} kept conversations wait on a person: answer or withdraw their requests, raise maxConversations, or use the SQLite store`,
-      this.#max,
-    );
-  }
-
-  #drop(conv: Conversation): void {
-    this.#conversations.delete(conv.key);
-    for (const runId of conv.runs.keys()) this.#runIndex.delete(`${conv.tenant}${SEP}${runId}`);
-    for (const runId of conv.toolCalls.keys()) this.#callIndex.delete(`${conv.tenant}${SEP}${runId}`);
-    for (const requestId of conv.requests) this.#requests.delete(`${conv.tenant}${SEP}${requestId}`);
   }
 
   async persistState(scope: unknown, data: AgentStateEnvelope, context: PersistenceContext): Promise<void> {
@@ -176,7 +89,7 @@ export class MemoryPersistence implements PersistenceAdapter {
   async loadState(scope: unknown, context: PersistenceContext): Promise<AgentStateEnvelope | undefined> {
     const tenant = this.#tenant(scope);
     R.checkContext(context);
-    const json = this.#find(tenant, context.conversationId)?.states.get(context.agentId);
+    const json = this.#t.find(tenant, context.conversationId)?.states.get(context.agentId);
     return json === undefined ? undefined : migrateEnvelope(JSON.parse(json), `the saved state of ${context.agentId}`);
   }
 
@@ -187,7 +100,7 @@ export class MemoryPersistence implements PersistenceAdapter {
   async loadMessages(scope: unknown, context: PersistenceContext): Promise<readonly Message[]> {
     const tenant = this.#tenant(scope);
     R.checkContext(context);
-    const list = this.#find(tenant, context.conversationId)?.messages.get(context.agentId) ?? [];
+    const list = this.#t.find(tenant, context.conversationId)?.messages.get(context.agentId) ?? [];
     return list.map((json) => JSON.parse(json) as Message);
   }
 
@@ -203,9 +116,9 @@ export class MemoryPersistence implements PersistenceAdapter {
       r,
       json: R.encode({ ...r, status: 'open' }, `request ${r.requestId}`),
     }));
-    const existing = this.#find(tenant, context.conversationId);
+    const existing = this.#t.find(tenant, context.conversationId);
     for (const { run } of runs) {
-      const owner = this.#runIndex.get(`${tenant}${SEP}${run.runId}`);
+      const owner = this.#t.runIndex.get(`${tenant}${SEP}${run.runId}`);
       const saved = owner?.runs.get(run.runId);
       if (owner !== undefined && owner.id !== context.conversationId) {
         throw new InvalidArgumentError(
@@ -216,7 +129,7 @@ export class MemoryPersistence implements PersistenceAdapter {
     }
     const seen = new Set<string>();
     for (const { r } of opened) {
-      if (this.#requests.has(`${tenant}${SEP}${r.requestId}`) || seen.has(r.requestId)) {
+      if (this.#t.requests.has(`${tenant}${SEP}${r.requestId}`) || seen.has(r.requestId)) {
         throw R.duplicateRequest(r.requestId);
       }
       seen.add(r.requestId);
@@ -226,7 +139,7 @@ export class MemoryPersistence implements PersistenceAdapter {
       if (call === undefined) throw R.notStarted(key);
     }
     // Phase 2: apply (synchronous, so no other call interleaves).
-    const conv = existing ?? this.#obtain(tenant, context.conversationId);
+    const conv = existing ?? this.#t.obtain(tenant, context.conversationId);
     if (envelope !== undefined && batch.envelope !== undefined) {
       conv.states.set(context.agentId, envelope);
       conv.summary = {
@@ -247,7 +160,7 @@ export class MemoryPersistence implements PersistenceAdapter {
     }
     for (const { run, json } of runs) {
       conv.runs.set(run.runId, { json, status: run.status, attempt: run.attempt, updatedAt: run.updatedAt });
-      this.#runIndex.set(`${tenant}${SEP}${run.runId}`, conv);
+      this.#t.runIndex.set(`${tenant}${SEP}${run.runId}`, conv);
     }
     for (const key of batch.committedToolCalls ?? []) {
       const calls = conv.toolCalls.get(key.runId);
@@ -258,12 +171,12 @@ export class MemoryPersistence implements PersistenceAdapter {
     }
     for (const { r, json } of opened) {
       const stored: StoredRequest = { conv, json, status: 'open', openedAt: r.openedAt, closedAt: undefined };
-      this.#requests.set(`${tenant}${SEP}${r.requestId}`, stored);
+      this.#t.requests.set(`${tenant}${SEP}${r.requestId}`, stored);
       conv.requests.add(r.requestId);
       conv.open++;
     }
     for (const requestId of batch.withdrawnRequests ?? []) {
-      if (this.#requests.get(`${tenant}${SEP}${requestId}`)?.conv === conv)
+      if (this.#t.requests.get(`${tenant}${SEP}${requestId}`)?.conv === conv)
         this.#close(tenant, requestId, 'withdrawn', undefined, at);
     }
   }
@@ -275,7 +188,7 @@ export class MemoryPersistence implements PersistenceAdapter {
     answer: Answer | undefined,
     at: number,
   ): StoredRequest | undefined {
-    const stored = this.#requests.get(`${tenant}${SEP}${requestId}`);
+    const stored = this.#t.requests.get(`${tenant}${SEP}${requestId}`);
     if (stored === undefined || stored.status !== 'open') return undefined;
     const record = JSON.parse(stored.json) as RequestRecord;
     stored.json = JSON.stringify({ ...record, status, answer, closedAt: at });
@@ -288,7 +201,7 @@ export class MemoryPersistence implements PersistenceAdapter {
   async loadRuns(scope: unknown, context: PersistenceContext): Promise<readonly RunRecord[]> {
     const tenant = this.#tenant(scope);
     R.checkContext(context);
-    const conv = this.#find(tenant, context.conversationId);
+    const conv = this.#t.find(tenant, context.conversationId);
     const out: RunRecord[] = [];
     for (const run of conv?.runs.values() ?? []) if (!isTerminalRunStatus(run.status)) out.push(JSON.parse(run.json));
     return out.sort((a, b) => a.updatedAt - b.updatedAt || (a.runId < b.runId ? -1 : 1));
@@ -299,7 +212,7 @@ export class MemoryPersistence implements PersistenceAdapter {
     if (this.#closed) throw R.closed('MemoryPersistence');
     const now = options.now ?? this.#clock.now();
     const out: RunRecord[] = [];
-    for (const conv of this.#conversations.values()) {
+    for (const conv of this.#t.conversations.values()) {
       if (tenant !== undefined && conv.tenant !== tenant) continue;
       for (const run of conv.runs.values()) {
         if (run.status !== 'running') continue;
@@ -319,9 +232,9 @@ export class MemoryPersistence implements PersistenceAdapter {
     if (!Array.isArray(calls))
       throw new InvalidArgumentError('startToolCalls(scope, calls, context): calls must be an array');
     for (const call of calls) R.checkToolCallStart(call);
-    const existing = this.#find(tenant, context.conversationId);
+    const existing = this.#t.find(tenant, context.conversationId);
     for (const call of calls) {
-      const owner = this.#callIndex.get(`${tenant}${SEP}${call.runId}`);
+      const owner = this.#t.callIndex.get(`${tenant}${SEP}${call.runId}`);
       if (owner !== undefined && owner.id !== context.conversationId) {
         throw new InvalidArgumentError(
           `run ${call.runId} belongs to conversation ${owner.id}, not ${context.conversationId}`,
@@ -330,7 +243,7 @@ export class MemoryPersistence implements PersistenceAdapter {
       if (existing?.toolCalls.get(call.runId)?.get(callKey(call))?.status === 'committed')
         throw R.alreadyCommitted(call);
     }
-    const conv = existing ?? this.#obtain(tenant, context.conversationId);
+    const conv = existing ?? this.#t.obtain(tenant, context.conversationId);
     for (const call of calls) {
       let byRun = conv.toolCalls.get(call.runId);
       if (byRun === undefined) {
@@ -347,7 +260,7 @@ export class MemoryPersistence implements PersistenceAdapter {
         status: 'started',
         committedAt: undefined,
       });
-      this.#callIndex.set(`${tenant}${SEP}${call.runId}`, conv);
+      this.#t.callIndex.set(`${tenant}${SEP}${call.runId}`, conv);
     }
   }
 
@@ -355,7 +268,7 @@ export class MemoryPersistence implements PersistenceAdapter {
     const tenant = this.#tenant(scope);
     if (typeof runId !== 'string' || runId.length === 0)
       throw new InvalidArgumentError('runId must be a non-empty string');
-    const calls = this.#callIndex.get(`${tenant}${SEP}${runId}`)?.toolCalls.get(runId);
+    const calls = this.#t.callIndex.get(`${tenant}${SEP}${runId}`)?.toolCalls.get(runId);
     const out: ToolCallRecord[] = [];
     for (const call of calls?.values() ?? []) if (call.status === 'started') out.push({ ...call });
     return out.sort(
@@ -378,7 +291,7 @@ export class MemoryPersistence implements PersistenceAdapter {
     R.checkAnswer(answer);
     if (typeof at !== 'number' || !Number.isFinite(at)) throw new InvalidArgumentError('at must be a finite time');
     const json = R.encode(answer, 'answer');
-    const stored = this.#requests.get(`${tenant}${SEP}${requestId}`);
+    const stored = this.#t.requests.get(`${tenant}${SEP}${requestId}`);
     if (stored === undefined) return { status: 'unknown' };
     if (stored.status === 'answered') return { status: 'already-answered' };
     if (stored.status === 'withdrawn') return { status: 'withdrawn' };
@@ -389,7 +302,7 @@ export class MemoryPersistence implements PersistenceAdapter {
   async withdrawRequest(scope: unknown, requestId: string, at: number): Promise<WithdrawResult> {
     const tenant = this.#tenant(scope);
     if (typeof at !== 'number' || !Number.isFinite(at)) throw new InvalidArgumentError('at must be a finite time');
-    const stored = this.#requests.get(`${tenant}${SEP}${requestId}`);
+    const stored = this.#t.requests.get(`${tenant}${SEP}${requestId}`);
     if (stored === undefined) return { status: 'unknown' };
     if (stored.status === 'answered') return { status: 'already-answered' };
     if (stored.status === 'withdrawn') return { status: 'already-withdrawn' };
@@ -399,7 +312,7 @@ export class MemoryPersistence implements PersistenceAdapter {
 
   async getRequest(scope: unknown, requestId: string): Promise<RequestRecord | undefined> {
     const tenant = this.#tenant(scope);
-    const stored = this.#requests.get(`${tenant}${SEP}${requestId}`);
+    const stored = this.#t.requests.get(`${tenant}${SEP}${requestId}`);
     return stored === undefined ? undefined : (JSON.parse(stored.json) as RequestRecord);
   }
 
@@ -408,7 +321,7 @@ export class MemoryPersistence implements PersistenceAdapter {
     const { limit, after } = R.page(options);
     const from = after === undefined ? undefined : R.parseCursor(after);
     const open: { at: number; id: string; s: StoredRequest }[] = [];
-    for (const [key, s] of this.#requests) {
+    for (const [key, s] of this.#t.requests) {
       if (s.status !== 'open' || s.conv.tenant !== tenant) continue;
       if (options.conversationId !== undefined && s.conv.id !== options.conversationId) continue;
       const id = key.slice(tenant.length + 1);
@@ -429,7 +342,7 @@ export class MemoryPersistence implements PersistenceAdapter {
     const { limit, after } = R.page(options);
     const from = after === undefined ? undefined : R.parseCursor(after);
     const all: ConversationSummary[] = [];
-    for (const conv of this.#conversations.values()) {
+    for (const conv of this.#t.conversations.values()) {
       const s = conv.summary;
       if (conv.tenant !== tenant || s === undefined) continue;
       if (from !== undefined && (s.updatedAt > from.at || (s.updatedAt === from.at && s.conversationId <= from.key)))
@@ -448,9 +361,9 @@ export class MemoryPersistence implements PersistenceAdapter {
   async deleteConversation(scope: unknown, context: PersistenceContext): Promise<boolean> {
     const tenant = this.#tenant(scope);
     R.checkContext(context);
-    const conv = this.#conversations.get(`${tenant}${SEP}${context.conversationId}`);
+    const conv = this.#t.conversations.get(`${tenant}${SEP}${context.conversationId}`);
     if (conv === undefined) return false;
-    this.#drop(conv);
+    this.#t.drop(conv);
     return true;
   }
 
@@ -464,18 +377,18 @@ export class MemoryPersistence implements PersistenceAdapter {
       throw new InvalidArgumentError('finishedRunsOlderThanMs must be a number ≥ 0');
     const cutoff = (options.now ?? this.#clock.now()) - ms;
     const result = { runs: 0, toolCalls: 0, requests: 0 };
-    for (const conv of this.#conversations.values()) {
+    for (const conv of this.#t.conversations.values()) {
       if (tenant !== undefined && conv.tenant !== tenant) continue;
       for (const [runId, run] of conv.runs) {
         if (!isTerminalRunStatus(run.status) || run.updatedAt >= cutoff) continue;
         conv.runs.delete(runId);
-        this.#runIndex.delete(`${conv.tenant}${SEP}${runId}`);
+        this.#t.runIndex.delete(`${conv.tenant}${SEP}${runId}`);
         result.runs++;
         const calls = conv.toolCalls.get(runId);
         if (calls !== undefined) {
           result.toolCalls += calls.size;
           conv.toolCalls.delete(runId);
-          this.#callIndex.delete(`${conv.tenant}${SEP}${runId}`);
+          this.#t.callIndex.delete(`${conv.tenant}${SEP}${runId}`);
         }
       }
       for (const calls of conv.toolCalls.values()) {
@@ -487,9 +400,9 @@ export class MemoryPersistence implements PersistenceAdapter {
         }
       }
       for (const requestId of conv.requests) {
-        const stored = this.#requests.get(`${conv.tenant}${SEP}${requestId}`);
+        const stored = this.#t.requests.get(`${conv.tenant}${SEP}${requestId}`);
         if (stored !== undefined && stored.status !== 'open' && (stored.closedAt ?? 0) < cutoff) {
-          this.#requests.delete(`${conv.tenant}${SEP}${requestId}`);
+          this.#t.requests.delete(`${conv.tenant}${SEP}${requestId}`);
           conv.requests.delete(requestId);
           result.requests++;
         }
@@ -501,19 +414,16 @@ export class MemoryPersistence implements PersistenceAdapter {
   async release(scope: unknown, context: PersistenceContext): Promise<boolean> {
     const tenant = this.#tenant(scope);
     R.checkContext(context);
-    const conv = this.#conversations.get(`${tenant}${SEP}${context.conversationId}`);
+    const conv = this.#t.conversations.get(`${tenant}${SEP}${context.conversationId}`);
     if (conv === undefined || conv.open > 0) return false;
-    this.#drop(conv);
+    this.#t.drop(conv);
     return true;
   }
 
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    this.#conversations.clear();
-    this.#runIndex.clear();
-    this.#callIndex.clear();
-    this.#requests.clear();
+    this.#t.clear();
   }
 
   async [Symbol.asyncDispose](): Promise<void> {
@@ -522,6 +432,6 @@ export class MemoryPersistence implements PersistenceAdapter {
 
   /** How many conversations are kept (a bound: see `maxConversations`). */
   get size(): number {
-    return this.#conversations.size;
+    return this.#t.conversations.size;
   }
 }

@@ -33,9 +33,9 @@ function bad(message: string): InvalidArgumentError {
 }
 
 function id(value: unknown, what: string): string {
-  if (typeof value !== 'string' || value.length === 0 || value.length > 512) {
+  if (typeof value !== 'string' || value.length === 0 || value.length > 512 || value.includes('\u0000')) {
     throw bad(
-      `${what} must be a non-empty string of at most 512 characters, got ${JSON.stringify(value) ?? typeof value}`,
+      `${what} must be a non-empty string of at most 512 characters without NUL, got ${JSON.stringify(value) ?? typeof value}`,
     );
   }
   return value;
@@ -93,8 +93,10 @@ export const PersistenceRules = Object.freeze({
         cause: error,
       });
     }
-    if (typeof key !== 'string' || key.length === 0 || key.length > 512) {
-      throw bad('tenantKey(scope) must return a non-empty string of at most 512 characters: fix the tenantKey hook');
+    if (typeof key !== 'string' || key.length === 0 || key.length > 512 || key.includes('\u0000')) {
+      throw bad(
+        'tenantKey(scope) must return a non-empty string of at most 512 characters without NUL: fix the tenantKey hook',
+      );
     }
     return key;
   },
