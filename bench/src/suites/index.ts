@@ -3,6 +3,7 @@ import { abSuite } from './ab.js';
 import { cancelSuite } from './cancel.js';
 import { coreSuite } from './core.js';
 import { modelsSuite } from './models.js';
+import { persistenceSuite } from './persistence.js';
 import { scopeSuite } from './scope.js';
 import { subagentSuite } from './subagent.js';
 import { supervisorSuite } from './supervisor.js';
@@ -13,6 +14,7 @@ export const suites: readonly Suite[] = [
   cancelSuite,
   subagentSuite,
   supervisorSuite,
+  persistenceSuite,
   scopeSuite,
   abSuite,
   modelsSuite,

@@ -1,7 +1,7 @@
 import { assertCloneable } from './assertCloneable.js';
 import type { AgentId } from './Id.js';
 import { deepFreeze } from './Scope.js';
-import { TroupeError } from './TroupeError.js';
+import { InvalidArgumentError, TroupeError } from './TroupeError.js';
 
 /** An agent's mutable, persisted metadata: a frozen string-keyed record. */
 export type Metadata = Readonly<Record<string, unknown>>;
@@ -81,13 +81,162 @@ function checkEventType(type: unknown): asserts type is string {
   }
 }
 
+/** Where a value JSON cannot carry exactly sits, what it is, and what to pass instead. */
+export interface NotJson {
+  readonly path: string;
+  readonly what: string;
+  readonly instead: string;
+}
+
+/** Options of {@link findNotJson}. */
+export interface FindNotJsonOptions {
+  /**
+   * Treat an object property holding `undefined` as absent (JSON drops it),
+   * for typed records whose optional fields may hold `undefined`. Default
+   * false: refused, since `{ a: undefined }` would come back as `{}`.
+   */
+  readonly undefinedPropertiesAreAbsent?: boolean;
+}
+
+function jsonSegment(key: string): string {
+  return /^[A-Za-z_$][\w$]*$/.test(key) ? `.${key}` : `[${JSON.stringify(key)}]`;
+}
+
+function notJsonObject(obj: object): { what: string; instead: string } {
+  if (obj instanceof Date) return { what: 'a Date', instead: 'pass date.toISOString() or date.getTime()' };
+  if (obj instanceof Map)
+    return { what: 'a Map', instead: 'pass Object.fromEntries(map) or an array of [key, value] pairs' };
+  if (obj instanceof Set) return { what: 'a Set', instead: 'pass an array ([...set])' };
+  if (ArrayBuffer.isView(obj) || obj instanceof ArrayBuffer) {
+    return {
+      what: `a ${obj.constructor.name}`,
+      instead: 'pass an array of numbers (Array.from(bytes)) or a base64 string',
+    };
+  }
+  const name = (obj as { constructor?: { name?: unknown } }).constructor?.name;
+  return {
+    what: `an instance of ${typeof name === 'string' && name !== '' ? name : 'a class'}`,
+    instead: 'pass a plain object of its fields',
+  };
+}
+
+/**
+ * Find the first value JSON cannot carry exactly — a round trip through
+ * `JSON.stringify`/`JSON.parse` would drop, change or refuse it — or
+ * `undefined` when the whole value survives: `undefined` (in an object or a
+ * list, or at the top), `NaN`, `±Infinity`, `-0`, bigints, functions,
+ * symbols (as values or keys), Dates, Maps, Sets, typed arrays, class
+ * instances, arrays with holes or named properties, and cycles. Plain
+ * objects (also without a prototype), arrays, strings, finite numbers,
+ * booleans and null are fine; an object reached twice (not a cycle) is
+ * fine too (it comes back as two equal copies).
+ *
+ * @example
+ * ```ts
+ * findNotJson({ when: new Date() }, 'metadata')
+ * // { path: 'metadata.when', what: 'a Date', instead: 'pass date.toISOString() or date.getTime()' }
+ * ```
+ */
+export function findNotJson(value: unknown, root = 'value', options: FindNotJsonOptions = {}): NotJson | undefined {
+  const dropUndefined = options.undefinedPropertiesAreAbsent === true;
+  const ancestors: object[] = [];
+  const walk = (v: unknown, path: string): NotJson | undefined => {
+    switch (typeof v) {
+      case 'string':
+      case 'boolean':
+        return undefined;
+      case 'number':
+        if (!Number.isFinite(v)) {
+          return { path, what: String(v), instead: 'JSON writes it as null: pass a finite number, null or a string' };
+        }
+        if (Object.is(v, -0)) return { path, what: '-0', instead: 'JSON writes it as 0: pass 0' };
+        return undefined;
+      case 'undefined':
+        return { path, what: 'undefined', instead: 'JSON drops it: pass null, or delete the key' };
+      case 'bigint':
+        return { path, what: 'a bigint', instead: 'JSON cannot write it: pass a string (String(n)) or a number' };
+      case 'function':
+        return { path, what: `a function${v.name ? ` (${v.name})` : ''}`, instead: 'pass plain data' };
+      case 'symbol':
+        return { path, what: `a symbol (${String(v.description)})`, instead: 'pass a string' };
+    }
+    if (v === null) return undefined;
+    const obj = v as object;
+    if (ancestors.includes(obj))
+      return { path, what: 'a cycle', instead: 'pass a tree: JSON cannot write a value that contains itself' };
+    const proto = Object.getPrototypeOf(obj);
+    if (Array.isArray(obj)) {
+      if (proto !== Array.prototype) return { path, ...notJsonObject(obj) };
+      const keys = Object.keys(obj);
+      if (keys.length !== obj.length) {
+        const named = keys.find((k) => String(Number(k)) !== k);
+        return named === undefined
+          ? { path, what: 'a list with holes', instead: 'JSON writes holes as null: fill them (null) first' }
+          : {
+              path: `${path}${jsonSegment(named)}`,
+              what: 'a named property of a list',
+              instead: 'JSON drops it: use an object',
+            };
+      }
+      ancestors.push(obj);
+      for (let i = 0; i < obj.length; i++) {
+        const bad = walk(obj[i], `${path}[${i}]`);
+        if (bad !== undefined) return bad;
+      }
+      ancestors.pop();
+      return undefined;
+    }
+    if (proto !== Object.prototype && proto !== null) return { path, ...notJsonObject(obj) };
+    const symbols = Object.getOwnPropertySymbols(obj);
+    if (symbols.length > 0) {
+      return {
+        path: `${path}[${String(symbols[0])}]`,
+        what: 'a symbol-keyed property',
+        instead: 'JSON drops it: use a string key',
+      };
+    }
+    ancestors.push(obj);
+    for (const key of Object.keys(obj)) {
+      const item = (obj as Record<string, unknown>)[key];
+      if (item === undefined && dropUndefined) continue;
+      const bad = walk(item, `${path}${jsonSegment(key)}`);
+      if (bad !== undefined) return bad;
+    }
+    ancestors.pop();
+    return undefined;
+  };
+  return walk(value, root);
+}
+
+/**
+ * Throw an `InvalidArgumentError` with code `ERR_NOT_JSON` naming the path of
+ * the first value JSON cannot carry exactly ({@link findNotJson}) and what to
+ * pass instead. Metadata is saved as JSON: refusing such a value when it is
+ * given beats mangling it when it is saved.
+ *
+ * @example
+ * ```ts
+ * assertJson({ n: 10n }, 'set "count"')
+ * // throws: set "count".n is a bigint: JSON cannot write it: pass a string (String(n)) or a number
+ * ```
+ */
+export function assertJson(value: unknown, root = 'value', options: FindNotJsonOptions = {}): void {
+  const bad = findNotJson(value, root, options);
+  if (bad !== undefined) {
+    throw new InvalidArgumentError(`${bad.path} is ${bad.what}: ${bad.instead}`, { code: 'ERR_NOT_JSON' });
+  }
+}
+
 /**
  * Structured changes a tool makes to its agent's `state.metadata`, plus
  * bookkeeping events for the session log (nous `ContextUpdate`).
  *
- * Immutable: every method returns a new update. Values are checked
- * structured-cloneable and deep-frozen when added, so an update can cross a
- * thread and nothing can change it afterwards. Protected keys
+ * Immutable: every method returns a new update. Values are checked to be
+ * JSON that round-trips exactly (metadata is saved as JSON: a Date, a Map,
+ * `undefined`, `NaN`, a bigint or a class instance is refused here with
+ * `ERR_NOT_JSON`, naming the path and what to pass instead, rather than
+ * mangled when saved), structured-cloneable, and deep-frozen when added, so
+ * an update can cross a thread and nothing can change it afterwards. Protected keys
  * (`troupe.*`), the key `__proto__` and transcript event types are refused
  * here and again when the update is applied.
  *
@@ -156,6 +305,7 @@ export class ContextUpdate {
   /** Replace `key` with `value` (`null` keeps the key with a null value). */
   set(key: string, value: unknown): ContextUpdate {
     checkKey(key, 'set', false);
+    assertJson(value, `set "${key}"`);
     assertCloneable(value, `set "${key}"`);
     return this.#with({ op: 'set', key, value: deepFreeze(value) });
   }
@@ -165,6 +315,7 @@ export class ContextUpdate {
     checkKey(key, 'merge', false);
     if (!isPlainObject(value))
       throw updateError(`merge "${key}": the value must be a plain object, got ${typeof value}`);
+    assertJson(value, `merge "${key}"`);
     assertCloneable(value, `merge "${key}"`);
     return this.#with({ op: 'merge', key, value: deepFreeze(value) });
   }
@@ -172,6 +323,7 @@ export class ContextUpdate {
   /** Append `value` to the list at `key`; a missing or null key starts a list. */
   append(key: string, value: unknown): ContextUpdate {
     checkKey(key, 'append', false);
+    assertJson(value, `append "${key}"`);
     assertCloneable(value, `append "${key}"`);
     return this.#with({ op: 'append', key, value: deepFreeze(value) });
   }
@@ -186,6 +338,7 @@ export class ContextUpdate {
   logEvent(type: string, data: Readonly<Record<string, unknown>> = {}): ContextUpdate {
     checkEventType(type);
     if (!isPlainObject(data)) throw updateError(`logEvent "${type}": data must be a plain object`);
+    assertJson(data, `logEvent "${type}"`);
     assertCloneable(data, `logEvent "${type}"`);
     return this.#with({ op: 'logEvent', type, data: deepFreeze(data) });
   }

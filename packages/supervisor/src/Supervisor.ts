@@ -24,7 +24,6 @@ import {
   type Scope,
   type ScopeDefinition,
   sealScope,
-  TroupeError,
 } from '@troupe/core';
 import { loadAgent, loadedAgent, systemClock } from '@troupe/subagent';
 import { EventEmitter } from 'eventemitter3';
@@ -32,9 +31,11 @@ import { z } from 'zod';
 import type { AgentHandle, AgentReply } from './AgentHandle.js';
 import { ParentAgent } from './internal/ParentAgent.js';
 import { firstOpenRequest, type RootOwner, type RunNode, totalOf } from './internal/RunNode.js';
-import { MemoryPersistence, type PersistenceAdapter, STATE_ENVELOPE_VERSION } from './Persistence.js';
+import { MemoryPersistence } from './MemoryPersistence.js';
+import type { PersistenceAdapter } from './Persistence.js';
 import { checkRestartPolicy, type RestartPolicy } from './RestartPolicy.js';
 import { RunTree } from './RunTree.js';
+import { migrateEnvelope } from './StateEnvelope.js';
 import type { SubagentOutcome } from './SubagentOutcome.js';
 import type { SupervisorEvents } from './SupervisorEvents.js';
 
@@ -407,13 +408,9 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     if (typeof conversationId !== 'string' || conversationId.length === 0) {
       throw new InvalidArgumentError('conversationId must be a non-empty string');
     }
-    const saved = await this.#persistence?.loadState(scope, { agentId: id, conversationId });
-    if (saved !== undefined && saved.version !== STATE_ENVELOPE_VERSION) {
-      throw new TroupeError(
-        `saved state of ${id} has version ${String(saved.version)}; this Troupe reads ${STATE_ENVELOPE_VERSION}`,
-        { code: 'ERR_PROTOCOL' },
-      );
-    }
+    const loaded = await this.#persistence?.loadState(scope, { agentId: id, conversationId });
+    // Stores migrate on read; an adapter that does not is held to the same versions here.
+    const saved = loaded === undefined ? undefined : migrateEnvelope(loaded, `the saved state of ${id}`);
     this.#assertOpen();
     if (this.#agents.has(id)) throw new InvalidArgumentError(`agent ${id} is already started: use its handle`);
     const parent = new ParentAgent(

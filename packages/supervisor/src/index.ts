@@ -13,6 +13,7 @@ export type {
   StreamChunk,
   StreamOptions,
 } from './AgentHandle.js';
+export { DEFAULT_MAX_CONVERSATIONS, MemoryPersistence, type MemoryPersistenceOptions } from './MemoryPersistence.js';
 export {
   MAX_MEASURED_HOPS,
   type MeasureScopeCostOptions,
@@ -22,14 +23,44 @@ export {
   type ScopeKeyCost,
 } from './measureScopeCost.js';
 export {
-  type AgentStateEnvelope,
-  MemoryPersistence,
-  type PendingRequestRecord,
+  type AnswerResult,
+  type ConversationSummary,
+  DEFAULT_TENANT_KEY,
+  isTerminalRunStatus,
+  type ListOptions,
+  type MarkInterruptedOptions,
+  type Page,
   type PersistenceAdapter,
   type PersistenceContext,
-  STATE_ENVELOPE_VERSION,
+  type PruneOptions,
+  type PruneResult,
+  type RequestListOptions,
+  type RequestOpening,
+  type RequestRecord,
+  type RequestStatus,
+  type RunKind,
+  type RunRecord,
+  type RunStatus,
+  TERMINAL_RUN_STATUSES,
+  type TenantKey,
+  type ToolCallKey,
+  type ToolCallRecord,
+  type ToolCallStart,
+  type TurnBatch,
+  type WithdrawResult,
 } from './Persistence.js';
+export { PersistenceRules } from './PersistenceRules.js';
 export { DEFAULT_RESTART_POLICY, type RestartPolicy } from './RestartPolicy.js';
+export {
+  type AgentStateEnvelope,
+  type AgentStateEnvelopeV1,
+  type AnyAgentStateEnvelope,
+  type ConversationStatus,
+  migrateEnvelope,
+  type PendingRequestRecord,
+  READABLE_STATE_VERSIONS,
+  STATE_ENVELOPE_VERSION,
+} from './StateEnvelope.js';
 export type { SubagentOutcome } from './SubagentOutcome.js';
 export {
   createSupervisor,

@@ -78,9 +78,9 @@ describe('ContextUpdate builder', () => {
     assert.ok(Object.isFrozen(value.nested.list));
   });
 
-  it('refuses values that cannot cross a thread, naming the path', () => {
+  it('refuses values that cannot be saved as JSON (a function), naming the path', () => {
     const e = err(() => u().set('k', { fn: () => 1 }));
-    assert.ok(isTroupeError(e, 'ERR_NOT_CLONEABLE'));
+    assert.ok(isTroupeError(e, 'ERR_NOT_JSON'));
     assert.match(e.message, /^set "k"\.fn is a function/);
   });
 

@@ -22,7 +22,10 @@ describe('pnpm bench: bad input', () => {
   it('an unknown suite lists the suites', () => {
     const { code, out } = bench('nosuch');
     assert.equal(code, 2);
-    assert.match(out, /unknown suite "nosuch"; the suites are: core, cancel, subagent, supervisor, scope, ab, models/);
+    assert.match(
+      out,
+      /unknown suite "nosuch"; the suites are: core, cancel, subagent, supervisor, persistence, scope, ab, models/,
+    );
   });
 
   it('a scope file that is missing or not JSON is named, with what to do', () => {

@@ -23,9 +23,10 @@ import type {
   StreamChunk,
   StreamOptions,
 } from '../AgentHandle.js';
-import { type AgentStateEnvelope, type PersistenceAdapter, STATE_ENVELOPE_VERSION } from '../Persistence.js';
+import type { PersistenceAdapter } from '../Persistence.js';
 import { admitRestart, type RestartPolicy } from '../RestartPolicy.js';
 import type { RunTree } from '../RunTree.js';
+import { type AgentStateEnvelope, STATE_ENVELOPE_VERSION } from '../StateEnvelope.js';
 import type { SupervisorEvents } from '../SupervisorEvents.js';
 import { AgentStream, type StreamSource } from './AgentStream.js';
 import { firstOpenRequest, type RootOwner, type RunNode, totalOf } from './RunNode.js';
@@ -356,7 +357,10 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
       agentId: this.id,
       conversationId: this.conversationId,
       agentName: this.name,
+      status: pending === undefined ? 'idle' : 'suspended',
       state: this.#state,
+      waitingOn: pending?.request.id,
+      runId: root.id,
       pendingRequest:
         pending === undefined
           ? undefined

@@ -1,0 +1,456 @@
+import { randomUUID } from 'node:crypto';
+import { once } from 'node:events';
+import { Worker } from 'node:worker_threads';
+import { type Answer, type Clock, InvalidArgumentError, type Message } from '@troupe/core';
+import {
+  type AgentStateEnvelope,
+  type AnswerResult,
+  type ConversationSummary,
+  type ListOptions,
+  type MarkInterruptedOptions,
+  migrateEnvelope,
+  type Page,
+  type PersistenceAdapter,
+  type PersistenceContext,
+  type PruneOptions,
+  type PruneResult,
+  PersistenceRules as R,
+  type RequestListOptions,
+  type RequestOpening,
+  type RequestRecord,
+  type RunRecord,
+  STATE_ENVELOPE_VERSION,
+  type TenantKey,
+  type ToolCallRecord,
+  type ToolCallStart,
+  type TurnBatch,
+  type WithdrawResult,
+} from '@troupe/supervisor';
+import type Database from 'better-sqlite3';
+import type { CheckpointerData } from './internal/checkpointer.js';
+import { openDatabase } from './internal/openDatabase.js';
+import { processAlive, processStart } from './internal/processAlive.js';
+import { prepareStatements, type Statements } from './internal/statements.js';
+import { storeError } from './internal/storeError.js';
+
+/** Options of {@link sqlitePersistence}: give `file`, or `directory` (the file is `troupe.sqlite` in it). */
+export interface SqlitePersistenceOptions {
+  /** The database file (created if missing). */
+  readonly file?: string;
+  /** A directory (created if missing) holding `troupe.sqlite`. */
+  readonly directory?: string;
+  /** Maps a scope to the tenant its rows are kept under; default: every scope shares `'default'`. */
+  readonly tenantKey?: TenantKey;
+  /**
+   * `NORMAL` (default): in WAL mode a commit survives the process dying at
+   * any point (SIGKILL, a crash) and the file is never corrupted; only a
+   * power loss or an OS crash can lose the last commits. `FULL` syncs the
+   * WAL on every commit, surviving power loss too, at the disk's sync cost
+   * (milliseconds on most disks, over the turn budget).
+   */
+  readonly synchronous?: 'NORMAL' | 'FULL';
+  /** How long a write waits for another connection's write to finish before `ERR_STORE_LOCKED` (default 5,000 ms). */
+  readonly busyTimeoutMs?: number;
+  /** Where default times come from (`prune`, `markInterrupted`, a batch without `at`). */
+  readonly clock?: Pick<Clock, 'now'>;
+}
+
+/** How often the checkpointer thread copies the WAL into the database file. */
+const CHECKPOINT_INTERVAL_MS = 50;
+/** The writer's own checkpoint threshold, in pages of 4 KiB: a bound, not the routine. */
+const WAL_AUTOCHECKPOINT_PAGES = 20_000;
+
+// Stores open in this process, by owner id: their runs are live.
+const openHere = new Set<string>();
+
+/**
+ * The SQLite {@link PersistenceAdapter} (better-sqlite3): one file, WAL,
+ * `synchronous` set explicitly, foreign keys on, statements prepared once,
+ * one immediate transaction per commit, numbered migrations recorded in a
+ * `schema_version` table and applied at open.
+ *
+ * Several processes may open one file at once, and that is safe: SQLite
+ * serialises their writes, an answer is a compare-and-set inside a write
+ * transaction (exactly one process takes it), a run's `attempt` fences a
+ * stale writer, and `markInterrupted` leaves alone runs owned by another
+ * store that is still open (each open store records its process in the
+ * file; a run is only marked when its process is gone).
+ *
+ * Opening refuses a file that is not a Troupe store (`ERR_STORE_CORRUPT`,
+ * naming the file), one written by a newer Troupe (`ERR_STORE_VERSION`), and
+ * a file it cannot write (`ERR_STORE_WRITE`). A write that fails (full disk,
+ * read-only file) rejects with `ERR_STORE_WRITE` and leaves nothing of it.
+ *
+ * @example
+ * ```ts
+ * import { sqlitePersistence } from '@troupe/sqlite'
+ * const store = sqlitePersistence({ directory: './data', tenantKey: (s) => (s as { org: string }).org })
+ * const supervisor = createSupervisor({ persistence: store })
+ * // ...
+ * await supervisor.close() // closes the store too
+ * ```
+ */
+export class SqlitePersistence implements PersistenceAdapter {
+  /** The database file. */
+  readonly file: string;
+  readonly #db: Database.Database;
+  readonly #s: Statements;
+  readonly #tenantKey: TenantKey | undefined;
+  readonly #clock: Pick<Clock, 'now'>;
+  readonly #owner = randomUUID();
+  readonly #checkpointer: Worker;
+  #closed = false;
+
+  constructor(options: SqlitePersistenceOptions) {
+    if (typeof options !== 'object' || options === null) {
+      throw new InvalidArgumentError('sqlitePersistence(options): pass { file } or { directory }');
+    }
+    if (options.tenantKey !== undefined && typeof options.tenantKey !== 'function') {
+      throw new InvalidArgumentError('tenantKey must be a function (scope) => string');
+    }
+    this.#tenantKey = options.tenantKey;
+    this.#clock = options.clock ?? { now: () => Date.now() };
+    const opened = openDatabase(options, WAL_AUTOCHECKPOINT_PAGES);
+    this.file = opened.file;
+    this.#db = opened.db;
+    try {
+      this.#s = prepareStatements(this.#db);
+      this.#s.addOwner.run(this.#owner, process.pid, processStart(process.pid), Date.now());
+    } catch (error) {
+      this.#db.close();
+      throw storeError(error, this.file, 'opening the store');
+    }
+    openHere.add(this.#owner);
+    const data: CheckpointerData = {
+      file: this.file,
+      synchronous: opened.synchronous,
+      intervalMs: CHECKPOINT_INTERVAL_MS,
+    };
+    this.#checkpointer = new Worker(new URL('./internal/checkpointer.js', import.meta.url), { workerData: data });
+    this.#checkpointer.on('error', () => {
+      // A checkpointer that died leaves the writer's autocheckpoint in charge.
+    });
+    this.#checkpointer.unref();
+  }
+
+  #tenant(scope: unknown): string {
+    if (this.#closed) throw R.closed(`the store ${this.file}`);
+    return R.tenantOf(this.#tenantKey, scope);
+  }
+
+  /** Run `fn` in an immediate write transaction; SQLite's failures become typed errors. */
+  #write<T>(operation: string, fn: () => T): T {
+    try {
+      return this.#db.transaction(fn).immediate();
+    } catch (error) {
+      throw storeError(error, this.file, operation);
+    }
+  }
+
+  #read<T>(operation: string, fn: () => T): T {
+    try {
+      return fn();
+    } catch (error) {
+      throw storeError(error, this.file, operation, 'read');
+    }
+  }
+
+  async persistState(scope: unknown, data: AgentStateEnvelope, context: PersistenceContext): Promise<void> {
+    return this.commit(scope, { envelope: data }, context);
+  }
+
+  async loadState(scope: unknown, context: PersistenceContext): Promise<AgentStateEnvelope | undefined> {
+    const tenant = this.#tenant(scope);
+    R.checkContext(context);
+    const json = this.#read('loading a state', () =>
+      this.#s.getState.get(tenant, context.conversationId, context.agentId),
+    ) as string | undefined;
+    return json === undefined
+      ? undefined
+      : migrateEnvelope(JSON.parse(json), `the saved state of ${context.agentId} in ${this.file}`);
+  }
+
+  async saveMessage(scope: unknown, message: Message, context: PersistenceContext): Promise<void> {
+    return this.commit(scope, { messages: [message] }, context);
+  }
+
+  async loadMessages(scope: unknown, context: PersistenceContext): Promise<readonly Message[]> {
+    const tenant = this.#tenant(scope);
+    R.checkContext(context);
+    const rows = this.#read('loading messages', () =>
+      this.#s.getMessages.all(tenant, context.conversationId, context.agentId),
+    ) as string[];
+    return rows.map((json) => JSON.parse(json) as Message);
+  }
+
+  async commit(scope: unknown, batch: TurnBatch, context: PersistenceContext): Promise<void> {
+    const tenant = this.#tenant(scope);
+    R.checkBatch(batch, context);
+    const at = batch.at ?? this.#clock.now();
+    // Encode outside the transaction: the write lock is held for the writes only.
+    const envelope = batch.envelope === undefined ? undefined : R.encode(batch.envelope, 'envelope');
+    const messages = (batch.messages ?? []).map((m) => R.encode(m, 'message'));
+    const runs = (batch.runs ?? []).map((run) => ({ run, json: R.encode(run, `run ${run.runId}`) }));
+    const opened = (batch.openedRequests ?? []).map((r) => ({
+      r,
+      json: R.encode({ ...r, status: 'open' }, `request ${r.requestId}`),
+    }));
+    const s = this.#s;
+    const conv = context.conversationId;
+    this.#write('saving a turn', () => {
+      s.touchConversation.run(tenant, conv);
+      if (envelope !== undefined && batch.envelope !== undefined) {
+        const e = batch.envelope;
+        s.putState.run(tenant, conv, context.agentId, STATE_ENVELOPE_VERSION, envelope);
+        s.summarize.run(e.agentId, e.agentName, e.status, e.savedAt, tenant, conv);
+      }
+      for (const m of messages) s.addMessage.run(tenant, conv, context.agentId, m);
+      for (const { run, json } of runs) {
+        const head = s.getRunHead.get(tenant, run.runId) as { conversationId: string; attempt: number } | undefined;
+        if (head !== undefined && head.conversationId !== conv) {
+          throw new InvalidArgumentError(
+            `run ${run.runId} belongs to conversation ${head.conversationId}, not ${conv}`,
+          );
+        }
+        if (head !== undefined && run.attempt < head.attempt) throw R.fenced(run.runId, run.attempt, head.attempt);
+        s.putRun.run(tenant, run.runId, conv, run.status, run.attempt, run.updatedAt, this.#owner, json);
+      }
+      for (const key of batch.committedToolCalls ?? []) {
+        const status = s.getCallStatus.get(tenant, key.runId, key.toolCallId, key.attempt);
+        if (status === undefined) throw R.notStarted(key);
+        s.commitCall.run(at, tenant, key.runId, key.toolCallId, key.attempt);
+      }
+      for (const { r, json } of opened) {
+        if (s.getRequest.get(tenant, r.requestId) !== undefined) throw R.duplicateRequest(r.requestId);
+        s.openRequest.run(tenant, r.requestId, conv, r.openedAt, json);
+      }
+      for (const requestId of batch.withdrawnRequests ?? []) {
+        const row = s.getRequest.get(tenant, requestId) as { conversationId: string } | undefined;
+        if (row?.conversationId === conv) this.#closeRequest(tenant, requestId, 'withdrawn', undefined, at);
+      }
+    });
+  }
+
+  /** Move an open request to `status`; false when it was not open. Call inside a write. */
+  #closeRequest(
+    tenant: string,
+    requestId: string,
+    status: 'answered' | 'withdrawn',
+    answer: Answer | undefined,
+    at: number,
+  ) {
+    const row = this.#s.getRequest.get(tenant, requestId) as { status: string; json: string } | undefined;
+    if (row === undefined || row.status !== 'open') return undefined;
+    const record: RequestRecord = { ...(JSON.parse(row.json) as RequestRecord), status, answer, closedAt: at };
+    const changed = this.#s.closeRequest.run(status, at, JSON.stringify(record), tenant, requestId).changes;
+    return changed === 1 ? record : undefined;
+  }
+
+  async loadRuns(scope: unknown, context: PersistenceContext): Promise<readonly RunRecord[]> {
+    const tenant = this.#tenant(scope);
+    R.checkContext(context);
+    const rows = this.#read('loading runs', () => this.#s.liveRuns.all(tenant, context.conversationId)) as string[];
+    return rows.map((json) => JSON.parse(json) as RunRecord);
+  }
+
+  async markInterrupted(options: MarkInterruptedOptions = {}): Promise<readonly RunRecord[]> {
+    const tenant = options.scope === undefined ? null : this.#tenant(options.scope);
+    if (this.#closed) throw R.closed(`the store ${this.file}`);
+    const now = options.now ?? this.#clock.now();
+    const rows = this.#write('marking interrupted runs', () => {
+      const live: string[] = [];
+      for (const o of this.#s.owners.all() as { ownerId: string; pid: number; pidStart: string }[]) {
+        if (o.ownerId === this.#owner) continue; // the caller says nothing of its own runs is running
+        const alive = o.pid === process.pid ? openHere.has(o.ownerId) : processAlive(o.pid, o.pidStart);
+        if (alive) live.push(o.ownerId);
+        else this.#s.dropOwner.run(o.ownerId);
+      }
+      return this.#s.interrupt.all({ now, tenant, live: JSON.stringify(live) }) as string[];
+    });
+    return rows.map((json) => JSON.parse(json) as RunRecord);
+  }
+
+  async startToolCalls(scope: unknown, calls: readonly ToolCallStart[], context: PersistenceContext): Promise<void> {
+    const tenant = this.#tenant(scope);
+    R.checkContext(context);
+    if (!Array.isArray(calls))
+      throw new InvalidArgumentError('startToolCalls(scope, calls, context): calls must be an array');
+    for (const call of calls) R.checkToolCallStart(call);
+    const s = this.#s;
+    const conv = context.conversationId;
+    this.#write('recording started tool calls', () => {
+      s.touchConversation.run(tenant, conv);
+      for (const c of calls) {
+        const owner = s.getCallConversation.get(tenant, c.runId) as string | undefined;
+        if (owner !== undefined && owner !== conv) {
+          throw new InvalidArgumentError(`run ${c.runId} belongs to conversation ${owner}, not ${conv}`);
+        }
+        if (s.getCallStatus.get(tenant, c.runId, c.toolCallId, c.attempt) === 'committed') throw R.alreadyCommitted(c);
+        s.startCall.run(tenant, c.runId, c.toolCallId, c.attempt, conv, c.toolName, c.idempotent ? 1 : 0, c.startedAt);
+      }
+    });
+  }
+
+  async loadToolCalls(scope: unknown, runId: string): Promise<readonly ToolCallRecord[]> {
+    const tenant = this.#tenant(scope);
+    if (typeof runId !== 'string' || runId.length === 0)
+      throw new InvalidArgumentError('runId must be a non-empty string');
+    const rows = this.#read('loading tool calls', () => this.#s.openCalls.all(tenant, runId)) as (Omit<
+      ToolCallRecord,
+      'idempotent' | 'committedAt'
+    > & { idempotent: number; committedAt: number | null })[];
+    return rows.map((r) => ({ ...r, idempotent: r.idempotent === 1, committedAt: r.committedAt ?? undefined }));
+  }
+
+  async openRequest(scope: unknown, request: RequestOpening): Promise<void> {
+    if (typeof request !== 'object' || request === null)
+      throw new InvalidArgumentError('openRequest: pass the request');
+    return this.commit(
+      scope,
+      { openedRequests: [request] },
+      { agentId: request.agentId, conversationId: request.conversationId },
+    );
+  }
+
+  async answerRequest(scope: unknown, requestId: string, answer: Answer, at: number): Promise<AnswerResult> {
+    const tenant = this.#tenant(scope);
+    R.checkAnswer(answer);
+    if (typeof at !== 'number' || !Number.isFinite(at)) throw new InvalidArgumentError('at must be a finite time');
+    const copy = JSON.parse(R.encode(answer, 'answer')) as Answer;
+    return this.#write('answering a request', (): AnswerResult => {
+      const row = this.#s.getRequest.get(tenant, requestId) as { status: string } | undefined;
+      if (row === undefined) return { status: 'unknown' };
+      if (row.status === 'answered') return { status: 'already-answered' };
+      if (row.status === 'withdrawn') return { status: 'withdrawn' };
+      const record = this.#closeRequest(tenant, requestId, 'answered', copy, at);
+      return record === undefined ? { status: 'already-answered' } : { status: 'taken', record };
+    });
+  }
+
+  async withdrawRequest(scope: unknown, requestId: string, at: number): Promise<WithdrawResult> {
+    const tenant = this.#tenant(scope);
+    if (typeof at !== 'number' || !Number.isFinite(at)) throw new InvalidArgumentError('at must be a finite time');
+    return this.#write('withdrawing a request', (): WithdrawResult => {
+      const row = this.#s.getRequest.get(tenant, requestId) as { status: string } | undefined;
+      if (row === undefined) return { status: 'unknown' };
+      if (row.status === 'answered') return { status: 'already-answered' };
+      if (row.status === 'withdrawn') return { status: 'already-withdrawn' };
+      this.#closeRequest(tenant, requestId, 'withdrawn', undefined, at);
+      return { status: 'withdrawn' };
+    });
+  }
+
+  async getRequest(scope: unknown, requestId: string): Promise<RequestRecord | undefined> {
+    const tenant = this.#tenant(scope);
+    const row = this.#read('loading a request', () => this.#s.getRequest.get(tenant, requestId)) as
+      | { json: string }
+      | undefined;
+    return row === undefined ? undefined : (JSON.parse(row.json) as RequestRecord);
+  }
+
+  async listRequests(scope: unknown, options: RequestListOptions = {}): Promise<Page<RequestRecord>> {
+    const tenant = this.#tenant(scope);
+    const { limit, after } = R.page(options);
+    const from = after === undefined ? undefined : R.parseCursor(after);
+    const rows = this.#read('listing requests', () =>
+      this.#s.listRequests.all({
+        tenant,
+        conversation: options.conversationId ?? null,
+        at: from?.at ?? null,
+        key: from?.key ?? null,
+        limit: limit + 1,
+      }),
+    ) as { openedAt: number; requestId: string; json: string }[];
+    const page = rows.slice(0, limit);
+    const last = page[page.length - 1];
+    return {
+      items: page.map((r) => JSON.parse(r.json) as RequestRecord),
+      next: rows.length > limit && last !== undefined ? R.cursor(last.openedAt, last.requestId) : undefined,
+    };
+  }
+
+  async listConversations(scope: unknown, options: ListOptions = {}): Promise<Page<ConversationSummary>> {
+    const tenant = this.#tenant(scope);
+    const { limit, after } = R.page(options);
+    const from = after === undefined ? undefined : R.parseCursor(after);
+    const rows = this.#read('listing conversations', () =>
+      this.#s.listConversations.all({ tenant, at: from?.at ?? null, key: from?.key ?? null, limit: limit + 1 }),
+    ) as ConversationSummary[];
+    const items = rows.slice(0, limit);
+    const last = items[items.length - 1];
+    return {
+      items,
+      next: rows.length > limit && last !== undefined ? R.cursor(last.updatedAt, last.conversationId) : undefined,
+    };
+  }
+
+  async deleteConversation(scope: unknown, context: PersistenceContext): Promise<boolean> {
+    const tenant = this.#tenant(scope);
+    R.checkContext(context);
+    // Foreign keys cascade: states, messages, runs, tool calls and requests go with it.
+    return this.#write(
+      'deleting a conversation',
+      () => this.#s.deleteConversation.run(tenant, context.conversationId).changes > 0,
+    );
+  }
+
+  async prune(options: PruneOptions): Promise<PruneResult> {
+    if (typeof options !== 'object' || options === null)
+      throw new InvalidArgumentError('prune: pass { finishedRunsOlderThanMs }');
+    const tenant = options.scope === undefined ? null : this.#tenant(options.scope);
+    if (this.#closed) throw R.closed(`the store ${this.file}`);
+    const ms = options.finishedRunsOlderThanMs;
+    if (typeof ms !== 'number' || !(ms >= 0))
+      throw new InvalidArgumentError('finishedRunsOlderThanMs must be a number ≥ 0');
+    const cutoff = (options.now ?? this.#clock.now()) - ms;
+    return this.#write('pruning', () => {
+      const pruned = this.#s.pruneRuns.all({ cutoff, tenant }) as { tenant: string; runId: string }[];
+      let toolCalls = 0;
+      for (const run of pruned) toolCalls += this.#s.pruneRunCalls.run(run.tenant, run.runId).changes;
+      toolCalls += this.#s.pruneCalls.run({ cutoff, tenant }).changes;
+      const requests = this.#s.pruneRequests.run({ cutoff, tenant }).changes;
+      return { runs: pruned.length, toolCalls, requests };
+    });
+  }
+
+  /** The file is the home of every conversation: nothing is dropped (always false). */
+  async release(scope: unknown, context: PersistenceContext): Promise<boolean> {
+    this.#tenant(scope);
+    R.checkContext(context);
+    return false;
+  }
+
+  /** Close the file (checkpointing the WAL). Idempotent; later calls reject with `ERR_CLOSED`. */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    openHere.delete(this.#owner);
+    const exited = once(this.#checkpointer, 'exit');
+    this.#checkpointer.ref(); // hold the loop open until the thread is gone
+    this.#checkpointer.postMessage('close');
+    await exited;
+    try {
+      this.#s.dropOwner.run(this.#owner);
+    } catch {
+      // A read-only or full file keeps the row; a later markInterrupted sees this process gone.
+    }
+    this.#db.close();
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    return this.close();
+  }
+}
+
+/**
+ * Open (or create) a SQLite store; see {@link SqlitePersistence}. Throws a
+ * typed error at once for a file it cannot use.
+ *
+ * @example
+ * ```ts
+ * const store = sqlitePersistence({ file: '/var/lib/app/troupe.sqlite', synchronous: 'FULL' })
+ * ```
+ */
+export function sqlitePersistence(options: SqlitePersistenceOptions): SqlitePersistence {
+  return new SqlitePersistence(options);
+}

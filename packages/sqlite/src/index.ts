@@ -1,0 +1,8 @@
+/**
+ * @troupe/sqlite — the SQLite persistence adapter of Troupe (better-sqlite3):
+ * one file, WAL, explicit `synchronous`, migrations with a version table. The
+ * default store of daemons.
+ */
+
+export { SCHEMA_VERSION } from './internal/schema.js';
+export { SqlitePersistence, type SqlitePersistenceOptions, sqlitePersistence } from './SqlitePersistence.js';

@@ -1,0 +1,88 @@
+import type Database from 'better-sqlite3';
+
+/** The SQL of every statement the store runs. */
+const SQL = {
+  touchConversation: 'INSERT OR IGNORE INTO conversations (tenant, conversation_id) VALUES (?, ?)',
+  summarize:
+    'UPDATE conversations SET agent_id = ?, agent_name = ?, status = ?, updated_at = ? WHERE tenant = ? AND conversation_id = ?',
+  putState: `INSERT INTO states (tenant, conversation_id, agent_id, version, json) VALUES (?, ?, ?, ?, ?)
+       ON CONFLICT (tenant, conversation_id, agent_id) DO UPDATE SET version = excluded.version, json = excluded.json`,
+  getState: 'SELECT json FROM states WHERE tenant = ? AND conversation_id = ? AND agent_id = ?',
+  addMessage: 'INSERT INTO messages (tenant, conversation_id, agent_id, json) VALUES (?, ?, ?, ?)',
+  getMessages: 'SELECT json FROM messages WHERE tenant = ? AND conversation_id = ? AND agent_id = ? ORDER BY id',
+  getRunHead: 'SELECT conversation_id AS conversationId, attempt FROM runs WHERE tenant = ? AND run_id = ?',
+  putRun: `INSERT INTO runs (tenant, run_id, conversation_id, status, attempt, updated_at, owner_id, json)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT (tenant, run_id) DO UPDATE SET status = excluded.status, attempt = excluded.attempt,
+         updated_at = excluded.updated_at, owner_id = excluded.owner_id, json = excluded.json`,
+  liveRuns: `SELECT json FROM runs WHERE tenant = ? AND conversation_id = ? AND status IN ('running', 'suspended')
+       ORDER BY updated_at, run_id`,
+  interrupt: `UPDATE runs SET status = 'interrupted', updated_at = @now,
+         json = json_set(json, '$.status', 'interrupted', '$.updatedAt', @now)
+       WHERE status = 'running' AND (@tenant IS NULL OR tenant = @tenant)
+         AND owner_id NOT IN (SELECT value FROM json_each(@live))
+       RETURNING json`,
+  getCallConversation: 'SELECT conversation_id FROM tool_calls WHERE tenant = ? AND run_id = ? LIMIT 1',
+  getCallStatus: 'SELECT status FROM tool_calls WHERE tenant = ? AND run_id = ? AND tool_call_id = ? AND attempt = ?',
+  startCall: `INSERT INTO tool_calls (tenant, run_id, tool_call_id, attempt, conversation_id, tool_name, idempotent, started_at, status)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'started')
+       ON CONFLICT (tenant, run_id, tool_call_id, attempt) DO UPDATE SET tool_name = excluded.tool_name,
+         idempotent = excluded.idempotent, started_at = excluded.started_at`,
+  commitCall: `UPDATE tool_calls SET status = 'committed', committed_at = ?
+       WHERE tenant = ? AND run_id = ? AND tool_call_id = ? AND attempt = ? AND status = 'started'`,
+  openCalls: `SELECT run_id AS runId, tool_call_id AS toolCallId, attempt, tool_name AS toolName, idempotent,
+         started_at AS startedAt, status, committed_at AS committedAt
+       FROM tool_calls WHERE tenant = ? AND run_id = ? AND status = 'started' ORDER BY started_at, tool_call_id, attempt`,
+  getRequest:
+    'SELECT conversation_id AS conversationId, status, json FROM requests WHERE tenant = ? AND request_id = ?',
+  openRequest: `INSERT INTO requests (tenant, request_id, conversation_id, status, opened_at, json) VALUES (?, ?, ?, 'open', ?, ?)`,
+  closeRequest: `UPDATE requests SET status = ?, closed_at = ?, json = ?
+       WHERE tenant = ? AND request_id = ? AND status = 'open'`,
+  listRequests: `SELECT opened_at AS openedAt, request_id AS requestId, json FROM requests
+       WHERE tenant = @tenant AND status = 'open' AND (@conversation IS NULL OR conversation_id = @conversation)
+         AND (@at IS NULL OR opened_at > @at OR (opened_at = @at AND request_id > @key))
+       ORDER BY opened_at, request_id LIMIT @limit`,
+  listConversations: `SELECT c.conversation_id AS conversationId, c.agent_id AS agentId, c.agent_name AS agentName, c.status,
+         c.updated_at AS updatedAt,
+         (SELECT count(*) FROM requests r WHERE r.tenant = c.tenant AND r.conversation_id = c.conversation_id
+            AND r.status = 'open') AS openRequests
+       FROM conversations c
+       WHERE c.tenant = @tenant AND c.updated_at IS NOT NULL
+         AND (@at IS NULL OR c.updated_at < @at OR (c.updated_at = @at AND c.conversation_id > @key))
+       ORDER BY c.updated_at DESC, c.conversation_id LIMIT @limit`,
+  deleteConversation: 'DELETE FROM conversations WHERE tenant = ? AND conversation_id = ?',
+  pruneRuns: `DELETE FROM runs WHERE status NOT IN ('running', 'suspended') AND updated_at < @cutoff AND (@tenant IS NULL OR tenant = @tenant)
+       RETURNING tenant, run_id AS runId`,
+  pruneRunCalls: 'DELETE FROM tool_calls WHERE tenant = ? AND run_id = ?',
+  pruneCalls: `DELETE FROM tool_calls WHERE status = 'committed' AND committed_at < @cutoff AND (@tenant IS NULL OR tenant = @tenant)`,
+  pruneRequests: `DELETE FROM requests WHERE status != 'open' AND closed_at < @cutoff AND (@tenant IS NULL OR tenant = @tenant)`,
+  addOwner: 'INSERT INTO owners (owner_id, pid, pid_start, opened_at) VALUES (?, ?, ?, ?)',
+  owners: 'SELECT owner_id AS ownerId, pid, pid_start AS pidStart FROM owners',
+  dropOwner: 'DELETE FROM owners WHERE owner_id = ?',
+} as const;
+
+// Statements whose rows are one value: `.pluck()`ed.
+const PLUCKED: ReadonlySet<string> = new Set([
+  'getState',
+  'getMessages',
+  'liveRuns',
+  'interrupt',
+  'getCallConversation',
+  'getCallStatus',
+]);
+
+/** A prepared statement. */
+export type Statement = Database.Statement<unknown[], unknown>;
+
+/** The prepared statements of one open store. */
+export type Statements = { readonly [K in keyof typeof SQL]: Statement };
+
+/** Every statement the store runs, prepared once at open. */
+export function prepareStatements(db: Database.Database): Statements {
+  const out: Record<string, Statement> = {};
+  for (const [name, sql] of Object.entries(SQL)) {
+    const statement = db.prepare(sql) as Statement;
+    out[name] = PLUCKED.has(name) ? statement.pluck() : statement;
+  }
+  return out as Statements;
+}

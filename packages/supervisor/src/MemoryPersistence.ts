@@ -1,0 +1,437 @@
+import { type Answer, type Clock, InvalidArgumentError, type Message } from '@troupe/core';
+import { ConversationTable, callKey, SEP, type StoredRequest } from './internal/ConversationTable.js';
+import type {
+  AnswerResult,
+  ConversationSummary,
+  ListOptions,
+  MarkInterruptedOptions,
+  Page,
+  PersistenceAdapter,
+  PersistenceContext,
+  PruneOptions,
+  PruneResult,
+  RequestListOptions,
+  RequestOpening,
+  RequestRecord,
+  RunRecord,
+  TenantKey,
+  ToolCallRecord,
+  ToolCallStart,
+  TurnBatch,
+  WithdrawResult,
+} from './Persistence.js';
+import { isTerminalRunStatus } from './Persistence.js';
+import { PersistenceRules as R } from './PersistenceRules.js';
+import { type AgentStateEnvelope, migrateEnvelope } from './StateEnvelope.js';
+
+/** Options of {@link MemoryPersistence}. */
+export interface MemoryPersistenceOptions {
+  /** Maps a scope to the tenant its rows are kept under; default: every scope shares `'default'`. */
+  readonly tenantKey?: TenantKey;
+  /** How many conversations are kept before the least recently used one without an open request is dropped (default 10,000). */
+  readonly maxConversations?: number;
+  /** Where the default times (`prune`, `markInterrupted`, a batch without `at`) come from. */
+  readonly clock?: Pick<Clock, 'now'>;
+}
+
+/** Default of {@link MemoryPersistenceOptions.maxConversations}. */
+export const DEFAULT_MAX_CONVERSATIONS = 10_000;
+
+/**
+ * The in-memory {@link PersistenceAdapter}: for tests, scripts and hosts that
+ * do not need to survive a restart. Same semantics as the SQLite store for
+ * every operation (one contract suite runs against both): values are saved
+ * as JSON strings (copied in and out, and a value JSON cannot carry is
+ * refused the same way), a batch is all or nothing, answers are a
+ * compare-and-set, runs are fenced by `attempt`.
+ *
+ * Bounded: at most `maxConversations` are kept; past that the least recently
+ * used conversation without an open request is dropped, and `release` drops
+ * a stopped agent's conversation at once. When every kept conversation waits
+ * on a person, a new one is refused with `ERR_BACKPRESSURE` (a question
+ * waiting for a person is never dropped).
+ *
+ * @example
+ * ```ts
+ * const store = new MemoryPersistence({ maxConversations: 1000, tenantKey: (s) => (s as { org: string }).org })
+ * const supervisor = createSupervisor({ persistence: store })
+ * ```
+ */
+export class MemoryPersistence implements PersistenceAdapter {
+  readonly #tenantKey: TenantKey | undefined;
+  readonly #clock: Pick<Clock, 'now'>;
+  readonly #t: ConversationTable;
+  #closed = false;
+
+  constructor(options: MemoryPersistenceOptions = {}) {
+    if (typeof options !== 'object' || options === null)
+      throw new InvalidArgumentError('MemoryPersistence(options): pass an object');
+    if (options.tenantKey !== undefined && typeof options.tenantKey !== 'function') {
+      throw new InvalidArgumentError('tenantKey must be a function (scope) => string');
+    }
+    const max = options.maxConversations ?? DEFAULT_MAX_CONVERSATIONS;
+    if (!Number.isSafeInteger(max) || max < 1)
+      throw new InvalidArgumentError('maxConversations must be an integer ≥ 1');
+    this.#tenantKey = options.tenantKey;
+    this.#t = new ConversationTable(max);
+    this.#clock = options.clock ?? { now: () => Date.now() };
+  }
+
+  #tenant(scope: unknown): string {
+    if (this.#closed) throw R.closed('MemoryPersistence');
+    return R.tenantOf(this.#tenantKey, scope);
+  }
+
+  async persistState(scope: unknown, data: AgentStateEnvelope, context: PersistenceContext): Promise<void> {
+    return this.commit(scope, { envelope: data }, context);
+  }
+
+  async loadState(scope: unknown, context: PersistenceContext): Promise<AgentStateEnvelope | undefined> {
+    const tenant = this.#tenant(scope);
+    R.checkContext(context);
+    const json = this.#t.find(tenant, context.conversationId)?.states.get(context.agentId);
+    return json === undefined ? undefined : migrateEnvelope(JSON.parse(json), `the saved state of ${context.agentId}`);
+  }
+
+  async saveMessage(scope: unknown, message: Message, context: PersistenceContext): Promise<void> {
+    return this.commit(scope, { messages: [message] }, context);
+  }
+
+  async loadMessages(scope: unknown, context: PersistenceContext): Promise<readonly Message[]> {
+    const tenant = this.#tenant(scope);
+    R.checkContext(context);
+    const list = this.#t.find(tenant, context.conversationId)?.messages.get(context.agentId) ?? [];
+    return list.map((json) => JSON.parse(json) as Message);
+  }
+
+  async commit(scope: unknown, batch: TurnBatch, context: PersistenceContext): Promise<void> {
+    const tenant = this.#tenant(scope);
+    R.checkBatch(batch, context);
+    const at = batch.at ?? this.#clock.now();
+    // Phase 1: encode and check everything against what is saved; nothing changes yet.
+    const envelope = batch.envelope === undefined ? undefined : R.encode(batch.envelope, 'envelope');
+    const messages = (batch.messages ?? []).map((m) => R.encode(m, 'message'));
+    const runs = (batch.runs ?? []).map((run) => ({ run, json: R.encode(run, `run ${run.runId}`) }));
+    const opened = (batch.openedRequests ?? []).map((r) => ({
+      r,
+      json: R.encode({ ...r, status: 'open' }, `request ${r.requestId}`),
+    }));
+    const existing = this.#t.find(tenant, context.conversationId);
+    for (const { run } of runs) {
+      const owner = this.#t.runIndex.get(`${tenant}${SEP}${run.runId}`);
+      const saved = owner?.runs.get(run.runId);
+      if (owner !== undefined && owner.id !== context.conversationId) {
+        throw new InvalidArgumentError(
+          `run ${run.runId} belongs to conversation ${owner.id}, not ${context.conversationId}`,
+        );
+      }
+      if (saved !== undefined && run.attempt < saved.attempt) throw R.fenced(run.runId, run.attempt, saved.attempt);
+    }
+    const seen = new Set<string>();
+    for (const { r } of opened) {
+      if (this.#t.requests.has(`${tenant}${SEP}${r.requestId}`) || seen.has(r.requestId)) {
+        throw R.duplicateRequest(r.requestId);
+      }
+      seen.add(r.requestId);
+    }
+    for (const key of batch.committedToolCalls ?? []) {
+      const call = existing?.toolCalls.get(key.runId)?.get(callKey(key));
+      if (call === undefined) throw R.notStarted(key);
+    }
+    // Phase 2: apply (synchronous, so no other call interleaves).
+    const conv = existing ?? this.#t.obtain(tenant, context.conversationId);
+    if (envelope !== undefined && batch.envelope !== undefined) {
+      conv.states.set(context.agentId, envelope);
+      conv.summary = {
+        conversationId: context.conversationId,
+        agentId: context.agentId,
+        agentName: batch.envelope.agentName,
+        status: batch.envelope.status,
+        updatedAt: batch.envelope.savedAt,
+      };
+    }
+    if (messages.length > 0) {
+      let list = conv.messages.get(context.agentId);
+      if (list === undefined) {
+        list = [];
+        conv.messages.set(context.agentId, list);
+      }
+      for (const m of messages) list.push(m);
+    }
+    for (const { run, json } of runs) {
+      conv.runs.set(run.runId, { json, status: run.status, attempt: run.attempt, updatedAt: run.updatedAt });
+      this.#t.runIndex.set(`${tenant}${SEP}${run.runId}`, conv);
+    }
+    for (const key of batch.committedToolCalls ?? []) {
+      const calls = conv.toolCalls.get(key.runId);
+      const call = calls?.get(callKey(key));
+      if (calls !== undefined && call !== undefined && call.status === 'started') {
+        calls.set(callKey(key), { ...call, status: 'committed', committedAt: at });
+      }
+    }
+    for (const { r, json } of opened) {
+      const stored: StoredRequest = { conv, json, status: 'open', openedAt: r.openedAt, closedAt: undefined };
+      this.#t.requests.set(`${tenant}${SEP}${r.requestId}`, stored);
+      conv.requests.add(r.requestId);
+      conv.open++;
+    }
+    for (const requestId of batch.withdrawnRequests ?? []) {
+      if (this.#t.requests.get(`${tenant}${SEP}${requestId}`)?.conv === conv)
+        this.#close(tenant, requestId, 'withdrawn', undefined, at);
+    }
+  }
+
+  #close(
+    tenant: string,
+    requestId: string,
+    status: 'answered' | 'withdrawn',
+    answer: Answer | undefined,
+    at: number,
+  ): StoredRequest | undefined {
+    const stored = this.#t.requests.get(`${tenant}${SEP}${requestId}`);
+    if (stored === undefined || stored.status !== 'open') return undefined;
+    const record = JSON.parse(stored.json) as RequestRecord;
+    stored.json = JSON.stringify({ ...record, status, answer, closedAt: at });
+    stored.status = status;
+    stored.closedAt = at;
+    stored.conv.open--;
+    return stored;
+  }
+
+  async loadRuns(scope: unknown, context: PersistenceContext): Promise<readonly RunRecord[]> {
+    const tenant = this.#tenant(scope);
+    R.checkContext(context);
+    const conv = this.#t.find(tenant, context.conversationId);
+    const out: RunRecord[] = [];
+    for (const run of conv?.runs.values() ?? []) if (!isTerminalRunStatus(run.status)) out.push(JSON.parse(run.json));
+    return out.sort((a, b) => a.updatedAt - b.updatedAt || (a.runId < b.runId ? -1 : 1));
+  }
+
+  async markInterrupted(options: MarkInterruptedOptions = {}): Promise<readonly RunRecord[]> {
+    const tenant = options.scope === undefined ? undefined : this.#tenant(options.scope);
+    if (this.#closed) throw R.closed('MemoryPersistence');
+    const now = options.now ?? this.#clock.now();
+    const out: RunRecord[] = [];
+    for (const conv of this.#t.conversations.values()) {
+      if (tenant !== undefined && conv.tenant !== tenant) continue;
+      for (const run of conv.runs.values()) {
+        if (run.status !== 'running') continue;
+        const record: RunRecord = { ...(JSON.parse(run.json) as RunRecord), status: 'interrupted', updatedAt: now };
+        run.json = JSON.stringify(record);
+        run.status = 'interrupted';
+        run.updatedAt = now;
+        out.push(record);
+      }
+    }
+    return out;
+  }
+
+  async startToolCalls(scope: unknown, calls: readonly ToolCallStart[], context: PersistenceContext): Promise<void> {
+    const tenant = this.#tenant(scope);
+    R.checkContext(context);
+    if (!Array.isArray(calls))
+      throw new InvalidArgumentError('startToolCalls(scope, calls, context): calls must be an array');
+    for (const call of calls) R.checkToolCallStart(call);
+    const existing = this.#t.find(tenant, context.conversationId);
+    for (const call of calls) {
+      const owner = this.#t.callIndex.get(`${tenant}${SEP}${call.runId}`);
+      if (owner !== undefined && owner.id !== context.conversationId) {
+        throw new InvalidArgumentError(
+          `run ${call.runId} belongs to conversation ${owner.id}, not ${context.conversationId}`,
+        );
+      }
+      if (existing?.toolCalls.get(call.runId)?.get(callKey(call))?.status === 'committed')
+        throw R.alreadyCommitted(call);
+    }
+    const conv = existing ?? this.#t.obtain(tenant, context.conversationId);
+    for (const call of calls) {
+      let byRun = conv.toolCalls.get(call.runId);
+      if (byRun === undefined) {
+        byRun = new Map();
+        conv.toolCalls.set(call.runId, byRun);
+      }
+      byRun.set(callKey(call), {
+        runId: call.runId,
+        toolCallId: call.toolCallId,
+        attempt: call.attempt,
+        toolName: call.toolName,
+        idempotent: call.idempotent,
+        startedAt: call.startedAt,
+        status: 'started',
+        committedAt: undefined,
+      });
+      this.#t.callIndex.set(`${tenant}${SEP}${call.runId}`, conv);
+    }
+  }
+
+  async loadToolCalls(scope: unknown, runId: string): Promise<readonly ToolCallRecord[]> {
+    const tenant = this.#tenant(scope);
+    if (typeof runId !== 'string' || runId.length === 0)
+      throw new InvalidArgumentError('runId must be a non-empty string');
+    const calls = this.#t.callIndex.get(`${tenant}${SEP}${runId}`)?.toolCalls.get(runId);
+    const out: ToolCallRecord[] = [];
+    for (const call of calls?.values() ?? []) if (call.status === 'started') out.push({ ...call });
+    return out.sort(
+      (a, b) => a.startedAt - b.startedAt || (a.toolCallId < b.toolCallId ? -1 : 1) || a.attempt - b.attempt,
+    );
+  }
+
+  async openRequest(scope: unknown, request: RequestOpening): Promise<void> {
+    if (typeof request !== 'object' || request === null)
+      throw new InvalidArgumentError('openRequest: pass the request');
+    return this.commit(
+      scope,
+      { openedRequests: [request] },
+      { agentId: request.agentId, conversationId: request.conversationId },
+    );
+  }
+
+  async answerRequest(scope: unknown, requestId: string, answer: Answer, at: number): Promise<AnswerResult> {
+    const tenant = this.#tenant(scope);
+    R.checkAnswer(answer);
+    if (typeof at !== 'number' || !Number.isFinite(at)) throw new InvalidArgumentError('at must be a finite time');
+    const json = R.encode(answer, 'answer');
+    const stored = this.#t.requests.get(`${tenant}${SEP}${requestId}`);
+    if (stored === undefined) return { status: 'unknown' };
+    if (stored.status === 'answered') return { status: 'already-answered' };
+    if (stored.status === 'withdrawn') return { status: 'withdrawn' };
+    this.#close(tenant, requestId, 'answered', JSON.parse(json) as Answer, at);
+    return { status: 'taken', record: JSON.parse(stored.json) as RequestRecord };
+  }
+
+  async withdrawRequest(scope: unknown, requestId: string, at: number): Promise<WithdrawResult> {
+    const tenant = this.#tenant(scope);
+    if (typeof at !== 'number' || !Number.isFinite(at)) throw new InvalidArgumentError('at must be a finite time');
+    const stored = this.#t.requests.get(`${tenant}${SEP}${requestId}`);
+    if (stored === undefined) return { status: 'unknown' };
+    if (stored.status === 'answered') return { status: 'already-answered' };
+    if (stored.status === 'withdrawn') return { status: 'already-withdrawn' };
+    this.#close(tenant, requestId, 'withdrawn', undefined, at);
+    return { status: 'withdrawn' };
+  }
+
+  async getRequest(scope: unknown, requestId: string): Promise<RequestRecord | undefined> {
+    const tenant = this.#tenant(scope);
+    const stored = this.#t.requests.get(`${tenant}${SEP}${requestId}`);
+    return stored === undefined ? undefined : (JSON.parse(stored.json) as RequestRecord);
+  }
+
+  async listRequests(scope: unknown, options: RequestListOptions = {}): Promise<Page<RequestRecord>> {
+    const tenant = this.#tenant(scope);
+    const { limit, after } = R.page(options);
+    const from = after === undefined ? undefined : R.parseCursor(after);
+    const open: { at: number; id: string; s: StoredRequest }[] = [];
+    for (const [key, s] of this.#t.requests) {
+      if (s.status !== 'open' || s.conv.tenant !== tenant) continue;
+      if (options.conversationId !== undefined && s.conv.id !== options.conversationId) continue;
+      const id = key.slice(tenant.length + 1);
+      if (from !== undefined && (s.openedAt < from.at || (s.openedAt === from.at && id <= from.key))) continue;
+      open.push({ at: s.openedAt, id, s });
+    }
+    open.sort((a, b) => a.at - b.at || (a.id < b.id ? -1 : 1));
+    const items = open.slice(0, limit);
+    const last = items[items.length - 1];
+    return {
+      items: items.map((x) => JSON.parse(x.s.json) as RequestRecord),
+      next: open.length > limit && last !== undefined ? R.cursor(last.at, last.id) : undefined,
+    };
+  }
+
+  async listConversations(scope: unknown, options: ListOptions = {}): Promise<Page<ConversationSummary>> {
+    const tenant = this.#tenant(scope);
+    const { limit, after } = R.page(options);
+    const from = after === undefined ? undefined : R.parseCursor(after);
+    const all: ConversationSummary[] = [];
+    for (const conv of this.#t.conversations.values()) {
+      const s = conv.summary;
+      if (conv.tenant !== tenant || s === undefined) continue;
+      if (from !== undefined && (s.updatedAt > from.at || (s.updatedAt === from.at && s.conversationId <= from.key)))
+        continue;
+      all.push({ ...s, openRequests: conv.open });
+    }
+    all.sort((a, b) => b.updatedAt - a.updatedAt || (a.conversationId < b.conversationId ? -1 : 1));
+    const items = all.slice(0, limit);
+    const last = items[items.length - 1];
+    return {
+      items,
+      next: all.length > limit && last !== undefined ? R.cursor(last.updatedAt, last.conversationId) : undefined,
+    };
+  }
+
+  async deleteConversation(scope: unknown, context: PersistenceContext): Promise<boolean> {
+    const tenant = this.#tenant(scope);
+    R.checkContext(context);
+    const conv = this.#t.conversations.get(`${tenant}${SEP}${context.conversationId}`);
+    if (conv === undefined) return false;
+    this.#t.drop(conv);
+    return true;
+  }
+
+  async prune(options: PruneOptions): Promise<PruneResult> {
+    if (typeof options !== 'object' || options === null)
+      throw new InvalidArgumentError('prune: pass { finishedRunsOlderThanMs }');
+    const tenant = options.scope === undefined ? undefined : this.#tenant(options.scope);
+    if (this.#closed) throw R.closed('MemoryPersistence');
+    const ms = options.finishedRunsOlderThanMs;
+    if (typeof ms !== 'number' || !(ms >= 0))
+      throw new InvalidArgumentError('finishedRunsOlderThanMs must be a number ≥ 0');
+    const cutoff = (options.now ?? this.#clock.now()) - ms;
+    const result = { runs: 0, toolCalls: 0, requests: 0 };
+    for (const conv of this.#t.conversations.values()) {
+      if (tenant !== undefined && conv.tenant !== tenant) continue;
+      for (const [runId, run] of conv.runs) {
+        if (!isTerminalRunStatus(run.status) || run.updatedAt >= cutoff) continue;
+        conv.runs.delete(runId);
+        this.#t.runIndex.delete(`${conv.tenant}${SEP}${runId}`);
+        result.runs++;
+        const calls = conv.toolCalls.get(runId);
+        if (calls !== undefined) {
+          result.toolCalls += calls.size;
+          conv.toolCalls.delete(runId);
+          this.#t.callIndex.delete(`${conv.tenant}${SEP}${runId}`);
+        }
+      }
+      for (const calls of conv.toolCalls.values()) {
+        for (const [key, call] of calls) {
+          if (call.status === 'committed' && (call.committedAt ?? 0) < cutoff) {
+            calls.delete(key);
+            result.toolCalls++;
+          }
+        }
+      }
+      for (const requestId of conv.requests) {
+        const stored = this.#t.requests.get(`${conv.tenant}${SEP}${requestId}`);
+        if (stored !== undefined && stored.status !== 'open' && (stored.closedAt ?? 0) < cutoff) {
+          this.#t.requests.delete(`${conv.tenant}${SEP}${requestId}`);
+          conv.requests.delete(requestId);
+          result.requests++;
+        }
+      }
+    }
+    return result;
+  }
+
+  async release(scope: unknown, context: PersistenceContext): Promise<boolean> {
+    const tenant = this.#tenant(scope);
+    R.checkContext(context);
+    const conv = this.#t.conversations.get(`${tenant}${SEP}${context.conversationId}`);
+    if (conv === undefined || conv.open > 0) return false;
+    this.#t.drop(conv);
+    return true;
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#t.clear();
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    return this.close();
+  }
+
+  /** How many conversations are kept (a bound: see `maxConversations`). */
+  get size(): number {
+    return this.#t.conversations.size;
+  }
+}

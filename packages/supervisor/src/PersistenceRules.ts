@@ -1,0 +1,306 @@
+import { ClosedError, findNotJson, InvalidArgumentError, TroupeError } from '@troupe/core';
+import {
+  DEFAULT_TENANT_KEY,
+  type ListOptions,
+  type PersistenceContext,
+  type RequestOpening,
+  type RunRecord,
+  type RunStatus,
+  type TenantKey,
+  type ToolCallKey,
+  type ToolCallStart,
+  type TurnBatch,
+} from './Persistence.js';
+import { type AgentStateEnvelope, STATE_ENVELOPE_VERSION } from './StateEnvelope.js';
+
+const RUN_STATUSES: ReadonlySet<string> = new Set<RunStatus>([
+  'running',
+  'suspended',
+  'done',
+  'failed',
+  'cancelled',
+  'crashed',
+  'incomplete',
+  'interrupted',
+]);
+const RUN_KINDS: ReadonlySet<string> = new Set(['message', 'subagent', 'spawn']);
+const CONVERSATION_STATUSES: ReadonlySet<string> = new Set(['idle', 'running', 'suspended', 'stopped']);
+const DEFAULT_LIMIT = 100;
+const MAX_LIMIT = 1000;
+
+function bad(message: string): InvalidArgumentError {
+  return new InvalidArgumentError(message);
+}
+
+function id(value: unknown, what: string): string {
+  if (typeof value !== 'string' || value.length === 0 || value.length > 512 || value.includes('\u0000')) {
+    throw bad(
+      `${what} must be a non-empty string of at most 512 characters without NUL, got ${JSON.stringify(value) ?? typeof value}`,
+    );
+  }
+  return value;
+}
+
+function time(value: unknown, what: string): number {
+  if (typeof value !== 'number' || !Number.isFinite(value)) {
+    throw bad(`${what} must be a finite number (milliseconds since the epoch), got ${String(value)}`);
+  }
+  return value;
+}
+
+function object(value: unknown, what: string): Record<string, unknown> {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw bad(`${what} must be an object`);
+  return value as Record<string, unknown>;
+}
+
+function usage(value: unknown, what: string): void {
+  const u = object(value, what);
+  if (typeof u.inputTokens !== 'number' || typeof u.outputTokens !== 'number') {
+    throw bad(`${what} must be { inputTokens, outputTokens } (numbers)`);
+  }
+}
+
+function json(value: unknown, what: string): void {
+  const notJson = findNotJson(value, what, { undefinedPropertiesAreAbsent: true });
+  if (notJson !== undefined) {
+    throw new InvalidArgumentError(`${notJson.path} is ${notJson.what}: ${notJson.instead}`, { code: 'ERR_NOT_JSON' });
+  }
+}
+
+/**
+ * The checks and conventions every {@link PersistenceAdapter} applies, in one
+ * place, so the in-memory store, the SQLite store and a store you write
+ * yourself refuse the same input with the same typed errors. Each check
+ * throws an `InvalidArgumentError` (`ERR_INVALID_ARGUMENT`, or `ERR_NOT_JSON`
+ * for a value JSON cannot carry) saying what to pass instead.
+ *
+ * @example
+ * ```ts
+ * const tenant = PersistenceRules.tenantOf(options.tenantKey, scope)
+ * PersistenceRules.checkBatch(batch, context)
+ * const text = PersistenceRules.encode(batch.envelope, 'envelope')
+ * ```
+ */
+export const PersistenceRules = Object.freeze({
+  /** The tenant key of `scope` under `tenantKey` (default {@link DEFAULT_TENANT_KEY}), checked. */
+  tenantOf(tenantKey: TenantKey | undefined, scope: unknown): string {
+    if (tenantKey === undefined) return DEFAULT_TENANT_KEY;
+    let key: unknown;
+    try {
+      key = tenantKey(scope);
+    } catch (error) {
+      throw new InvalidArgumentError(`tenantKey(scope) threw: ${(error as Error)?.message ?? String(error)}`, {
+        cause: error,
+      });
+    }
+    if (typeof key !== 'string' || key.length === 0 || key.length > 512 || key.includes('\u0000')) {
+      throw bad(
+        'tenantKey(scope) must return a non-empty string of at most 512 characters without NUL: fix the tenantKey hook',
+      );
+    }
+    return key;
+  },
+
+  /** Check a {@link PersistenceContext}. */
+  checkContext(context: PersistenceContext): void {
+    object(context, 'the persistence context');
+    id(context.agentId, 'context.agentId');
+    id(context.conversationId, 'context.conversationId');
+  },
+
+  /** Check an envelope to be written: the current version, for the context's agent and conversation. */
+  checkEnvelope(envelope: AgentStateEnvelope, context: PersistenceContext): void {
+    const e = object(envelope, 'the envelope');
+    if (e.version !== STATE_ENVELOPE_VERSION) {
+      throw bad(
+        `the envelope has version ${String(e.version)}: a store writes version ${STATE_ENVELOPE_VERSION} only (upgrade older ones with migrateEnvelope)`,
+      );
+    }
+    if (e.agentId !== context.agentId || e.conversationId !== context.conversationId) {
+      throw bad(
+        `the envelope is for agent ${String(e.agentId)} of conversation ${String(e.conversationId)}, the context names ${context.agentId} of ${context.conversationId}: pass the matching context`,
+      );
+    }
+    id(e.agentName, 'envelope.agentName');
+    if (typeof e.status !== 'string' || !CONVERSATION_STATUSES.has(e.status)) {
+      throw bad(`envelope.status must be one of ${[...CONVERSATION_STATUSES].join(', ')}, got ${String(e.status)}`);
+    }
+    object(e.state, 'envelope.state');
+    time(e.savedAt, 'envelope.savedAt');
+  },
+
+  /** Check a run row; with a context, it must belong to the context's conversation. */
+  checkRun(run: RunRecord, context?: PersistenceContext): void {
+    const r = object(run, 'a run');
+    id(r.runId, 'run.runId');
+    id(r.conversationId, 'run.conversationId');
+    if (context !== undefined && r.conversationId !== context.conversationId) {
+      throw bad(
+        `run ${String(r.runId)} belongs to conversation ${String(r.conversationId)}, not ${context.conversationId}: commit it with its own conversation`,
+      );
+    }
+    id(r.agentId, 'run.agentId');
+    id(r.agentName, 'run.agentName');
+    if (r.parentRunId !== undefined) id(r.parentRunId, 'run.parentRunId');
+    if (r.toolCallId !== undefined) id(r.toolCallId, 'run.toolCallId');
+    if (r.module !== undefined && typeof r.module !== 'string') throw bad('run.module must be a string');
+    if (typeof r.kind !== 'string' || !RUN_KINDS.has(r.kind)) {
+      throw bad(`run.kind must be message, subagent or spawn, got ${String(r.kind)}`);
+    }
+    if (typeof r.status !== 'string' || !RUN_STATUSES.has(r.status)) {
+      throw bad(`run.status must be one of ${[...RUN_STATUSES].join(', ')}, got ${String(r.status)}`);
+    }
+    if (!Number.isSafeInteger(r.attempt) || (r.attempt as number) < 1) {
+      throw bad(`run.attempt is a fencing token: an integer ≥ 1, got ${String(r.attempt)}`);
+    }
+    usage(r.usage, 'run.usage');
+    usage(r.totalUsage, 'run.totalUsage');
+    time(r.updatedAt, 'run.updatedAt');
+  },
+
+  /** Check a tool-call key. */
+  checkToolCallKey(key: ToolCallKey): void {
+    const k = object(key, 'a tool call');
+    id(k.runId, 'toolCall.runId');
+    id(k.toolCallId, 'toolCall.toolCallId');
+    if (!Number.isSafeInteger(k.attempt) || (k.attempt as number) < 1) {
+      throw bad(`toolCall.attempt must be an integer ≥ 1, got ${String(k.attempt)}`);
+    }
+  },
+
+  /** Check a tool call about to start. */
+  checkToolCallStart(call: ToolCallStart): void {
+    PersistenceRules.checkToolCallKey(call);
+    id(call.toolName, 'toolCall.toolName');
+    if (typeof call.idempotent !== 'boolean') throw bad('toolCall.idempotent must be a boolean');
+    time(call.startedAt, 'toolCall.startedAt');
+  },
+
+  /** Check a request to open; with a context, it must belong to the context's conversation. */
+  checkRequestOpening(request: RequestOpening, context?: PersistenceContext): void {
+    const r = object(request, 'a request');
+    id(r.requestId, 'request.requestId');
+    id(r.conversationId, 'request.conversationId');
+    if (context !== undefined && r.conversationId !== context.conversationId) {
+      throw bad(
+        `request ${String(r.requestId)} belongs to conversation ${String(r.conversationId)}, not ${context.conversationId}`,
+      );
+    }
+    id(r.agentId, 'request.agentId');
+    id(r.runId, 'request.runId');
+    id(r.runAgentId, 'request.runAgentId');
+    if (!Array.isArray(r.path) || r.path.length === 0)
+      throw bad('request.path must list the agent ids from the parent down');
+    for (const step of r.path) id(step, 'request.path[i]');
+    const inner = object(r.request, 'request.request');
+    id(inner.id, 'request.request.id');
+    id(inner.kind, 'request.request.kind');
+    if (typeof inner.prompt !== 'string') throw bad('request.request.prompt must be a string');
+    id(r.localId, 'request.localId');
+    id(r.toolCallId, 'request.toolCallId');
+    if (typeof r.approval !== 'boolean') throw bad('request.approval must be a boolean');
+    time(r.openedAt, 'request.openedAt');
+    json(r.request, 'request.request');
+  },
+
+  /** Check an answer before it is saved. */
+  checkAnswer(answer: unknown): void {
+    const a = object(answer, 'the answer');
+    id(a.id, 'answer.id');
+    if (typeof a.ok !== 'boolean') throw bad('answer.ok must be a boolean');
+    if (a.reason !== undefined && typeof a.reason !== 'string') throw bad('answer.reason must be a string');
+    json(answer, 'answer');
+  },
+
+  /** Check every part of a {@link TurnBatch} against its context. */
+  checkBatch(batch: TurnBatch, context: PersistenceContext): void {
+    PersistenceRules.checkContext(context);
+    object(batch, 'the batch');
+    if (batch.envelope !== undefined) PersistenceRules.checkEnvelope(batch.envelope, context);
+    for (const message of batch.messages ?? []) {
+      const m = object(message, 'a message');
+      if (typeof m.role !== 'string' || typeof m.content !== 'string') {
+        throw bad('a message must be { role, content } with string role and content');
+      }
+    }
+    const runIds = new Set<string>();
+    for (const run of batch.runs ?? []) {
+      PersistenceRules.checkRun(run, context);
+      if (runIds.has(run.runId)) throw bad(`run ${run.runId} is twice in one batch: upsert it once`);
+      runIds.add(run.runId);
+    }
+    for (const key of batch.committedToolCalls ?? []) PersistenceRules.checkToolCallKey(key);
+    for (const request of batch.openedRequests ?? []) PersistenceRules.checkRequestOpening(request, context);
+    for (const requestId of batch.withdrawnRequests ?? []) id(requestId, 'a withdrawn request id');
+    if (batch.at !== undefined) time(batch.at, 'batch.at');
+  },
+
+  /**
+   * `JSON.stringify` that refuses instead of mangling: a value JSON cannot
+   * carry exactly is an `ERR_NOT_JSON` naming its path (an object property
+   * holding `undefined` counts as absent).
+   */
+  encode(value: unknown, what: string): string {
+    json(value, what);
+    return JSON.stringify(value);
+  },
+
+  /** The limit and cursor of a listing, checked. */
+  page(options: ListOptions | undefined): { limit: number; after: string | undefined } {
+    const limit = options?.limit ?? DEFAULT_LIMIT;
+    if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_LIMIT) {
+      throw bad(`limit must be an integer from 1 to ${MAX_LIMIT}, got ${String(limit)}`);
+    }
+    const after = options?.after;
+    if (after !== undefined && (typeof after !== 'string' || after.length === 0)) {
+      throw bad('after must be the `next` cursor of a previous page');
+    }
+    return { limit, after };
+  },
+
+  /** A listing cursor: a time and an id, ordered by both. */
+  cursor(at: number, key: string): string {
+    return `${at}:${key}`;
+  },
+
+  /** Read a cursor made by {@link PersistenceRules.cursor}. */
+  parseCursor(cursor: string): { at: number; key: string } {
+    const colon = cursor.indexOf(':');
+    const at = Number(cursor.slice(0, colon));
+    if (colon <= 0 || !Number.isFinite(at))
+      throw bad(`"${cursor}" is not a cursor: pass the \`next\` of a previous page`);
+    return { at, key: cursor.slice(colon + 1) };
+  },
+
+  /** The error of an upsert fenced by a newer attempt. */
+  fenced(runId: string, attempt: number, saved: number): TroupeError {
+    return new TroupeError(
+      `run ${runId} is saved at attempt ${saved}; an upsert at attempt ${attempt} is stale (another process resumed it): stop working on this run`,
+      { code: 'ERR_STORE_LOCKED' },
+    );
+  },
+
+  /** The error of a second start of a tool call that already committed. */
+  alreadyCommitted(key: ToolCallKey): TroupeError {
+    return bad(
+      `tool call ${key.toolCallId} of run ${key.runId} (attempt ${key.attempt}) already committed: its side effect must not run again; start a new attempt`,
+    );
+  },
+
+  /** The error of committing a tool call that was never started. */
+  notStarted(key: ToolCallKey): TroupeError {
+    return bad(
+      `tool call ${key.toolCallId} of run ${key.runId} (attempt ${key.attempt}) was never started: call startToolCalls before its side effect`,
+    );
+  },
+
+  /** The error of opening a request whose id is taken. */
+  duplicateRequest(requestId: string): TroupeError {
+    return bad(`request ${requestId} already exists: request ids are unique in a tenant`);
+  },
+
+  /** The error of a call after `close()`. */
+  closed(store: string): ClosedError {
+    return new ClosedError(`${store} is closed: open a new store`);
+  },
+});

@@ -1,0 +1,143 @@
+import { type AgentId, type LoopState, type Request, TroupeError } from '@troupe/core';
+
+/**
+ * The envelope version this code writes. Bumped when the saved shape
+ * changes; {@link READABLE_STATE_VERSIONS} lists what it still reads.
+ */
+export const STATE_ENVELOPE_VERSION = 2;
+
+/** Every envelope version this code reads; older ones are upgraded by {@link migrateEnvelope}. */
+export const READABLE_STATE_VERSIONS: readonly number[] = Object.freeze([1, 2]);
+
+/** What a conversation is doing, as saved with its envelope. */
+export type ConversationStatus = 'idle' | 'running' | 'suspended' | 'stopped';
+
+/** A request waiting for a person, as saved inside an envelope. */
+export interface PendingRequestRecord {
+  readonly request: Request;
+  /** Agent ids from the parent agent down to the one whose tool asked. */
+  readonly path: readonly AgentId[];
+  readonly openedAt: number;
+}
+
+/** Version 1, the shape saved before runs and requests had rows of their own. Read, never written. */
+export interface AgentStateEnvelopeV1 {
+  readonly version: 1;
+  readonly agentId: AgentId;
+  readonly conversationId: string;
+  readonly agentName: string;
+  readonly state: LoopState;
+  readonly pendingRequest: PendingRequestRecord | undefined;
+  /** The conversation's own open questions when it is suspended (ids as the host knows them). */
+  readonly openRequests?:
+    | readonly {
+        readonly id: string;
+        readonly toolCallId: string;
+        readonly local: Request;
+        readonly approval: boolean;
+      }[]
+    | undefined;
+  readonly childCounter: number;
+  readonly savedAt: number;
+}
+
+/**
+ * An agent's saved state (version 2): versioned JSON, never holding the
+ * scope (the caller re-supplies it on restore). Stores return it migrated
+ * to this version whatever version was saved.
+ *
+ * @example
+ * ```ts
+ * const envelope: AgentStateEnvelope = {
+ *   version: STATE_ENVELOPE_VERSION, agentId, conversationId, agentName: 'triage',
+ *   status: 'idle', state, pendingRequest: undefined, waitingOn: undefined, runId: undefined,
+ *   childCounter: 0, savedAt: clock.now(),
+ * }
+ * await store.persistState(scope, envelope, { agentId, conversationId })
+ * ```
+ */
+export interface AgentStateEnvelope {
+  readonly version: typeof STATE_ENVELOPE_VERSION;
+  readonly agentId: AgentId;
+  readonly conversationId: string;
+  readonly agentName: string;
+  /** What the conversation was doing when this was saved. */
+  readonly status: ConversationStatus;
+  readonly state: LoopState;
+  /** The open request when the agent is suspended (its request, path and time). */
+  readonly pendingRequest: PendingRequestRecord | undefined;
+  /** The conversation's own open questions when it is suspended (ids as the host knows them). */
+  readonly openRequests?:
+    | readonly {
+        readonly id: string;
+        readonly toolCallId: string;
+        readonly local: Request;
+        readonly approval: boolean;
+      }[]
+    | undefined;
+  /** The host-visible id of the request the conversation waits on (a row of the store's requests). */
+  readonly waitingOn: string | undefined;
+  /** The run (RunTree node) of the message being handled or last handled. */
+  readonly runId: string | undefined;
+  /** How many subagents this agent has spawned (ids are never reused). */
+  readonly childCounter: number;
+  readonly savedAt: number;
+}
+
+/** Any envelope version this code reads. */
+export type AnyAgentStateEnvelope = AgentStateEnvelopeV1 | AgentStateEnvelope;
+
+function versionOf(saved: unknown): unknown {
+  return typeof saved === 'object' && saved !== null ? (saved as { version?: unknown }).version : undefined;
+}
+
+/**
+ * Upgrade a saved envelope of any readable version to the current one (a
+ * current one is returned as is). Stores call it on every read, so a
+ * caller only ever sees {@link STATE_ENVELOPE_VERSION}.
+ *
+ * v1 → v2: `status` is `suspended` when a request was pending, else `idle`;
+ * `waitingOn` is the pending request's id; `runId` is unknown.
+ *
+ * @throws TroupeError `ERR_STORE_VERSION` for a version this code does not
+ *   read (written by a newer Troupe: upgrade this process), or
+ *   `ERR_STORE_CORRUPT` for something that is not an envelope at all.
+ *
+ * @example
+ * ```ts
+ * const envelope = migrateEnvelope(JSON.parse(row.json))
+ * envelope.version // 2
+ * ```
+ */
+export function migrateEnvelope(saved: unknown, where = 'a saved state'): AgentStateEnvelope {
+  const version = versionOf(saved);
+  if (version === STATE_ENVELOPE_VERSION) return saved as AgentStateEnvelope;
+  if (version === 1) {
+    const v1 = saved as AgentStateEnvelopeV1;
+    const pending = v1.pendingRequest ?? undefined;
+    return {
+      version: STATE_ENVELOPE_VERSION,
+      agentId: v1.agentId,
+      conversationId: v1.conversationId,
+      agentName: v1.agentName,
+      status: pending === undefined ? 'idle' : 'suspended',
+      state: v1.state,
+      pendingRequest: pending,
+      ...(v1.openRequests === undefined ? {} : { openRequests: v1.openRequests }),
+      waitingOn: pending?.request.id,
+      runId: undefined,
+      childCounter: v1.childCounter,
+      savedAt: v1.savedAt,
+    };
+  }
+  if (typeof version === 'number' && Number.isInteger(version) && version > STATE_ENVELOPE_VERSION) {
+    throw new TroupeError(
+      `${where} has envelope version ${version}; this Troupe reads versions ${READABLE_STATE_VERSIONS.join(', ')}: upgrade Troupe to read it (it was written by a newer one)`,
+      { code: 'ERR_STORE_VERSION' },
+    );
+  }
+  throw new TroupeError(
+    `${where} is not a Troupe state envelope (version ${JSON.stringify(version) ?? 'missing'}): restore the store from a backup or delete the conversation`,
+    { code: 'ERR_STORE_CORRUPT' },
+  );
+}

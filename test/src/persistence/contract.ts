@@ -1,0 +1,278 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { PersistenceAdapter, TenantKey } from '@troupe/supervisor';
+import { contractRequests } from './contractRequests.js';
+import { contractRuns } from './contractRuns.js';
+import { contractTenants } from './contractTenants.js';
+import { ctx, envelope, loopState, type MakeStore, rejectsWith, run, scopeOf, tenantKey } from './records.js';
+
+/** Open a store, run `fn` against it, then close it and remove what it left. */
+export async function withStore(
+  make: MakeStore,
+  fn: (store: PersistenceAdapter) => Promise<void>,
+  options: { tenantKey?: TenantKey } = { tenantKey },
+): Promise<void> {
+  const { store, cleanup } = await make(options);
+  try {
+    await fn(store);
+  } finally {
+    await store.close?.();
+    await cleanup();
+  }
+}
+
+/**
+ * The persistence contract: every rule of `PersistenceAdapter`, one test
+ * each, run against a store made by `make`. `memory.test.ts` and
+ * `sqlite.test.ts` run it against both stores.
+ */
+export function runPersistenceContract(name: string, make: MakeStore): void {
+  const scope = scopeOf('t1');
+  describe(`${name}: states and messages`, () => {
+    it('persistState then loadState returns the envelope', async () => {
+      await withStore(make, async (store) => {
+        const c = ctx('c1');
+        await store.persistState(scope, envelope(c), c);
+        const loaded = await store.loadState(scope, c);
+        assert.deepEqual(loaded, JSON.parse(JSON.stringify(envelope(c))));
+      });
+    });
+
+    it('loadState of an unknown agent is undefined', async () => {
+      await withStore(make, async (store) => {
+        assert.equal(await store.loadState(scope, ctx('nobody')), undefined);
+      });
+    });
+
+    it('copies on the way in and out: changing a saved or loaded value changes nothing saved', async () => {
+      await withStore(make, async (store) => {
+        const c = ctx('c1');
+        const state = { ...loopState(c.agentId), metadata: { list: [1] } };
+        await store.persistState(scope, envelope(c, { state }), c);
+        (state.metadata.list as number[]).push(2);
+        const first = await store.loadState(scope, c);
+        assert.ok(first !== undefined);
+        (first.state.metadata.list as number[]).push(3);
+        const second = await store.loadState(scope, c);
+        assert.deepEqual(second?.state.metadata, { list: [1] });
+      });
+    });
+
+    it('a later persistState replaces the earlier one', async () => {
+      await withStore(make, async (store) => {
+        const c = ctx('c1');
+        await store.persistState(scope, envelope(c, { savedAt: 1 }), c);
+        await store.persistState(scope, envelope(c, { savedAt: 2, status: 'suspended' }), c);
+        const loaded = await store.loadState(scope, c);
+        assert.equal(loaded?.savedAt, 2);
+        assert.equal(loaded?.status, 'suspended');
+      });
+    });
+
+    it('saveMessage appends; loadMessages returns them in order, per agent', async () => {
+      await withStore(make, async (store) => {
+        const a = ctx('c1', 'a');
+        const b = ctx('c1', 'b');
+        await store.saveMessage(scope, { role: 'user', content: 'one' }, a);
+        await store.saveMessage(scope, { role: 'assistant', content: 'two' }, a);
+        await store.saveMessage(scope, { role: 'user', content: 'other' }, b);
+        assert.deepEqual(
+          (await store.loadMessages(scope, a)).map((m) => m.content),
+          ['one', 'two'],
+        );
+        assert.deepEqual(
+          (await store.loadMessages(scope, b)).map((m) => m.content),
+          ['other'],
+        );
+      });
+    });
+
+    it('refuses an envelope of another version (write the current one; migrateEnvelope upgrades old ones)', async () => {
+      await withStore(make, async (store) => {
+        const c = ctx('c1');
+        const old = { ...envelope(c), version: 1 } as never;
+        await rejectsWith(store.persistState(scope, old, c), 'ERR_INVALID_ARGUMENT', /migrateEnvelope/);
+      });
+    });
+
+    it('refuses an envelope whose agent or conversation is not the context’s', async () => {
+      await withStore(make, async (store) => {
+        await rejectsWith(
+          store.persistState(scope, envelope(ctx('c1')), ctx('c2')),
+          'ERR_INVALID_ARGUMENT',
+          /matching context/,
+        );
+      });
+    });
+
+    it('refuses a value JSON cannot carry with ERR_NOT_JSON naming the path, saving nothing', async () => {
+      await withStore(make, async (store) => {
+        const c = ctx('c1');
+        const state = { ...loopState(c.agentId), metadata: { when: new Date(0) } };
+        await rejectsWith(
+          store.commit(scope, { envelope: envelope(c, { state }), messages: [{ role: 'user', content: 'x' }] }, c),
+          'ERR_NOT_JSON',
+          /envelope\.state\.metadata\.when is a Date/,
+        );
+        await rejectsWith(
+          store.commit(scope, { runs: [run(c, 'r1', { state: { n: Number.NaN } })] }, c),
+          'ERR_NOT_JSON',
+          /NaN/,
+        );
+        assert.equal(await store.loadState(scope, c), undefined);
+        assert.deepEqual(await store.loadMessages(scope, c), []);
+        assert.deepEqual(await store.loadRuns(scope, c), []);
+      });
+    });
+
+    it('refuses a malformed context', async () => {
+      await withStore(make, async (store) => {
+        await rejectsWith(
+          store.loadState(scope, { agentId: '', conversationId: 'c' } as never),
+          'ERR_INVALID_ARGUMENT',
+        );
+      });
+    });
+  });
+
+  describe(`${name}: the turn commit`, () => {
+    it('saves the envelope, messages, runs, committed tool calls and requests of one turn together', async () => {
+      await withStore(make, async (store) => {
+        const c = ctx('c1');
+        await store.startToolCalls(
+          scope,
+          [{ runId: 'r1', toolCallId: 'k1', attempt: 1, toolName: 'charge', idempotent: false, startedAt: 1 }],
+          c,
+        );
+        await store.commit(
+          scope,
+          {
+            envelope: envelope(c, { status: 'suspended', waitingOn: 'q1' }),
+            messages: [{ role: 'user', content: 'hi' }],
+            runs: [run(c, 'r1', { status: 'suspended' })],
+            committedToolCalls: [{ runId: 'r1', toolCallId: 'k1', attempt: 1 }],
+            openedRequests: [
+              {
+                requestId: 'q1',
+                conversationId: 'c1',
+                agentId: c.agentId,
+                runId: 'r1',
+                runAgentId: c.agentId,
+                path: [c.agentId],
+                request: { id: 'ask', kind: 'input', prompt: '?' },
+                localId: 'ask',
+                toolCallId: 'k2',
+                approval: false,
+                openedAt: 5,
+              },
+            ],
+          },
+          c,
+        );
+        assert.equal((await store.loadState(scope, c))?.waitingOn, 'q1');
+        assert.equal((await store.loadMessages(scope, c)).length, 1);
+        assert.deepEqual(
+          (await store.loadRuns(scope, c)).map((r) => r.status),
+          ['suspended'],
+        );
+        assert.deepEqual(await store.loadToolCalls(scope, 'r1'), []);
+        assert.equal((await store.getRequest(scope, 'q1'))?.status, 'open');
+      });
+    });
+
+    it('is all or nothing: a batch with one refused part saves none of it', async () => {
+      await withStore(make, async (store) => {
+        const c = ctx('c1');
+        await store.commit(scope, { runs: [run(c, 'r1', { attempt: 3 })] }, c);
+        await rejectsWith(
+          store.commit(
+            scope,
+            {
+              envelope: envelope(c),
+              messages: [{ role: 'user', content: 'lost' }],
+              openedRequests: [
+                {
+                  requestId: 'q1',
+                  conversationId: 'c1',
+                  agentId: c.agentId,
+                  runId: 'r2',
+                  runAgentId: c.agentId,
+                  path: [c.agentId],
+                  request: { id: 'x', kind: 'input', prompt: '?' },
+                  localId: 'x',
+                  toolCallId: 'k',
+                  approval: false,
+                  openedAt: 1,
+                },
+              ],
+              runs: [run(c, 'r2'), run(c, 'r1', { attempt: 2 })],
+            },
+            c,
+          ),
+          'ERR_STORE_LOCKED',
+          /stale/,
+        );
+        assert.equal(await store.loadState(scope, c), undefined);
+        assert.deepEqual(await store.loadMessages(scope, c), []);
+        assert.equal(await store.getRequest(scope, 'q1'), undefined);
+        assert.deepEqual(
+          (await store.loadRuns(scope, c)).map((r) => [r.runId, r.attempt]),
+          [['r1', 3]],
+        );
+      });
+    });
+
+    it('refuses to commit a tool call that was never started, saving nothing', async () => {
+      await withStore(make, async (store) => {
+        const c = ctx('c1');
+        await rejectsWith(
+          store.commit(
+            scope,
+            { envelope: envelope(c), committedToolCalls: [{ runId: 'r', toolCallId: 'k', attempt: 1 }] },
+            c,
+          ),
+          'ERR_INVALID_ARGUMENT',
+          /never started/,
+        );
+        assert.equal(await store.loadState(scope, c), undefined);
+      });
+    });
+
+    it('refuses a run or request of another conversation than the context’s', async () => {
+      await withStore(make, async (store) => {
+        await rejectsWith(
+          store.commit(scope, { runs: [run(ctx('c2'), 'r1')] }, ctx('c1')),
+          'ERR_INVALID_ARGUMENT',
+          /c2/,
+        );
+      });
+    });
+
+    it('refuses the same run twice in one batch', async () => {
+      await withStore(make, async (store) => {
+        const c = ctx('c1');
+        await rejectsWith(
+          store.commit(scope, { runs: [run(c, 'r1'), run(c, 'r1')] }, c),
+          'ERR_INVALID_ARGUMENT',
+          /twice/,
+        );
+      });
+    });
+  });
+
+  contractRuns(name, make, scope);
+  contractRequests(name, make, scope);
+  contractTenants(name, make);
+
+  describe(`${name}: lifecycle`, () => {
+    it('close is idempotent and every later call rejects with ERR_CLOSED', async () => {
+      const { store, cleanup } = await make({ tenantKey });
+      await store.close?.();
+      await store.close?.();
+      await rejectsWith(store.loadState(scope, ctx('c1')), 'ERR_CLOSED');
+      await rejectsWith(store.persistState(scope, envelope(ctx('c1')), ctx('c1')), 'ERR_CLOSED');
+      await rejectsWith(store.markInterrupted(), 'ERR_CLOSED');
+      await cleanup();
+    });
+  });
+}

@@ -1,0 +1,248 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { withStore } from './contract.js';
+import { call, ctx, envelope, type MakeStore, rejectsWith, request, run, type TestScope } from './records.js';
+
+/** Runs (RunTree nodes), fencing, interruption, tool calls, deletion and retention. */
+export function contractRuns(name: string, make: MakeStore, scope: TestScope): void {
+  describe(`${name}: runs`, () => {
+    it('loadRuns returns the conversation’s live runs (running, suspended), oldest first', async () => {
+      await withStore(make, async (store) => {
+        const c = ctx('c1');
+        await store.commit(
+          scope,
+          {
+            runs: [
+              run(c, 'r-new', { status: 'suspended', updatedAt: 3 }),
+              run(c, 'r-old', {
+                status: 'running',
+                updatedAt: 1,
+                parentRunId: 'r-new',
+                toolCallId: 'task-1',
+                kind: 'subagent',
+              }),
+              run(c, 'r-done', { status: 'done', updatedAt: 2, outcome: { text: 'ok' } }),
+            ],
+          },
+          c,
+        );
+        await store.commit(scope, { runs: [run(ctx('c2'), 'r-other')] }, ctx('c2'));
+        const live = await store.loadRuns(scope, c);
+        assert.deepEqual(
+          live.map((r) => r.runId),
+          ['r-old', 'r-new'],
+        );
+        assert.equal(live[0]?.parentRunId, 'r-new');
+        assert.equal(live[0]?.toolCallId, 'task-1');
+        assert.equal(live[0]?.kind, 'subagent');
+      });
+    });
+
+    it('attempt fences: a lower attempt is refused and changes nothing; equal and higher are taken', async () => {
+      await withStore(make, async (store) => {
+        const c = ctx('c1');
+        await store.commit(scope, { runs: [run(c, 'r1', { attempt: 2, state: { v: 'a' } })] }, c);
+        await rejectsWith(
+          store.commit(scope, { runs: [run(c, 'r1', { attempt: 1, state: { v: 'stale' } })] }, c),
+          'ERR_STORE_LOCKED',
+          /attempt 2.*attempt 1 is stale/,
+        );
+        assert.deepEqual((await store.loadRuns(scope, c))[0]?.state, { v: 'a' });
+        await store.commit(scope, { runs: [run(c, 'r1', { attempt: 2, state: { v: 'b' } })] }, c);
+        await store.commit(scope, { runs: [run(c, 'r1', { attempt: 3, state: { v: 'c' } })] }, c);
+        const [saved] = await store.loadRuns(scope, c);
+        assert.deepEqual([saved?.attempt, saved?.state], [3, { v: 'c' }]);
+      });
+    });
+
+    it('refuses an attempt that is not an integer ≥ 1', async () => {
+      await withStore(make, async (store) => {
+        const c = ctx('c1');
+        await rejectsWith(
+          store.commit(scope, { runs: [run(c, 'r1', { attempt: 0 })] }, c),
+          'ERR_INVALID_ARGUMENT',
+          /fencing/,
+        );
+      });
+    });
+
+    it('refuses to move a run to another conversation', async () => {
+      await withStore(make, async (store) => {
+        await store.commit(scope, { runs: [run(ctx('c1'), 'r1')] }, ctx('c1'));
+        await rejectsWith(
+          store.commit(scope, { runs: [run(ctx('c2'), 'r1')] }, ctx('c2')),
+          'ERR_INVALID_ARGUMENT',
+          /belongs to conversation c1/,
+        );
+      });
+    });
+
+    it('markInterrupted turns running runs into interrupted ones and returns them; suspended runs stay', async () => {
+      await withStore(make, async (store) => {
+        const c = ctx('c1');
+        await store.commit(scope, { runs: [run(c, 'r1'), run(c, 'r2', { status: 'suspended' })] }, c);
+        const marked = await store.markInterrupted({ now: 5_000 });
+        assert.deepEqual(
+          marked.map((r) => [r.runId, r.status, r.updatedAt]),
+          [['r1', 'interrupted', 5_000]],
+        );
+        assert.deepEqual(
+          (await store.loadRuns(scope, c)).map((r) => r.runId),
+          ['r2'],
+        );
+        assert.deepEqual(await store.markInterrupted(), []);
+      });
+    });
+  });
+
+  describe(`${name}: tool calls`, () => {
+    it('a started call is returned by loadToolCalls until a commit marks it committed', async () => {
+      await withStore(make, async (store) => {
+        const c = ctx('c1');
+        await store.startToolCalls(
+          scope,
+          [call('r1', 'k1'), call('r1', 'k2', { idempotent: true, startedAt: 2_000 })],
+          c,
+        );
+        const started = await store.loadToolCalls(scope, 'r1');
+        assert.deepEqual(
+          started.map((t) => [t.toolCallId, t.status, t.idempotent, t.committedAt]),
+          [
+            ['k1', 'started', false, undefined],
+            ['k2', 'started', true, undefined],
+          ],
+        );
+        await store.commit(scope, { committedToolCalls: [{ runId: 'r1', toolCallId: 'k1', attempt: 1 }] }, c);
+        assert.deepEqual(
+          (await store.loadToolCalls(scope, 'r1')).map((t) => t.toolCallId),
+          ['k2'],
+        );
+      });
+    });
+
+    it('each attempt of a call is its own record (a resumed call starts attempt 2)', async () => {
+      await withStore(make, async (store) => {
+        const c = ctx('c1');
+        await store.startToolCalls(scope, [call('r1', 'k1')], c);
+        await store.commit(scope, { committedToolCalls: [{ runId: 'r1', toolCallId: 'k1', attempt: 1 }] }, c);
+        await store.startToolCalls(scope, [call('r1', 'k1', { attempt: 2 })], c);
+        assert.deepEqual(
+          (await store.loadToolCalls(scope, 'r1')).map((t) => t.attempt),
+          [2],
+        );
+      });
+    });
+
+    it('refuses to start again a call that committed (its side effect must not run twice)', async () => {
+      await withStore(make, async (store) => {
+        const c = ctx('c1');
+        await store.startToolCalls(scope, [call('r1', 'k1')], c);
+        await store.commit(scope, { committedToolCalls: [{ runId: 'r1', toolCallId: 'k1', attempt: 1 }] }, c);
+        await rejectsWith(
+          store.startToolCalls(scope, [call('r1', 'k1')], c),
+          'ERR_INVALID_ARGUMENT',
+          /already committed/,
+        );
+      });
+    });
+
+    it('refuses a malformed call', async () => {
+      await withStore(make, async (store) => {
+        await rejectsWith(
+          store.startToolCalls(scope, [call('r1', 'k1', { idempotent: 'yes' as never })], ctx('c1')),
+          'ERR_INVALID_ARGUMENT',
+          /idempotent/,
+        );
+      });
+    });
+  });
+
+  describe(`${name}: deletion and retention`, () => {
+    it('deleteConversation removes its states, messages, runs, tool calls and requests', async () => {
+      await withStore(make, async (store) => {
+        const c = ctx('c1');
+        const keep = ctx('c2');
+        for (const x of [c, keep]) {
+          await store.startToolCalls(scope, [call(`r-${x.conversationId}`, 'k1')], x);
+          await store.commit(
+            scope,
+            {
+              envelope: envelope(x),
+              messages: [{ role: 'user', content: 'hi' }],
+              runs: [run(x, `r-${x.conversationId}`)],
+              openedRequests: [request(x, `q-${x.conversationId}`)],
+            },
+            x,
+          );
+        }
+        assert.equal(await store.deleteConversation(scope, c), true);
+        assert.equal(await store.loadState(scope, c), undefined);
+        assert.deepEqual(await store.loadMessages(scope, c), []);
+        assert.deepEqual(await store.loadRuns(scope, c), []);
+        assert.deepEqual(await store.loadToolCalls(scope, 'r-c1'), []);
+        assert.equal(await store.getRequest(scope, 'q-c1'), undefined);
+        assert.deepEqual(
+          (await store.listConversations(scope)).items.map((s) => s.conversationId),
+          ['c2'],
+        );
+        assert.equal((await store.loadToolCalls(scope, 'r-c2')).length, 1);
+        assert.equal(await store.deleteConversation(scope, c), false);
+      });
+    });
+
+    it('prune removes finished runs, committed tool calls and closed requests older than the policy', async () => {
+      await withStore(make, async (store) => {
+        const c = ctx('c1');
+        await store.startToolCalls(scope, [call('old-done', 'k1'), call('live', 'k2')], c);
+        await store.commit(
+          scope,
+          {
+            runs: [
+              run(c, 'old-done', { status: 'done', updatedAt: 100 }),
+              run(c, 'new-done', { status: 'failed', updatedAt: 9_500 }),
+              run(c, 'live', { status: 'suspended', updatedAt: 100 }),
+            ],
+            openedRequests: [request(c, 'closed'), request(c, 'open')],
+          },
+          c,
+        );
+        await store.commit(
+          scope,
+          { committedToolCalls: [{ runId: 'live', toolCallId: 'k2', attempt: 1 }], at: 200 },
+          c,
+        );
+        await store.answerRequest(scope, 'closed', { id: 'local-closed', ok: true }, 300);
+        const result = await store.prune({ finishedRunsOlderThanMs: 1_000, now: 10_000 });
+        assert.deepEqual(result, { runs: 1, toolCalls: 2, requests: 1 });
+        assert.deepEqual(
+          (await store.loadRuns(scope, c)).map((r) => r.runId),
+          ['live'],
+        );
+        assert.equal(await store.getRequest(scope, 'closed'), undefined);
+        assert.equal((await store.getRequest(scope, 'open'))?.status, 'open');
+        const again = await store.prune({ finishedRunsOlderThanMs: 0, now: 10_000 });
+        assert.deepEqual(again, { runs: 1, toolCalls: 0, requests: 0 });
+      });
+    });
+
+    it('release keeps a conversation that waits on a person', async () => {
+      await withStore(make, async (store) => {
+        const c = ctx('c1');
+        await store.commit(scope, { envelope: envelope(c), openedRequests: [request(c, 'q1')] }, c);
+        assert.equal(await store.release(scope, c), false);
+        assert.equal((await store.loadState(scope, c))?.agentId, c.agentId);
+        assert.equal((await store.getRequest(scope, 'q1'))?.status, 'open');
+      });
+    });
+
+    it('release of an idle conversation either drops all of it (true) or keeps all of it (false)', async () => {
+      await withStore(make, async (store) => {
+        const c = ctx('c1');
+        await store.commit(scope, { envelope: envelope(c), messages: [{ role: 'user', content: 'x' }] }, c);
+        const dropped = await store.release(scope, c);
+        assert.equal((await store.loadState(scope, c)) === undefined, dropped);
+        assert.equal((await store.loadMessages(scope, c)).length === 0, dropped);
+      });
+    });
+  });
+}

@@ -1,0 +1,70 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { isTroupeError } from '@troupe/core';
+import { MemoryPersistence } from '@troupe/supervisor';
+import { runPersistenceContract } from './contract.js';
+import { ctx, envelope, request, scopeOf } from './records.js';
+
+runPersistenceContract('MemoryPersistence', async (options) => ({
+  store: new MemoryPersistence(options),
+  cleanup: async () => {},
+}));
+
+const scope = scopeOf('t1');
+
+describe('MemoryPersistence: bounded', () => {
+  it('keeps at most maxConversations, dropping the least recently used first', async () => {
+    const store = new MemoryPersistence({ maxConversations: 3 });
+    for (const id of ['a', 'b', 'c']) await store.persistState(scope, envelope(ctx(id)), ctx(id));
+    await store.loadState(scope, ctx('a')); // a is now the most recently used
+    await store.persistState(scope, envelope(ctx('d')), ctx('d'));
+    assert.equal(store.size, 3);
+    assert.equal(await store.loadState(scope, ctx('b')), undefined);
+    for (const id of ['a', 'c', 'd']) assert.equal((await store.loadState(scope, ctx(id)))?.conversationId, id);
+  });
+
+  it('never drops a conversation that waits on a person', async () => {
+    const store = new MemoryPersistence({ maxConversations: 2 });
+    await store.commit(
+      scope,
+      { envelope: envelope(ctx('waiting')), openedRequests: [request(ctx('waiting'), 'q1')] },
+      ctx('waiting'),
+    );
+    for (const id of ['x', 'y', 'z']) await store.persistState(scope, envelope(ctx(id)), ctx(id));
+    assert.equal((await store.getRequest(scope, 'q1'))?.status, 'open');
+    assert.equal((await store.loadState(scope, ctx('waiting')))?.conversationId, 'waiting');
+    assert.equal(await store.loadState(scope, ctx('y')), undefined);
+  });
+
+  it('refuses a new conversation with ERR_BACKPRESSURE when every kept one waits on a person', async () => {
+    const store = new MemoryPersistence({ maxConversations: 2 });
+    for (const id of ['p', 'q']) await store.openRequest(scope, request(ctx(id), `req-${id}`));
+    await assert.rejects(
+      store.persistState(scope, envelope(ctx('r')), ctx('r')),
+      (e) => isTroupeError(e, 'ERR_BACKPRESSURE') && /maxConversations/.test((e as Error).message),
+    );
+    assert.equal(store.size, 2);
+  });
+
+  it('release drops a stopped agent’s conversation at once', async () => {
+    const store = new MemoryPersistence();
+    await store.commit(scope, { envelope: envelope(ctx('a')), messages: [{ role: 'user', content: 'x' }] }, ctx('a'));
+    assert.equal(await store.release(scope, ctx('a')), true);
+    assert.equal(store.size, 0);
+    assert.equal(await store.loadState(scope, ctx('a')), undefined);
+  });
+
+  it('stays at its bound while 20,000 conversations pass through', async () => {
+    const store = new MemoryPersistence({ maxConversations: 100 });
+    for (let i = 0; i < 20_000; i++) {
+      const c = ctx(`c${i}`);
+      await store.commit(scope, { envelope: envelope(c), messages: [{ role: 'user', content: 'hi' }] }, c);
+      if (i % 2 === 0) await store.release(scope, c);
+    }
+    assert.ok(store.size <= 100, `size ${store.size}`);
+  });
+
+  it('refuses a maxConversations that is not an integer ≥ 1', () => {
+    assert.throws(() => new MemoryPersistence({ maxConversations: 0 }), /maxConversations/);
+  });
+});

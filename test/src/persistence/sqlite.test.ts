@@ -1,0 +1,9 @@
+import { join } from 'node:path';
+import { sqlitePersistence } from '@troupe/sqlite';
+import { runPersistenceContract } from './contract.js';
+import { tempDir } from './sqliteFiles.js';
+
+runPersistenceContract('SqlitePersistence', async (options) => {
+  const { dir, remove } = tempDir('contract');
+  return { store: sqlitePersistence({ file: join(dir, 'store.sqlite'), ...options }), cleanup: async () => remove() };
+});
