@@ -188,6 +188,7 @@ export class RunTree {
     this.pool = new WorkerPool({
       threads: options.threads,
       resourceLimits: options.resourceLimits,
+      // The queue is the pool's own (runs wait there, not in piscina): piscina's is a backstop.
       maxQueue: options.maxQueue + (options.threads ?? 64),
       table: this.table,
       onHostPort: (thread, port) => this.#host.bind(thread, port),
@@ -486,6 +487,7 @@ export class RunTree {
     if (node.kill?.kind === 'lane-timeout' && end.status === 'failed') this.#reportKilledCall(node, end.error);
     node.capability = undefined;
     node.kill = undefined;
+    node.ticket = undefined;
     node.lastToolStart = undefined;
     // Its slot is freed with it (release), or below when it lives on (suspended, or children left).
     this.#ownEnded(node, end, usage, end.status === 'suspended' ? end.state : undefined);
@@ -967,7 +969,12 @@ export class RunTree {
     const stack: RunNode[] = [node];
     const suspended: RunNode[] = [];
     for (let n = stack.pop(); n !== undefined; n = stack.pop()) {
-      if (n.thread !== undefined && (n.phase === 'running' || n.phase === 'queued')) this.#watchdog.cancelled(n.id);
+      if (n.phase === 'queued' && n.thread === undefined && n.ticket !== undefined) {
+        // Still waiting for a thread: it leaves the queue and ends now, without starting.
+        this.pool.withdraw(n.ticket);
+      } else if (n.thread !== undefined && (n.phase === 'running' || n.phase === 'queued')) {
+        this.#watchdog.cancelled(n.id);
+      }
       if (n.phase === 'suspended') suspended.push(n);
       for (const child of n.childByCall.values()) if (child.phase !== 'ended') stack.push(child);
     }
@@ -1080,7 +1087,12 @@ export class RunTree {
           ),
         );
       },
-      task: async (request) => encodeTaskResult(await this.runTask(node, request)),
+      task: async (request) => {
+        const result = await this.runTask(node, request);
+        // A cancelled run's worker stopped waiting (its call lost the race with the cancel).
+        if (this.table.isCancelled(node.id) || node.phase !== 'running') return undefined;
+        return encodeTaskResult(result);
+      },
       events: (events) => this.#workerEvents(node, events),
       holding: (raw) => {
         const parsed = decodeSubagentResult(raw);

@@ -20,7 +20,8 @@ export interface HostRun {
   readonly agentId: string;
   readonly runId: string;
   approve(request: HostApprovalRequest): Promise<unknown>;
-  task(request: HostTaskRequest): Promise<HostTaskResult>;
+  /** `undefined`: nobody waits for the answer any more (the run was cancelled): no reply is posted. */
+  task(request: HostTaskRequest): Promise<HostTaskResult | undefined>;
   events(events: readonly HostEvent[]): void;
   /** The run ended with work left running; `raw` is its encoded result. Returns what is wrong, if anything. */
   holding(raw: unknown): string | undefined;
@@ -162,7 +163,9 @@ export class HostChannel {
 
   #answer(port: MessagePort, seq: number, value: Promise<unknown>): void {
     value.then(
-      (v) => post(port, [seq, 1, v]),
+      (v) => {
+        if (v !== undefined) post(port, [seq, 1, v]);
+      },
       (error: unknown) => post(port, [seq, 0, encodeError(error)]),
     );
   }

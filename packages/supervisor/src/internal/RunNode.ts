@@ -3,6 +3,7 @@ import {
   type AgentId,
   type Answer,
   addUsage,
+  CancelledError,
   type CancelReason,
   type LoopState,
   type Operation,
@@ -148,6 +149,8 @@ export class RunNode {
   thread: ThreadInfo | undefined = undefined;
   /** Incremented on every (re)dispatch: a fencing token for what is saved of it. */
   attempt = 0;
+  /** Its current dispatch, while it waits for or runs on a thread (to withdraw it from the queue). */
+  ticket: import('./WorkerPool.js').DispatchTicket | undefined = undefined;
   /** Why the watchdog had its thread killed, if it did. */
   kill: WatchdogKillCause | undefined = undefined;
   /** Event batches of its current dispatch read so far. */
@@ -232,6 +235,18 @@ export function totalOf(node: RunNode): Usage {
 /** The zero usage. */
 export const NO_USAGE: Usage = ZERO;
 
+// A cancel reaches a whole subtree at once: its errors are made without a stack
+// (nothing to learn from one, and capturing it is most of an error's cost).
+function cancelledError(child: RunNode, reason: CancelReason): Error {
+  const limit = Error.stackTraceLimit;
+  Error.stackTraceLimit = 0;
+  try {
+    return new CancelledError(reason, `subagent ${child.agentId} was cancelled (${reason})`);
+  } finally {
+    Error.stackTraceLimit = limit;
+  }
+}
+
 /** What a parent's `task` call gets for a child that ended. */
 export function taskResultOf(child: RunNode, merge: boolean): TaskResult {
   const end = child.end as FinalEnd;
@@ -244,12 +259,7 @@ export function taskResultOf(child: RunNode, merge: boolean): TaskResult {
     case 'crashed':
       return { status: 'error', error: end.error, events: [], usage };
     case 'cancelled':
-      return {
-        status: 'error',
-        error: new TroupeError(`subagent ${child.agentId} was cancelled (${end.reason})`, { code: 'ERR_CANCELLED' }),
-        events: [],
-        usage,
-      };
+      return { status: 'error', error: cancelledError(child, end.reason), events: [], usage };
     case 'incomplete':
       return {
         status: 'error',
