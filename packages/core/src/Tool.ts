@@ -34,6 +34,13 @@ export interface ToolDefinition<P extends z.ZodType, R> {
   readonly timeoutMs?: number | null;
   /** Ask the host's approval handler first (default false). */
   readonly requiresApproval?: boolean;
+  /**
+   * Safe to run again after a crash interrupted it (default false): its side
+   * effect, if any, does not repeat harmfully. A tool that is not is never
+   * re-run after a restart found it started but not committed — the model
+   * gets an `ERR_INTERRUPTED` error result instead.
+   */
+  readonly idempotent?: boolean;
 }
 
 /** A defined tool: validated, frozen, with its model-facing spec. */
@@ -46,6 +53,8 @@ export interface Tool<P extends z.ZodType = z.ZodType, R = unknown> {
   /** `null` when the tool has no timeout. */
   readonly timeoutMs: number | null;
   readonly requiresApproval: boolean;
+  /** Safe to re-run after a crash interrupted it (see {@link ToolDefinition.idempotent}). */
+  readonly idempotent: boolean;
   /** The spec a model sees (JSON Schema computed once, on first use). */
   readonly spec: ToolSpec;
 }
@@ -107,6 +116,7 @@ export function defineTool<P extends z.ZodType, R>(definition: ToolDefinition<P,
     retries,
     timeoutMs,
     requiresApproval: definition.requiresApproval === true,
+    idempotent: definition.idempotent === true,
     get spec(): ToolSpec {
       spec ??= Object.freeze({
         name: definition.name,

@@ -4,11 +4,13 @@ import {
   encodeError,
   HostApprovalRequest,
   type HostCall,
+  type HostCheckpoint,
   type HostEvent,
   HostOp,
   type HostTaskRequest,
   type HostTaskResult,
   parseHostCall,
+  parseHostCheckpoint,
   parseHostEvents,
   parseHostTaskRequest,
   TroupeError,
@@ -23,6 +25,8 @@ export interface HostRun {
   /** `undefined`: nobody waits for the answer any more (the run was cancelled): no reply is posted. */
   task(request: HostTaskRequest): Promise<HostTaskResult | undefined>;
   events(events: readonly HostEvent[]): void;
+  /** Save a turn durably; resolves once saved. */
+  checkpoint(checkpoint: HostCheckpoint): Promise<unknown>;
   /** The run ended with work left running; `raw` is its encoded result. Returns what is wrong, if anything. */
   holding(raw: unknown): string | undefined;
 }
@@ -149,6 +153,15 @@ export class HostChannel {
           return;
         }
         run.events(events);
+        return;
+      }
+      case HostOp.checkpoint: {
+        const parsed = parseHostCheckpoint(call.payload);
+        if (typeof parsed === 'string') {
+          this.#refuse(thread, port, call, `a malformed checkpoint: ${parsed}`, true, run);
+          return;
+        }
+        this.#answer(port, call.seq, run.checkpoint(parsed));
         return;
       }
       case HostOp.holding: {

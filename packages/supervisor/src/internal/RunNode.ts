@@ -79,6 +79,10 @@ export interface RequestEntry {
   readonly openedAt: number;
   /** Taken answer, waiting for the run to be suspended so it can be delivered. */
   answer: { readonly answer: Answer; readonly expired: boolean } | undefined;
+  /** Saved in the store (opened there): its answer is then taken there, once, across processes. */
+  saved: boolean;
+  /** An answer is being taken in the store right now. */
+  taking?: boolean;
 }
 
 /** The caller that owns a root run and turns its settled state into a reply. */
@@ -104,6 +108,8 @@ export interface RunNodeInit {
   readonly toolContext: Readonly<Record<string, unknown>>;
   readonly timeoutMs: number | undefined;
   readonly owner: RootOwner | undefined;
+  /** Roots only: the conversation whose rows it is saved with (none: not saved). */
+  readonly conversation?: { readonly agentId: string; readonly conversationId: string } | undefined;
 }
 
 const NO_CHILDREN: ReadonlyMap<string, RunNode> = new Map();
@@ -129,6 +135,10 @@ export class RunNode {
   /** Relative deadline of each of its (re)dispatches. */
   readonly timeoutMs: number | undefined;
   readonly owner: RootOwner | undefined;
+  /** Roots only: the conversation whose rows it is saved with (none: not saved). */
+  readonly conversation: { readonly agentId: string; readonly conversationId: string } | undefined;
+  /** A row of it was saved (so its end is saved too). */
+  persisted = false;
   phase: RunPhase = 'queued';
   /** The state it is suspended in, or to resume from. */
   state: LoopState | undefined = undefined;
@@ -188,6 +198,7 @@ export class RunNode {
     this.toolContext = init.toolContext;
     this.timeoutMs = init.timeoutMs;
     this.owner = init.owner;
+    this.conversation = init.conversation;
     if (init.parent !== undefined && init.toolCallId !== undefined) init.parent.#adopt(init.toolCallId, this);
   }
 
