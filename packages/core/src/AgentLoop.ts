@@ -699,7 +699,8 @@ async function loop(options: RunAgentLoopOptions): Promise<LoopOutcome> {
       return end({ status: 'suspended', request: next.request as Request, state: { ...state, pending } });
     }
     state = completeTurn({ ...state, pending: undefined }, pending, clock, events);
-    if (checkpoints !== undefined) {
+    // A cancelled turn is not committed: its calls stay started (a shutdown's read as interrupted).
+    if (checkpoints !== undefined && !token.isCancelled()) {
       try {
         await checkpoints.afterTurn(
           state,
@@ -881,7 +882,7 @@ async function loop(options: RunAgentLoopOptions): Promise<LoopOutcome> {
       return end({ status: 'suspended', request: first.request as Request, state: { ...state, pending } });
     }
     state = completeTurn(state, pending, clock, events);
-    if (checkpoints !== undefined) {
+    if (checkpoints !== undefined && !token.isCancelled()) {
       try {
         await checkpoints.afterTurn(
           state,

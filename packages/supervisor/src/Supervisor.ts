@@ -784,7 +784,20 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     const scope = this.#sealScope(options.scope);
     await this.#recover();
     const record = await store.getRequest(scope, requestId);
-    if (record === undefined || record.status !== 'open') return;
+    if (record === undefined) return;
+    if (record.status === 'answered') {
+      throw new InvalidArgumentError(`request ${requestId} was already answered: an answer is taken once`, {
+        code: 'ERR_REQUEST_ALREADY_ANSWERED',
+      });
+    }
+    if (record.status === 'withdrawn') {
+      throw new InvalidArgumentError(
+        `request ${requestId} was withdrawn (its run was cancelled or ended): nothing waits for an answer`,
+        {
+          code: 'ERR_UNKNOWN_REQUEST',
+        },
+      );
+    }
     if (this.agent(record.agentId) !== undefined) return;
     const ctx: PersistenceContext = { agentId: record.agentId, conversationId: record.conversationId };
     const envelope = await store.loadState(scope, ctx);
