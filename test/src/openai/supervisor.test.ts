@@ -241,6 +241,31 @@ describe('openaiModel through the supervisor: a parent on this thread, its subag
     );
   });
 
+  it('a burst read in one go crosses in messages of at most 64 deltas, in order', async (t) => {
+    const id = fresh();
+    const child = `${id}-sub-1`;
+    const long = [
+      ...Array.from({ length: 300 }, (_, i) => text(`d${i} `, 'served-helper')),
+      finish('stop', 'served-helper'),
+      usage(30, 300),
+    ];
+    server.script(burst(LEAD_TURN_1), burst(long), burst(LEAD_TURN_2));
+    const seen = record(supervisor, 'model.delta', t);
+    const lead = await supervisor.startAgent(agents.lead, { agentId: id, scope });
+    const reply = await lead.send('What is 6 x 7?');
+    assert.equal(reply.status, 'done', JSON.stringify(reply));
+    const childEvents = seen.filter((e) => e.agentId === child);
+    assert.deepEqual(
+      childEvents.flatMap((e) => e.deltas),
+      deltasOf(long),
+    );
+    assert.ok(
+      childEvents.every((e) => e.deltas.length <= 64),
+      `batches of ${childEvents.map((e) => e.deltas.length).join(', ')}`,
+    );
+    assert.ok(childEvents.length >= 5, `${childEvents.length} messages for 300 deltas`);
+  });
+
   it('agent.stream(): the parent’s own tokens and its subagent’s under it, then the reply', async () => {
     const id = fresh();
     const child = `${id}-sub-1`;
