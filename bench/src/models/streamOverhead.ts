@@ -5,8 +5,9 @@
 //   (b) consumed by a subagent's openaiModel on a worker, with a `model.delta`
 //       listener here, until the last delta reached this thread,
 //   (b') (b) with a `model.start` listener too, to split (b) at the model call,
-// each trial timed from the call (the spawn) to the last delta, the four interleaved.
-import type { ModelRequest } from '@troupe/core';
+//   (c) the run of (b) with no delta listener (nothing streamed), spawn → outcome,
+// each trial timed from the call (the spawn) to the last delta, the five interleaved.
+import type { ModelDelta, ModelRequest } from '@troupe/core';
 import { openaiModel } from '@troupe/openai';
 import { createSupervisor } from '@troupe/supervisor';
 import OpenAI from 'openai';
@@ -35,6 +36,8 @@ export interface StreamSamples {
   readonly dispatch: number[];
   /** …and the model call starting in the worker → the last delta here (ms). */
   readonly fromModelStart: number[];
+  /** Spawn → outcome of (b), and of (c): the same run with no delta listener (nothing streamed). */
+  readonly outcome: { readonly streamed: number[]; readonly unstreamed: number[] };
 }
 
 /** Records when each stamped delta was seen; `median()` of one trial. */
@@ -84,7 +87,7 @@ export async function measureStreamOverhead(options: {
     let inTick = false;
     let lastDelta: (() => void) | undefined;
     const workerLatency = new Latencies();
-    supervisor.on('model.delta', (e) => {
+    const onDeltas = (e: { readonly deltas: readonly ModelDelta[] }): void => {
       for (const d of e.deltas) if (d.type === 'text') workerLatency.see(d.text);
       if (!inTick) {
         inTick = true;
@@ -95,7 +98,8 @@ export async function measureStreamOverhead(options: {
       }
       received += e.deltas.length;
       if (received >= deltas) lastDelta?.();
-    });
+    };
+    supervisor.on('model.delta', onDeltas);
 
     const sdkLatency = new Latencies();
     const sdk = async (pace: Pace): Promise<number> => {
@@ -147,7 +151,14 @@ export async function measureStreamOverhead(options: {
     const worker = async (
       pace: Pace,
       timed: boolean,
-    ): Promise<{ ms: number; messages: number; startedAt: number | undefined; t0: number; t1: number }> => {
+    ): Promise<{
+      ms: number;
+      messages: number;
+      startedAt: number | undefined;
+      t0: number;
+      t1: number;
+      outcomeMs: number;
+    }> => {
       received = 0;
       messagesSeen = 0;
       let startedAt: number | undefined;
@@ -168,12 +179,31 @@ export async function measureStreamOverhead(options: {
       });
       const t1 = await reached;
       const end = await outcome;
+      const t2 = sharedNow();
       if (timed) supervisor.off('model.start', onStart);
       if (end.status !== 'done') throw new Error(`the streaming subagent ended ${end.status}`);
       if (received !== deltas) throw new Error(`the host received ${received} deltas, not ${deltas}`);
-      return { ms: t1 - t0, messages: messagesSeen, startedAt, t0, t1 };
+      return { ms: t1 - t0, messages: messagesSeen, startedAt, t0, t1, outcomeMs: t2 - t0 };
     };
 
+    // (c): the same run with nobody listening to deltas (the model parses the same
+    // stream, nothing crosses): spawn → outcome, to compare with (b)'s.
+    const unstreamed = async (pace: Pace): Promise<number> => {
+      supervisor.off('model.delta', onDeltas);
+      try {
+        const t0 = sharedNow();
+        const end = await supervisor.spawn(pace === 'burst' ? agents.burstStreamer : agents.pacedStreamer, {
+          input: 'stream',
+          scope: {},
+        });
+        if (end.status !== 'done') throw new Error(`the subagent ended ${end.status}`);
+        return sharedNow() - t0;
+      } finally {
+        supervisor.on('model.delta', onDeltas);
+      }
+    };
+
+    const random = seededRandom(0x5eed);
     const byPace = new Map<Pace, StreamSamples>();
     for (const pace of options.paces) {
       const trials = options.trialsOf?.[pace] ?? options.trials;
@@ -185,14 +215,15 @@ export async function measureStreamOverhead(options: {
         latency: { sdk: [], inThread: [], worker: [] },
         dispatch: [],
         fromModelStart: [],
+        outcome: { streamed: [], unstreamed: [] },
       };
       options.progress(
         `models: a ${deltas}-delta ${pace} stream, bare SDK / openaiModel here / a subagent in a worker, ${trials} rounds`,
       );
       for (let round = 0; round < options.warmup + trials; round++) {
         const keep = round >= options.warmup;
-        // Rotate the order so that none of the four always runs first (or after the same one).
-        const order = [0, 1, 2, 3].map((i) => (i + round) % 4);
+        // A fresh order each round: no variant always runs first, or after the same one.
+        const order = shuffled([0, 1, 2, 3, 4], random);
         for (const which of order) {
           if (which === 0) {
             const ms = await sdk(pace);
@@ -207,8 +238,12 @@ export async function measureStreamOverhead(options: {
             if (keep) {
               samples.worker.push(r.ms);
               samples.hostMessages.push(r.messages);
+              samples.outcome.streamed.push(r.outcomeMs);
             }
             workerLatency.take(keep ? samples.latency.worker : []);
+          } else if (which === 4) {
+            const ms = await unstreamed(pace);
+            if (keep) samples.outcome.unstreamed.push(ms);
           } else {
             const r = await worker(pace, true);
             workerLatency.take([]);
@@ -234,4 +269,26 @@ export async function measureStreamOverhead(options: {
 export function overheadRatio(samples: StreamSamples, baseline: 'sdk' | 'inThread' = 'sdk'): number {
   const a = median(samples[baseline]);
   return (median(samples.worker) - a) / a;
+}
+
+/** A small deterministic PRNG (mulberry32): the same orders on every run. */
+function seededRandom(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** A Fisher–Yates shuffle of a copy. */
+function shuffled<T>(items: readonly T[], random: () => number): T[] {
+  const out = [...items];
+  for (let i = out.length - 1; i > 0; i--) {
+    const j = Math.floor(random() * (i + 1));
+    [out[i], out[j]] = [out[j] as T, out[i] as T];
+  }
+  return out;
 }

@@ -232,7 +232,7 @@ async function streaming(ctx: SuiteContext): Promise<Figure[]> {
   const deltas = 1_000;
   const measured = await measureStreamOverhead({
     deltas,
-    trials: ctx.quick ? 15 : 60,
+    trials: ctx.quick ? 30 : 120,
     warmup: ctx.quick ? 3 : 5,
     paces: ['burst', 'paced'],
     trialsOf: { paced: ctx.quick ? 3 : 10 },
@@ -259,10 +259,17 @@ async function streaming(ctx: SuiteContext): Promise<Figure[]> {
         openai_model_here_ms: round(median(s.inThread)),
         ratio_vs_openai_model_here: round(overheadRatio(s, 'inThread')),
         paired_ratio_median: round(median(paired)),
+        // The quieter quarter of the samples: less of what else the machine was doing.
+        ratio_p25: round((quantile(s.worker, 0.25) - quantile(s.sdk, 0.25)) / quantile(s.sdk, 0.25)),
+        worker_to_host_ms_p25: round(quantile(s.worker, 0.25)),
+        bare_sdk_ms_p25: round(quantile(s.sdk, 0.25)),
         // (b) split at the model call's start in the worker (a run with a model.start listener too).
         spawn_to_model_call_ms: round(median(s.dispatch)),
         model_call_to_last_delta_ms: round(median(s.fromModelStart)),
         ratio_from_model_call: round((median(s.fromModelStart) - a) / a),
+        // What streaming itself adds to a run: spawn → outcome with the delta listener, and without.
+        outcome_ms_streamed: round(median(s.outcome.streamed)),
+        outcome_ms_not_streamed: round(median(s.outcome.unstreamed)),
         host_messages: round(median(s.hostMessages)),
         host_messages_max: Math.max(...s.hostMessages),
         deltas,
