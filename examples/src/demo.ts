@@ -1,7 +1,8 @@
 // `pnpm demo`: a tour of Troupe in a few seconds. Everything is real — a
 // supervisor, worker threads, shared-memory cancellation — except the models,
-// which are scripts (no network, no API keys). Figures are measured on the
-// spot; every ✓ line is checked, and the process exits 1 if one does not hold.
+// which are scripts (no network, no API keys) unless TROUPE_MODEL_BASE_URL names
+// a real one (see agents/model.ts). Figures are measured on the spot; every ✓
+// line is checked, and the process exits 1 if one does not hold.
 import { performance } from 'node:perf_hooks';
 import { isMainThread } from 'node:worker_threads';
 import {
@@ -17,6 +18,7 @@ import { coordinator, type TaskReport } from './agents/coordinator.js';
 import { CRUNCH_TIMEOUT_MS } from './agents/cpu.js';
 import { echo } from './agents/echo.js';
 import { createProbe, Probe, sharedNow, stampOf } from './agents/probe.js';
+import { checkModel } from './demo/modelCheck.js';
 import { DemoFailure, formatBytes, formatDuration, Narrator } from './demo/Narrator.js';
 import { probeReached } from './demo/watchProbe.js';
 import { TenantScope } from './scope.js';
@@ -374,6 +376,12 @@ async function close(tour: Narrator, supervisor: Supervisor): Promise<void> {
 }
 
 async function main(): Promise<void> {
+  const model = await checkModel();
+  if (model.status === 'failed') {
+    console.error(`   ✗ ${model.line}`);
+    process.exitCode = 1;
+    return;
+  }
   const started = performance.now();
   const tour: Narrator = new Narrator();
   const policy = refundPolicy();
@@ -386,7 +394,7 @@ async function main(): Promise<void> {
   await supervisor.pool.ready();
   await Promise.all(Array.from({ length: THREADS }, () => supervisor.spawn(echo, { input: 'warm up', scope })));
   console.log(
-    `Troupe demo: a supervisor and ${THREADS} worker threads (booted in ${formatDuration(performance.now() - started)}); models are scripts, no network`,
+    `Troupe demo: a supervisor and ${THREADS} worker threads (booted in ${formatDuration(performance.now() - started)}); ${model.status === 'ready' ? `models: ${model.model} at ${model.baseURL}` : 'models are scripts, no network'}`,
   );
   try {
     await leanAndHeavyScope(tour, supervisor);
