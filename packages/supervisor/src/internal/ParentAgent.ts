@@ -1,3 +1,4 @@
+import { AsyncResource } from 'node:async_hooks';
 import {
   type Agent,
   type AgentId,
@@ -60,6 +61,8 @@ interface Job {
   readonly reject: (error: Error) => void;
   /** Removes the job's abort listener (set once it has one). */
   detach: (() => void) | undefined;
+  /** A job that waited in the mailbox starts in the async context of its `send` (a host's trace, its logger's request id). */
+  context: ((start: () => RunNode) => RunNode) | undefined;
 }
 
 /**
@@ -155,7 +158,8 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
     const refused = this.#refuse(message, signal);
     if (refused !== undefined) return Promise.reject(refused);
     return new Promise<AgentReply>((resolve, reject) => {
-      const job: Job = { input: message, signal, onDeltas, resolve, reject, detach: undefined };
+      const job: Job = { input: message, signal, onDeltas, resolve, reject, detach: undefined, context: undefined };
+      if (this.#status !== 'idle' || this.#mailbox.length > 0) job.context = AsyncResource.bind((start) => start());
       if (signal !== undefined) {
         const onAbort = (): void => {
           const index = this.#mailbox.indexOf(job);
@@ -216,18 +220,20 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
     this.#unsaved = job.input;
     let root: RunNode;
     try {
-      root = this.#deps.tree.startRoot({
-        kind: 'message',
-        agent: this.#agent,
-        agentId: this.id,
-        scope: this.#scope,
-        toolContext: this.#toolContext,
-        owner: this,
-        state: this.#state,
-        input: job.input,
-        nextChild: this.#children,
-        onDeltas: job.onDeltas,
-      });
+      const start = (): RunNode =>
+        this.#deps.tree.startRoot({
+          kind: 'message',
+          agent: this.#agent,
+          agentId: this.id,
+          scope: this.#scope,
+          toolContext: this.#toolContext,
+          owner: this,
+          state: this.#state,
+          input: job.input,
+          nextChild: this.#children,
+          onDeltas: job.onDeltas,
+        });
+      root = job.context === undefined ? start() : job.context(start);
     } catch (error) {
       this.#status = 'idle';
       this.#current = undefined;
