@@ -616,11 +616,11 @@ export class RunTree {
       node.waiter = undefined;
       if (first !== undefined) waiter({ status: 'suspended', request: first.request });
     }
-    if (node.parent !== undefined && this.#has('subagent.suspended')) {
+    if (node.kind !== 'message' && this.#has('subagent.suspended')) {
       this.#events.emit('subagent.suspended', {
         agentId: node.agentId,
         runId: node.id,
-        parentAgentId: node.parent.agentId,
+        parentAgentId: node.parent?.agentId,
         requestId: first?.request.id ?? '',
         path: node.path,
         usage: node.usage,

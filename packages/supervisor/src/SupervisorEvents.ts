@@ -101,6 +101,8 @@ export interface SupervisorEvents {
     },
   ];
   'agent.cancelled': [At & RunRef & RunUsage & { readonly reason: CancelReason }];
+  /** A parent agent's message is suspended throughout: its tree waits on `requestId` (and maybe more). */
+  'agent.suspended': [At & RunRef & RunUsage & { readonly requestId: string }];
   /** A parent agent's message reached its turn limit. */
   'agent.incomplete': [At & RunRef & RunUsage & { readonly turns: number }];
   /** The restart policy restarted the agent from its last saved state. */

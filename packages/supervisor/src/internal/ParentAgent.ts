@@ -267,6 +267,7 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
       this.#state = root.state as LoopState;
       this.#status = this.#status === 'stopped' ? 'stopped' : 'suspended';
       const first = firstOpenRequest(root);
+      events.emit('agent.suspended', { ...ref, usage, totalUsage: total, requestId: first?.request.id ?? '', at });
       await this.#persist(undefined, root);
       if (first === undefined) {
         return {
