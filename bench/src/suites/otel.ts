@@ -74,6 +74,10 @@ async function spanCost(ctx: SuiteContext): Promise<Figure[]> {
     const path = [parent, agentId];
     const toolCallId = 'call_0_0' as ToolCallId;
     let at = systemClock.now();
+    const tick = (): number => {
+      at += 0.01;
+      return at;
+    };
     const ids = { agentId, runId, path };
     const model = { ...ids, model: 'script-1', provider: 'bench' };
     supervisor.emit('subagent.spawned', {
@@ -87,7 +91,7 @@ async function spanCost(ctx: SuiteContext): Promise<Figure[]> {
       provider: 'bench',
       at,
     });
-    supervisor.emit('model.start', { ...model, turn: 1, at: (at += 0.01) });
+    supervisor.emit('model.start', { ...model, turn: 1, at: tick() });
     supervisor.emit('model.stop', {
       ...model,
       turn: 1,
@@ -98,19 +102,19 @@ async function spanCost(ctx: SuiteContext): Promise<Figure[]> {
       attempts: 1,
       finishReason: 'tool_calls',
       toolCalls: 1,
-      at: (at += 0.01),
+      at: tick(),
     } as never);
     const tool = { ...ids, toolName: 'work', toolCallId, attempt: 1 };
-    supervisor.emit('tool.execute.start', { ...tool, at: (at += 0.01) } as never);
+    supervisor.emit('tool.execute.start', { ...tool, at: tick() } as never);
     supervisor.emit('tool.execute.stop', {
       ...tool,
       durationMs: 0.01,
       status: 'ok',
       failure: undefined,
       approval: undefined,
-      at: (at += 0.01),
+      at: tick(),
     } as never);
-    supervisor.emit('model.start', { ...model, turn: 2, at: (at += 0.01) });
+    supervisor.emit('model.start', { ...model, turn: 2, at: tick() });
     supervisor.emit('model.stop', {
       ...model,
       turn: 2,
@@ -121,7 +125,7 @@ async function spanCost(ctx: SuiteContext): Promise<Figure[]> {
       attempts: 1,
       finishReason: 'stop',
       toolCalls: 0,
-      at: (at += 0.01),
+      at: tick(),
     } as never);
     supervisor.emit('subagent.done', {
       ...ids,
@@ -131,7 +135,7 @@ async function spanCost(ctx: SuiteContext): Promise<Figure[]> {
       threadId: 1,
       dispatchedAt: at,
       turns: 2,
-      at: (at += 0.01),
+      at: tick(),
     });
   };
   const perBlock = 250;

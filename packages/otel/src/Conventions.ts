@@ -47,7 +47,15 @@ export const GenAi = Object.freeze({
   threadId: 'thread.id',
 } as const);
 
-/** The values of `gen_ai.operation.name` the spans use; each span is named `{operation} {agent, tool or model}`. */
+/**
+ * The values of `gen_ai.operation.name` the spans use; each span is named
+ * `{operation} {agent, tool or model}`.
+ *
+ * @example
+ * ```ts
+ * const isToolCall = (span: ReadableSpan) => span.attributes[GenAi.operationName] === GenAiOperation.executeTool
+ * ```
+ */
 export const GenAiOperation = Object.freeze({
   invokeAgent: 'invoke_agent',
   executeTool: 'execute_tool',
@@ -58,6 +66,11 @@ export const GenAiOperation = Object.freeze({
  * Troupe's own span attribute and event names: what the GenAI conventions
  * have no key for (runs, retries, approvals, suspensions, the worker pool,
  * what a spawn copied).
+ *
+ * @example
+ * ```ts
+ * const suspended = spans.filter((s) => s.attributes[TroupeAttr.runStatus] === 'suspended')
+ * ```
  */
 export const TroupeAttr = Object.freeze({
   runId: 'troupe.run.id',
@@ -99,7 +112,14 @@ export const TroupeAttr = Object.freeze({
   modelToolCalls: 'troupe.model.tool_calls',
 } as const);
 
-/** The span events the bridge adds. */
+/**
+ * The span events the bridge adds to an `execute_tool` span.
+ *
+ * @example
+ * ```ts
+ * const retries = span.events.filter((e) => e.name === TroupeEvent.toolAttempt).length
+ * ```
+ */
 export const TroupeEvent = Object.freeze({
   /** A retry of a tool call began (`troupe.tool.attempts` is its number). */
   toolAttempt: 'troupe.tool.attempt',

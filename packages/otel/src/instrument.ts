@@ -30,7 +30,16 @@ export interface InstrumentOptions {
   readonly onError?: (error: unknown) => void;
 }
 
-/** A running bridge between a supervisor and a tracer. */
+/**
+ * A running bridge between a supervisor and a tracer.
+ *
+ * @example
+ * ```ts
+ * using tracing = instrument(supervisor)
+ * await agent.send('hello')
+ * console.log(tracing.stats()) // { spans: 4, open: 0, errors: 0 }
+ * ```
+ */
 export interface Instrumentation {
   /** Stop tracing: every listener is removed (nothing of the bridge is left on the supervisor); open spans end now. Idempotent. */
   stop(): void;
