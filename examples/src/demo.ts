@@ -20,6 +20,7 @@ import { echo } from './agents/echo.js';
 import { createProbe, Probe, sharedNow, stampOf } from './agents/probe.js';
 import { checkModel } from './demo/modelCheck.js';
 import { DemoFailure, formatBytes, formatDuration, Narrator } from './demo/Narrator.js';
+import { startTracing, tracingMode } from './demo/tracing.js';
 import { probeReached } from './demo/watchProbe.js';
 import { TenantScope } from './scope.js';
 
@@ -396,15 +397,21 @@ async function main(): Promise<void> {
   console.log(
     `Troupe demo: a supervisor and ${THREADS} worker threads (booted in ${formatDuration(performance.now() - started)}); ${model.status === 'ready' ? `models: ${model.model} at ${model.baseURL}` : 'models are scripts, no network'}`,
   );
+  // `--trace`: every scene in a span of its own, the supervisor's spans under it, the tree printed at the end.
+  const mode = tracingMode();
+  const tracing = mode === 'off' ? undefined : startTracing(supervisor, mode);
+  const scene = (name: string, work: () => Promise<void>): Promise<void> =>
+    tracing === undefined ? work() : tracing.scene(name, work);
   try {
-    await leanAndHeavyScope(tour, supervisor);
-    await delegation(tour, supervisor);
-    await runawayTool(tour, supervisor);
-    await politeCancel(tour, supervisor);
-    await humanInTheLoop(tour, supervisor);
-    await approval(tour, supervisor, policy);
-    await crash(tour, supervisor);
-    await close(tour, supervisor);
+    await scene('scene 1: scope', () => leanAndHeavyScope(tour, supervisor));
+    await scene('scene 2: delegation', () => delegation(tour, supervisor));
+    await scene('scene 3: runaway tool', () => runawayTool(tour, supervisor));
+    await scene('scene 4: polite cancel', () => politeCancel(tour, supervisor));
+    await scene('scene 5: human in the loop', () => humanInTheLoop(tour, supervisor));
+    await scene('scene 6: approval', () => approval(tour, supervisor, policy));
+    await scene('scene 7: crash', () => crash(tour, supervisor));
+    await scene('scene 8: close', () => close(tour, supervisor));
+    await tracing?.finish((line) => console.log(line));
   } catch (error) {
     // Tear down at once so a failing demo still exits, then say what broke.
     await supervisor.destroy();

@@ -904,6 +904,16 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     }
   }
 
+  /**
+   * The scope a live run acts for (a parent agent's message, a subagent at
+   * any depth, a direct spawn), by agent id: for host code that derives
+   * something from it at the edge, such as a tracing bridge's tenant hash.
+   * `undefined` when no run of that agent is live.
+   */
+  scopeOf(agentId: string): Scope | undefined {
+    return this.#tree.nodeOf(agentId)?.scope;
+  }
+
   /** Cancel a parent agent's message, a direct spawn or any running subagent, by agent id (its whole subtree). */
   cancel(agentId: string, reason: CancelReason = 'user'): boolean {
     const parent = this.#agents.get(agentId);
