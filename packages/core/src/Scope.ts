@@ -29,9 +29,13 @@ export interface ScopeOptions {
   readonly budgetBytes?: number;
 }
 
-/** What {@link defineScope} returns: the integrator's schema plus Troupe's checks. */
-export interface ScopeDefinition<T> {
-  readonly schema: z.ZodType<T>;
+/**
+ * What {@link defineScope} returns: the integrator's schema plus Troupe's
+ * checks. `T` is the scope the schema produces (what tools read as
+ * `ctx.scope`), `I` what it accepts (what `startAgent` and `spawn` take).
+ */
+export interface ScopeDefinition<T, I = T> {
+  readonly schema: z.ZodType<T, I>;
   readonly budgetBytes: number;
   /**
    * Validate `input` with the schema, check it is structured-cloneable, measure
@@ -41,6 +45,19 @@ export interface ScopeDefinition<T> {
    */
   parse(input: unknown): Scope<T>;
 }
+
+/**
+ * The scope a {@link ScopeDefinition} produces, to declare what tools read:
+ * `ToolContext<ScopeOf<typeof TenantScope>>`.
+ *
+ * @example
+ * ```ts
+ * const TenantScope = defineScope(z.object({ tenantId: z.string() }))
+ * type TenantScope = ScopeOf<typeof TenantScope> // { tenantId: string }
+ * ```
+ */
+// biome-ignore lint/suspicious/noExplicitAny: any input type; only the output is read.
+export type ScopeOf<D extends ScopeDefinition<unknown, any>> = D extends ScopeDefinition<infer T, any> ? T : never;
 
 // A sealed scope is deep-frozen, so its size cannot change: measure it once.
 // Only values this module froze all the way down are cached: a value frozen
@@ -368,7 +385,7 @@ function freezeSeals(o: object): boolean {
  * const scope = AgentScope.parse({ userId: 'u1', orgId: 'o1', role: 'admin' })
  * ```
  */
-export function defineScope<T>(schema: z.ZodType<T>, options: ScopeOptions = {}): ScopeDefinition<T> {
+export function defineScope<T, I = T>(schema: z.ZodType<T, I>, options: ScopeOptions = {}): ScopeDefinition<T, I> {
   const budgetBytes = checkBudget(options.budgetBytes ?? DEFAULT_SCOPE_BUDGET_BYTES);
   return Object.freeze({
     schema,
