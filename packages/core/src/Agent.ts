@@ -125,10 +125,18 @@ export function defineAgent<const T extends readonly AnyTool[] = [], const U ext
     throw new InvalidArgumentError(`${where}: model must implement generate({ messages, tools, signal })`);
   }
   if (definition.module !== undefined) {
+    // Workers import the module from this machine's files: a path is not a URL,
+    // and an https: (or data:, node:) URL is not a file a worker can import.
+    let scheme: string | undefined;
     try {
-      new URL(definition.module);
+      scheme = new URL(definition.module).protocol;
     } catch {
-      throw new InvalidArgumentError(`${where}: module must be a URL; pass import.meta.url`);
+      scheme = undefined;
+    }
+    if (scheme !== 'file:') {
+      throw new InvalidArgumentError(
+        `${where}: module must be the file: URL of the module that defines the agent, got ${JSON.stringify(definition.module)}${scheme !== undefined ? ` (a ${scheme} URL)` : typeof definition.module === 'string' ? ' (a path, not a URL)' : ''}; pass import.meta.url`,
+      );
     }
   }
   const tools = [...(definition.tools ?? [])];
