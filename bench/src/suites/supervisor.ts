@@ -1,7 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import { type Agent, encodeSubagentTask } from '@troupe/core';
 import { WORKER_URL } from '@troupe/subagent';
-import { createSupervisor } from '@troupe/supervisor';
+import { createSupervisor, systemClock } from '@troupe/supervisor';
 import { CancellationTable } from '@troupe/supervisor/internal';
 import { Piscina } from 'piscina';
 import { asker, delegator, fanout100, trivial } from '../agents/overhead.js';
@@ -127,10 +127,10 @@ async function hitl(ctx: SuiteContext): Promise<Figure[]> {
   const roundTrip = async (agent: Agent): Promise<number> => {
     const ref = await supervisor.startAgent(agent, { scope });
     const start = nowNs();
+    // The question reaches the host while the run is still going (it is answered then), so
+    // `send` may resolve with the final reply at once, or with a suspension the answer resumes.
     const first = await ref.send('go');
-    if (first.status !== 'suspended') throw new Error(`expected a suspension, got ${first.status}`);
-    // The listener answered; the resumed message's reply ends the round trip.
-    const final = (await resumed) as { status: string } | undefined;
+    const final = (first.status === 'suspended' ? await resumed : first) as { status: string } | undefined;
     const elapsed = (nowNs() - start) / 1e6;
     if (final?.status !== 'done') throw new Error(`the resumed run ended ${final?.status}`);
     await supervisor.stopAgent(ref.id);
@@ -163,6 +163,144 @@ async function hitl(ctx: SuiteContext): Promise<Figure[]> {
         parent_tool_only_ms: round(median(local)),
         trials,
         what: 'send → subagent suspends in a worker → request reaches the host → answered → the same subagent resumes on a worker → the parent answers',
+      },
+    },
+  ];
+}
+
+/**
+ * A subagent's tool asks a person while its seven siblings (one turn of the
+ * parent, eight `task` calls, eight threads) still run: the time from the
+ * tool returning `pending` (measured in its worker, epoch ms) to
+ * `request.opened` on the host. Then the siblings are let go, the parent
+ * suspends, the question is answered and the message ends.
+ */
+async function nestedQuestion(ctx: SuiteContext): Promise<Figure[]> {
+  const supervisor = createSupervisor({ pool: { threads: 8 }, persistence: null });
+  await supervisor.pool.ready();
+  const { questionFanout } = await import('../agents/trees.js');
+  const gateBuffer = new SharedArrayBuffer(4);
+  const gate = new Int32Array(gateBuffer);
+  const delays: number[] = [];
+  let opened: ((id: string) => void) | undefined;
+  supervisor.on('request.opened', (e) => {
+    const at = (e.request.data as { at?: number } | undefined)?.at;
+    if (typeof at === 'number') delays.push(systemClock.now() - at);
+    opened?.(e.request.id);
+  });
+  const trials = ctx.quick ? 30 : 200;
+  try {
+    for (let t = 0; t < trials + 10; t++) {
+      if (t % 50 === 0) ctx.progress(`supervisor: nested question ${t}/${trials + 10}`);
+      Atomics.store(gate, 0, 0);
+      const ref = await supervisor.startAgent(questionFanout, { scope, toolContext: { gate } });
+      const asked = new Promise<string>((resolve) => {
+        opened = resolve;
+      });
+      const sent = ref.send('go');
+      const requestId = await asked;
+      // The seven siblings were running when it arrived: let them finish.
+      Atomics.store(gate, 0, 1);
+      Atomics.notify(gate, 0);
+      const first = await sent;
+      const final = first.status === 'suspended' ? await supervisor.answer(requestId, { ok: true }) : first;
+      if (final.status !== 'done') throw new Error(`the question fan-out ended ${final.status}`);
+      await supervisor.stopAgent(ref.id);
+      if (t < 10) delays.length = 0; // warm-up
+    }
+  } finally {
+    await supervisor.close();
+  }
+  return [
+    {
+      suite: 'supervisor',
+      name: 'supervisor.nested_question_ms',
+      value: round(median(delays)),
+      unit: 'ms',
+      detail: {
+        p95_ms: round(quantile(delays, 0.95)),
+        max_ms: round(Math.max(...delays)),
+        trials: delays.length,
+        what: 'a subagent tool returns pending while 7 sibling subagents still run → request.opened on the host',
+      },
+    },
+  ];
+}
+
+/**
+ * A three-level tree of 100 runs (a parent, 9 subagents delegating 10 each;
+ * 12 threads, so the leaves that found a thread poll `isCancelled()` every
+ * millisecond and the rest wait for one) is cancelled at its root: the time
+ * from `cancel()` to the reply, with every descendant's end checked to come
+ * before it.
+ */
+async function cancelTree(ctx: SuiteContext): Promise<Figure[]> {
+  const supervisor = createSupervisor({ pool: { threads: 12 }, persistence: null });
+  await supervisor.pool.ready();
+  const { treeRoot, TREE_RUNS } = await import('../agents/trees.js');
+  const times: number[] = [];
+  let ended = 0;
+  let started = 0;
+  let polling = 0;
+  let allStarted: (() => void) | undefined;
+  supervisor.on('subagent.spawned', () => {
+    started++;
+    if (started === TREE_RUNS - 1) allStarted?.();
+  });
+  supervisor.on('tool.execute.start', () => {
+    polling++;
+  });
+  const end = () => {
+    ended++;
+  };
+  for (const name of ['subagent.cancelled', 'subagent.done', 'subagent.failed', 'subagent.crashed'] as const) {
+    supervisor.on(name, end);
+  }
+  const trials = ctx.quick ? 10 : 60;
+  let pollingSeen = 0;
+  try {
+    for (let t = 0; t < trials + 3; t++) {
+      ctx.progress(`supervisor: cancel a 100-run tree ${t}/${trials + 3}`);
+      started = 0;
+      ended = 0;
+      polling = 0;
+      const ref = await supervisor.startAgent(treeRoot, { scope });
+      const spawnedAll = new Promise<void>((resolve) => {
+        allStarted = resolve;
+      });
+      const reply = ref.send('go');
+      await spawnedAll;
+      // Every run exists; the leaves that got a thread are polling.
+      while (polling < 3) await new Promise((resolve) => setImmediate(resolve));
+      const start = nowNs();
+      ref.cancel('user');
+      const r = await reply;
+      const elapsed = (nowNs() - start) / 1e6;
+      if (r.status !== 'cancelled') throw new Error(`the cancelled tree ended ${r.status}`);
+      if (ended !== TREE_RUNS - 1)
+        throw new Error(`the reply came with ${ended} of ${TREE_RUNS - 1} descendants ended`);
+      await supervisor.stopAgent(ref.id);
+      if (t >= 3) {
+        times.push(elapsed);
+        pollingSeen += polling;
+      }
+    }
+  } finally {
+    await supervisor.close();
+  }
+  return [
+    {
+      suite: 'supervisor',
+      name: 'supervisor.cancel_tree_ms',
+      value: round(median(times)),
+      unit: 'ms',
+      detail: {
+        p95_ms: round(quantile(times, 0.95)),
+        runs: TREE_RUNS,
+        threads: 12,
+        polling_leaves_per_trial: round(pollingSeen / times.length),
+        trials: times.length,
+        what: 'cancel() of the root → its reply, every descendant ended before it',
       },
     },
   ];
@@ -236,10 +374,17 @@ async function soak(ctx: SuiteContext): Promise<Figure[]> {
 /** Issue 5's figures: fan-out against direct piscina, HITL round trip, 100k-run soak. */
 export const supervisorSuite: Suite = {
   name: 'supervisor',
-  description: 'fan-out of 100 subagents vs the same tasks on piscina, suspend→answer→resume, 100k-run soak',
+  description:
+    'fan-out of 100 subagents vs the same tasks on piscina, suspend→answer→resume, a question among running siblings, cancelling a 100-run tree, 100k-run soak',
   placementSensitive: false,
   inDefaultRun: true,
   async run(ctx) {
-    return [...(await fanout(ctx)), ...(await hitl(ctx)), ...(await soak(ctx))];
+    return [
+      ...(await fanout(ctx)),
+      ...(await hitl(ctx)),
+      ...(await nestedQuestion(ctx)),
+      ...(await cancelTree(ctx)),
+      ...(await soak(ctx)),
+    ];
   },
 };

@@ -96,6 +96,25 @@ export interface LoopEventSink extends ToolEventSink {
   listenerCount(event: keyof LoopEvents): number;
 }
 
+/** A tool call as a checkpoint records it before it runs. */
+export interface CheckpointCall {
+  readonly id: string;
+  readonly name: string;
+  readonly idempotent: boolean;
+}
+
+/**
+ * Durable checkpoints of a run's turns, for a store that must survive a
+ * crash. The loop awaits each: a checkpoint that fails (a full disk) fails
+ * the run with its error, and nothing runs past what was saved.
+ */
+export interface TurnCheckpoints {
+  /** The model asked for these calls: save `state` (the calls open) and mark them started — before any runs. */
+  beforeCalls(state: LoopState, calls: readonly CheckpointCall[]): Promise<void>;
+  /** The turn's calls have their results: save `state` and mark them committed, in one transaction. */
+  afterTurn(state: LoopState, calls: readonly string[]): Promise<void>;
+}
+
 /** Default: consecutive all-failed turns after which a run fails. */
 export const DEFAULT_MAX_FAILED_TURNS = 3;
 
@@ -138,6 +157,15 @@ export interface RunAgentLoopOptions {
    * still `cancelled` once the call returns.
    */
   readonly raceModel?: boolean | undefined;
+  /** Save each turn durably (see {@link TurnCheckpoints}); none: nothing is saved mid-run. */
+  readonly checkpoints?: TurnCheckpoints | undefined;
+  /**
+   * Resume a run a crash interrupted, from a state saved by `beforeCalls`:
+   * each open call in `started` gets an `ERR_INTERRUPTED` error result
+   * (its side effect may have happened) unless its tool is `idempotent`;
+   * the others run now.
+   */
+  readonly interrupted?: { readonly started: ReadonlySet<string> } | undefined;
 }
 
 /** A fresh loop state for an agent: its instructions, empty todos, the given metadata. */
@@ -593,11 +621,52 @@ async function loop(options: RunAgentLoopOptions): Promise<LoopOutcome> {
     };
   }
 
+  const checkpoints = options.checkpoints;
+  const callsOf = (calls: readonly ModelToolCall[]): CheckpointCall[] =>
+    calls.map((c) => ({ id: c.id, name: c.name, idempotent: toolNamed(c.name)?.idempotent === true }));
+
   // Resume a suspended turn: answer the call that asked, then suspend on the next open call or complete the turn.
   if (state.pending !== undefined) {
     const pending = [...state.pending];
     const answer = options.answer;
-    if (answer !== undefined) {
+    if (options.interrupted !== undefined) {
+      const started = options.interrupted.started;
+      const rerun: number[] = [];
+      for (let i = 0; i < pending.length; i++) {
+        const p = pending[i] as PendingCall;
+        if (p.result !== undefined) continue;
+        if (started.has(p.call.id) && toolNamed(p.call.name)?.idempotent !== true) {
+          const error = new TroupeError(
+            `tool "${p.call.name}" was interrupted by a restart after it started; it is not re-run (its side effect may have happened): check, then call it again if needed`,
+            { code: 'ERR_INTERRUPTED' },
+          );
+          pending[i] = {
+            call: p.call,
+            result: {
+              role: 'tool',
+              toolCallId: p.call.id,
+              name: p.call.name,
+              content: errorContent(error),
+              isError: true,
+            },
+          };
+        } else rerun.push(i);
+      }
+      if (rerun.length > 0) {
+        const calls = rerun.map((i) => (pending[i] as PendingCall).call);
+        if (checkpoints !== undefined) {
+          try {
+            await checkpoints.beforeCalls({ ...state, pending }, callsOf(calls));
+          } catch (error) {
+            return end({ status: 'failed', error: asError(error), state });
+          }
+        }
+        const results = await Promise.all(calls.map((c) => execute(c, undefined)));
+        rerun.forEach((at, k) => {
+          pending[at] = pendingOf(calls[k] as ModelToolCall, results[k] as CallResult, childEvents, childUsage);
+        });
+      }
+    } else if (answer !== undefined) {
       const at = pending.findIndex(
         (p) => p.result === undefined && p.delegated !== true && p.request?.id === answer.id,
       );
@@ -637,6 +706,14 @@ async function loop(options: RunAgentLoopOptions): Promise<LoopOutcome> {
       } else {
         // Re-run the pending tool exactly once. An approval answer is not the tool's own answer:
         // the call runs pre-approved (if the supervisor says so) as if first called.
+        if (checkpoints !== undefined) {
+          // Marked started again: a crash during this re-run must not repeat it.
+          try {
+            await checkpoints.beforeCalls({ ...state, pending }, callsOf([open.call]));
+          } catch (error) {
+            return end({ status: 'failed', error: asError(error), state });
+          }
+        }
         result = await execute(open.call, undefined, answer, open.approval === true);
       }
       pending[at] = pendingOf(open.call, result, childEvents, childUsage);
@@ -646,6 +723,17 @@ async function loop(options: RunAgentLoopOptions): Promise<LoopOutcome> {
       return end({ status: 'suspended', request: next.request as Request, state: { ...state, pending } });
     }
     state = completeTurn({ ...state, pending: undefined }, pending, clock, events);
+    // A cancelled turn is not committed: its calls stay started (a shutdown's read as interrupted).
+    if (checkpoints !== undefined && !token.isCancelled()) {
+      try {
+        await checkpoints.afterTurn(
+          state,
+          pending.map((p) => p.call.id),
+        );
+      } catch (error) {
+        return end({ status: 'failed', error: asError(error), state });
+      }
+    }
   } else if (options.answer !== undefined) {
     return end({
       status: 'failed',
@@ -797,6 +885,13 @@ async function loop(options: RunAgentLoopOptions): Promise<LoopOutcome> {
     };
     if (calls.length === 0) return end({ status: 'done', text: message.content, state });
 
+    if (checkpoints !== undefined) {
+      try {
+        await checkpoints.beforeCalls({ ...state, pending: calls.map((call) => ({ call })) }, callsOf(calls));
+      } catch (error) {
+        return end({ status: 'failed', error: asError(error), state });
+      }
+    }
     const results =
       calls.length === 1
         ? [await execute(calls[0] as ModelToolCall, malformed.get((calls[0] as ModelToolCall).id))]
@@ -811,6 +906,16 @@ async function loop(options: RunAgentLoopOptions): Promise<LoopOutcome> {
       return end({ status: 'suspended', request: first.request as Request, state: { ...state, pending } });
     }
     state = completeTurn(state, pending, clock, events);
+    if (checkpoints !== undefined && !token.isCancelled()) {
+      try {
+        await checkpoints.afterTurn(
+          state,
+          calls.map((c) => c.id),
+        );
+      } catch (error) {
+        return end({ status: 'failed', error: asError(error), state });
+      }
+    }
     if (token.isCancelled()) return end({ status: 'cancelled', reason: token.reason ?? 'user', state });
   }
 }
@@ -870,6 +975,22 @@ function describeOpen(pending: readonly PendingCall[]): string {
  */
 export function openCalls(state: LoopState): readonly PendingCall[] {
   return state.pending === undefined ? [] : state.pending.filter((p) => p.result === undefined);
+}
+
+/**
+ * Name the question an open call of a suspended state waits on by the
+ * request as the host knows it (the supervisor's id): the answer then
+ * carries that id, and a saved state names the saved request.
+ */
+export function renameRequest(state: LoopState, toolCallId: string, request: Request): LoopState {
+  const pending = state.pending;
+  if (pending === undefined) return state;
+  const at = pending.findIndex((p) => p.call.id === toolCallId && p.result === undefined);
+  const open = pending[at];
+  if (open === undefined || open.request?.id === request.id) return state;
+  const next = [...pending];
+  next[at] = { ...open, request };
+  return { ...state, pending: next };
 }
 
 /**

@@ -27,6 +27,12 @@ export const HostOp = Object.freeze({
    * result, kept in case the worker has to be recycled.
    */
   holding: 4,
+  /**
+   * Save a turn of the run durably (reply once saved): `{ phase: 'before',
+   * state, calls }` before its tool calls run, `{ phase: 'after', state,
+   * calls }` once they have results. Offered only with a durable store.
+   */
+  checkpoint: 5,
 });
 /** One of {@link HostOp}. */
 export type HostOp = (typeof HostOp)[keyof typeof HostOp];
@@ -46,6 +52,36 @@ export interface HostCall {
 
 const OPS: ReadonlySet<unknown> = new Set(Object.values(HostOp));
 const NOTICES: ReadonlySet<unknown> = new Set([HostOp.events, HostOp.holding]);
+
+/** A checked {@link HostOp.checkpoint} payload. */
+export interface HostCheckpoint {
+  readonly phase: 'before' | 'after';
+  /** The run's state (its outer shape checked here; the supervisor saves it as JSON). */
+  readonly state: Record<string, unknown>;
+  readonly calls: readonly { readonly id: string; readonly name: string; readonly idempotent: boolean }[];
+}
+
+/** Check the payload of a {@link HostOp.checkpoint} call; a string says what is wrong. */
+export function parseHostCheckpoint(payload: unknown): HostCheckpoint | string {
+  if (!isPlainRecord(payload)) return 'a checkpoint is an object';
+  const { phase, state, calls } = payload;
+  if (phase !== 'before' && phase !== 'after') return "checkpoint.phase must be 'before' or 'after'";
+  if (!isPlainRecord(state) || typeof state.agentId !== 'string' || !Array.isArray(state.messages)) {
+    return 'checkpoint.state must be a loop state';
+  }
+  if (!Array.isArray(calls) || calls.length > 4096) return 'checkpoint.calls must be an array';
+  for (const c of calls) {
+    if (
+      !isPlainRecord(c) ||
+      typeof c.id !== 'string' ||
+      typeof c.name !== 'string' ||
+      typeof c.idempotent !== 'boolean'
+    ) {
+      return 'checkpoint.calls must be { id, name, idempotent }';
+    }
+  }
+  return payload as unknown as HostCheckpoint;
+}
 
 /** Parse a call at the supervisor's end of a host channel; a string says what is wrong. */
 export function parseHostCall(raw: unknown): HostCall | string {

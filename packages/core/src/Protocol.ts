@@ -32,9 +32,10 @@ const LoopStateSchema = z.custom<LoopState>(
 
 /**
  * Bits of {@link SubagentTask.host}: what the host channel offers a run
- * (`stream`: someone listens to the run's model deltas).
+ * (`stream`: someone listens to the run's model deltas; `durable`: the
+ * store survives a crash, so the run checkpoints its turns).
  */
-export const HostFeature = Object.freeze({ approval: 1, spawn: 2, telemetry: 4, stream: 16 });
+export const HostFeature = Object.freeze({ approval: 1, spawn: 2, telemetry: 4, stream: 16, durable: 32 });
 
 /**
  * Bits of {@link SubagentTask.host} that describe the task itself.
@@ -56,6 +57,8 @@ const ResumeSchema = z.object({
   answer: Answer.optional(),
   approvedCalls: z.array(z.string()),
   expired: z.boolean().optional(),
+  /** Resuming after a crash: the open calls that had started (see the loop's `interrupted`). */
+  started: z.array(z.string()).optional(),
 });
 
 /**
@@ -282,7 +285,7 @@ export function decodeSubagentTask(
   if (!isNonEmptyString(agentId)) return { error: 'agentId must be a string' };
   if (!isIndex(slot)) return { error: 'slot must be a non-negative integer' };
   if (!isIndex(generation) || generation === 0) return { error: 'generation must be a positive integer' };
-  if (!isIndex(host) || host > 31) return { error: 'host must be HostFeature and TaskFlag bits' };
+  if (!isIndex(host) || host > 63) return { error: 'host must be HostFeature and TaskFlag bits' };
   if ((host & TaskFlag.serializedScope) !== 0 && !(scope instanceof Uint8Array)) {
     return { error: 'a serialized scope must be a Uint8Array' };
   }

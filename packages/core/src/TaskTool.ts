@@ -119,6 +119,8 @@ class TaskTool implements Tool<TaskParameters, unknown> {
   // A subagent run is bounded by its own deadline and the parent's, not by a tool timeout.
   readonly timeoutMs = null;
   readonly requiresApproval = false;
+  // A child run is a side effect: never re-run one a crash interrupted.
+  readonly idempotent = false;
   readonly #shape: TaskShape;
   readonly execute: Tool<TaskParameters, unknown>['execute'];
 

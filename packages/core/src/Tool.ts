@@ -38,6 +38,13 @@ export interface ToolDefinition<P extends z.ZodType, R, S = unknown, TC extends 
   readonly timeoutMs?: number | null;
   /** Ask the host's approval handler first (default false). */
   readonly requiresApproval?: boolean;
+  /**
+   * Safe to run again after a crash interrupted it (default false): its side
+   * effect, if any, does not repeat harmfully. A tool that is not is never
+   * re-run after a restart found it started but not committed — the model
+   * gets an `ERR_INTERRUPTED` error result instead.
+   */
+  readonly idempotent?: boolean;
 }
 
 /**
@@ -59,6 +66,8 @@ export interface Tool<
   /** `null` when the tool has no timeout. */
   readonly timeoutMs: number | null;
   readonly requiresApproval: boolean;
+  /** Safe to re-run after a crash interrupted it (see {@link ToolDefinition.idempotent}). */
+  readonly idempotent: boolean;
   /** The spec a model sees (JSON Schema computed once, on first use). */
   readonly spec: ToolSpec;
 }
@@ -126,6 +135,7 @@ export function defineTool<P extends z.ZodType, R, S = unknown, TC extends objec
     retries,
     timeoutMs,
     requiresApproval: definition.requiresApproval === true,
+    idempotent: definition.idempotent === true,
     get spec(): ToolSpec {
       spec ??= Object.freeze({
         name: definition.name,

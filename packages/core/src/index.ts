@@ -12,6 +12,7 @@ export { type Agent, type AgentDefinition, DEFAULT_MAX_TURNS, defineAgent, findA
 export {
   abandonPendingTurn,
   addUsage,
+  type CheckpointCall,
   DEFAULT_MAX_FAILED_TURNS,
   initialLoopState,
   type LoopEventSink,
@@ -21,8 +22,10 @@ export {
   openCalls,
   type PendingCall,
   type RunAgentLoopOptions,
+  renameRequest,
   resolveDelegatedCall,
   runAgentLoop,
+  type TurnCheckpoints,
   totalUsage,
 } from './AgentLoop.js';
 export { assertCloneable, cloneableSizeBound, findUncloneable, irregularKeys, isCloneable } from './assertCloneable.js';
@@ -70,11 +73,13 @@ export {
 export {
   type HostCall,
   type HostCallWire,
+  type HostCheckpoint,
   type HostEvent,
   HostOp,
   type HostReplyWire,
   MAX_HOST_EVENTS,
   parseHostCall,
+  parseHostCheckpoint,
   parseHostEvents,
   parseHostReply,
   TELEMETRY_EVENTS,

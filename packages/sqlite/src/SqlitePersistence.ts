@@ -253,6 +253,15 @@ export class SqlitePersistence implements PersistenceAdapter {
     return rows.map((json) => JSON.parse(json) as RunRecord);
   }
 
+  async getRun(scope: unknown, runId: string): Promise<RunRecord | undefined> {
+    const tenant = this.#tenant(scope);
+    const json = this.#read('loading a run', () => this.#s.getRun.get(tenant, runId)) as string | undefined;
+    return json === undefined ? undefined : (JSON.parse(json) as RunRecord);
+  }
+
+  /** This store survives the process: the supervisor checkpoints every turn. */
+  readonly durable = true;
+
   async markInterrupted(options: MarkInterruptedOptions = {}): Promise<readonly RunRecord[]> {
     const tenant = options.scope === undefined ? null : this.#tenant(options.scope);
     if (this.#closed) throw R.closed(`the store ${this.file}`);

@@ -37,8 +37,11 @@ export type AgentReply =
   | (ReplyUsage & { readonly status: 'cancelled'; readonly reason: CancelReason })
   | (ReplyUsage & { readonly status: 'incomplete'; readonly turns: number });
 
-/** Where a parent agent is in its life. */
-export type AgentStatus = 'idle' | 'running' | 'suspended' | 'stopped';
+/**
+ * Where a parent agent is in its life. `interrupted`: restored after a crash
+ * with a message that was mid-turn; `resume()` finishes it.
+ */
+export type AgentStatus = 'idle' | 'running' | 'suspended' | 'interrupted' | 'stopped';
 
 /** A read-only copy of a parent agent's state. */
 export interface AgentSnapshot {
@@ -118,6 +121,13 @@ export interface AgentHandle {
    * suspended. Returns false when there was nothing to cancel.
    */
   cancel(reason?: CancelReason): boolean;
+  /**
+   * Finish the message a crash interrupted (status `interrupted`), from its
+   * last saved turn. Its tool calls that had started and never committed are
+   * not re-run — the model gets an `ERR_INTERRUPTED` error result for each —
+   * unless their tool is `idempotent`. Rejects when there is nothing to resume.
+   */
+  resume(options?: { readonly signal?: AbortSignal }): Promise<AgentReply>;
   snapshot(): AgentSnapshot;
   /** Cancel what runs, refuse further messages, persist. Idempotent. */
   stop(): Promise<void>;

@@ -207,6 +207,13 @@ export class MemoryPersistence implements PersistenceAdapter {
     return out.sort((a, b) => a.updatedAt - b.updatedAt || (a.runId < b.runId ? -1 : 1));
   }
 
+  async getRun(scope: unknown, runId: string): Promise<RunRecord | undefined> {
+    const tenant = this.#tenant(scope);
+    const conv = this.#t.runIndex.get(`${tenant}${SEP}${runId}`);
+    const run = conv?.runs.get(runId);
+    return run === undefined ? undefined : (JSON.parse(run.json) as RunRecord);
+  }
+
   async markInterrupted(options: MarkInterruptedOptions = {}): Promise<readonly RunRecord[]> {
     const tenant = options.scope === undefined ? undefined : this.#tenant(options.scope);
     if (this.#closed) throw R.closed('MemoryPersistence');

@@ -287,6 +287,13 @@ export interface PersistenceAdapter {
   commit(scope: unknown, batch: TurnBatch, context: PersistenceContext): Promise<void>;
   /** The conversation's live runs (`running`, `suspended`), oldest first. */
   loadRuns(scope: unknown, context: PersistenceContext): Promise<readonly RunRecord[]>;
+  /** One run in any status (an interrupted one included), or `undefined`. */
+  getRun(scope: unknown, runId: string): Promise<RunRecord | undefined>;
+  /**
+   * True for a store that survives the process (a file): the supervisor then
+   * checkpoints every turn, so a crash loses no committed tool result.
+   */
+  readonly durable?: boolean | undefined;
   /**
    * Turn runs left `running` by a process that is gone into `interrupted` and
    * return them. Call it once at startup, before runs are resumed.

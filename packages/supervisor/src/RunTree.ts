@@ -13,6 +13,7 @@ import {
   decodeError,
   decodeSubagentResult,
   encodeError,
+  type HostCheckpoint,
   type HostEvent,
   HostFeature,
   InvalidArgumentError,
@@ -25,6 +26,7 @@ import {
   openCalls,
   type Request,
   type RunId,
+  renameRequest,
   resolveDelegatedCall,
   runAgentLoop,
   type Scope,
@@ -36,12 +38,14 @@ import {
   TELEMETRY_EVENTS,
   type ToolCallId,
   TroupeError,
+  type TurnCheckpoints,
   type Usage,
 } from '@troupe/core';
 import { loadAgent, loadedAgent } from '@troupe/subagent';
 import type { EventEmitter } from 'eventemitter3';
 import { CancellationTable } from './CancellationTable.js';
 import { BASE_FEATURES, Dispatcher, type WorkerEnd } from './internal/Dispatcher.js';
+import type { Durability } from './internal/Durability.js';
 import { HostChannel, type HostLookup, type HostRun } from './internal/HostChannel.js';
 import { RecentMap } from './internal/RecentMap.js';
 import {
@@ -78,6 +82,8 @@ export interface RunTreeOptions {
   readonly floodLimit?: number | undefined;
   /** Changes whenever a listener is added or removed (lets the tree cache "anyone listening?"). */
   readonly listenersVersion?: (() => number) | undefined;
+  /** What is saved of runs, and where (none: nothing is saved). */
+  readonly durability?: Durability | undefined;
 }
 
 /** What starts a root run: a parent agent's message, or a direct spawn. */
@@ -98,6 +104,38 @@ export interface RootSpec {
   readonly nextChild?: number | undefined;
   /** Told the deltas of the root's whole tree (subscribed before anything runs). */
   readonly onDeltas?: ((node: RunNode, deltas: readonly ModelDelta[]) => void) | undefined;
+  /** The conversation its rows are saved with (a message of a parent agent; none: not saved). */
+  readonly conversation?: { readonly agentId: string; readonly conversationId: string } | undefined;
+  /** Awaited before the run starts (the message's input is saved first); a rejection fails the run. */
+  readonly beforeRun?: ((root: RunNode) => Promise<void>) | undefined;
+  /** Resuming a message a crash interrupted: the open calls of its state that had started. */
+  readonly interrupted?: { readonly started: ReadonlySet<string> } | undefined;
+  /** The run's id when it continues a saved one (default: a new id). */
+  readonly runId?: RunId | undefined;
+  /** The attempt it was saved with, when it continues a saved run (its next start is one more). */
+  readonly attempt?: number | undefined;
+}
+
+/** A question saved open, to open again under its id (see {@link RunTree.restoreRoot}). */
+export interface RestoredRequest {
+  readonly id: string;
+  readonly toolCallId: string;
+  readonly local: Request;
+  readonly approval: boolean;
+  /** The run whose tool asked (default: the root). */
+  readonly runId?: string | undefined;
+}
+
+/** A suspended run below a restored root, as saved. */
+export interface RestoredRun {
+  readonly runId: string;
+  readonly parentRunId: string;
+  readonly agentId: string;
+  readonly toolCallId: string;
+  readonly agent: Agent;
+  readonly state: LoopState;
+  readonly usage: Usage;
+  readonly attempt: number;
 }
 
 /** A request waiting for a person, as the tree lists it. */
@@ -188,6 +226,7 @@ export class RunTree {
     this.pool = new WorkerPool({
       threads: options.threads,
       resourceLimits: options.resourceLimits,
+      // The queue is the pool's own (runs wait there, not in piscina): piscina's is a backstop.
       maxQueue: options.maxQueue + (options.threads ?? 64),
       table: this.table,
       onHostPort: (thread, port) => this.#host.bind(thread, port),
@@ -237,7 +276,12 @@ export class RunTree {
     const node = this.#rootNode(spec);
     this.#begin(node);
     if (spec.kind === 'message') {
-      void this.#runLocal(node, { input: spec.input, state: spec.state as LoopState });
+      void this.#runLocal(node, {
+        input: spec.input === '' ? undefined : spec.input,
+        state: spec.state as LoopState,
+        beforeRun: spec.beforeRun,
+        interrupted: spec.interrupted,
+      });
     } else {
       // A direct spawn is a spawn like any other: the same events, so a daemon sees its scope cost.
       this.#emitSpawned(node, spec.metadata);
@@ -250,20 +294,51 @@ export class RunTree {
    * A root that was suspended when it was saved: suspended again, with its
    * questions open under the ids the host already knows.
    */
-  restoreRoot(
-    spec: RootSpec,
-    requests: readonly {
-      readonly id: string;
-      readonly toolCallId: string;
-      readonly local: Request;
-      readonly approval: boolean;
-    }[],
-  ): RunNode {
-    const node = this.#rootNode(spec);
-    node.phase = 'suspended';
-    node.state = spec.state;
-    for (const r of requests) this.#open(node, r.toolCallId, r.local, r.approval, r.id);
-    return node;
+  restoreRoot(spec: RootSpec, requests: readonly RestoredRequest[], descendants: readonly RestoredRun[] = []): RunNode {
+    const root = this.#rootNode(spec);
+    root.phase = 'suspended';
+    root.state = spec.state;
+    root.persisted = true;
+    const byId = new Map<string, RunNode>([[root.id, root]]);
+    // Parents first: each row's parent is made before it.
+    const rows = [...descendants];
+    for (let made = true; made && rows.length > 0; ) {
+      made = false;
+      for (let i = 0; i < rows.length; i++) {
+        const r = rows[i] as RestoredRun;
+        const parent = byId.get(r.parentRunId);
+        if (parent === undefined) continue;
+        const node = this.#node({
+          id: r.runId as RunId,
+          agentId: r.agentId as AgentId,
+          kind: 'subagent',
+          agent: r.agent,
+          parent,
+          toolCallId: r.toolCallId,
+          scope: root.scope,
+          toolContext: root.toolContext,
+          timeoutMs: this.#o.subagentTimeoutMs,
+          owner: undefined,
+        });
+        node.phase = 'suspended';
+        node.state = r.state;
+        node.usage = r.usage;
+        node.attempt = r.attempt;
+        node.persisted = true;
+        parent.nextChild = Math.max(parent.nextChild, childNumber(node.agentId));
+        byId.set(node.id, node);
+        rows.splice(i--, 1);
+        made = true;
+      }
+    }
+    for (const r of requests) {
+      const node = byId.get(r.runId ?? root.id);
+      if (node === undefined) continue;
+      const entry = this.#open(node, r.toolCallId, r.local, r.approval, r.id, false);
+      // A state saved before questions were named by the host's ids names them so now.
+      if (node.state !== undefined) node.state = renameRequest(node.state, r.toolCallId, hostRequest(entry));
+    }
+    return root;
   }
 
   /**
@@ -289,7 +364,7 @@ export class RunTree {
 
   #rootNode(spec: RootSpec): RunNode {
     const node = this.#node({
-      id: createId('run'),
+      id: spec.runId ?? createId('run'),
       agentId: spec.agentId,
       kind: spec.kind,
       agent: spec.agent,
@@ -299,8 +374,10 @@ export class RunTree {
       toolContext: spec.toolContext,
       timeoutMs: spec.timeoutMs,
       owner: spec.owner,
+      conversation: spec.conversation,
     });
     node.nextChild = spec.nextChild ?? 0;
+    if (spec.attempt !== undefined) node.attempt = spec.attempt;
     this.#roots.add(node);
     if (spec.onDeltas !== undefined) this.#streams.set(node, new Set([spec.onDeltas]));
     return node;
@@ -342,6 +419,7 @@ export class RunTree {
     readonly toolContext: Readonly<Record<string, unknown>>;
     readonly timeoutMs: number | undefined;
     readonly owner: RootOwner | undefined;
+    readonly conversation?: { readonly agentId: string; readonly conversationId: string } | undefined;
   }): RunNode {
     if (this.#byAgent.has(init.agentId)) {
       throw new InvalidArgumentError(`agent ${init.agentId} is already running: give each run its own id`);
@@ -384,16 +462,36 @@ export class RunTree {
   async #runLocal(
     node: RunNode,
     input: {
-      readonly input?: string;
+      readonly input?: string | undefined;
       readonly state: LoopState;
       readonly answer?: Answer | undefined;
       readonly approvedCalls?: readonly string[];
       readonly expired?: boolean;
+      readonly beforeRun?: ((root: RunNode) => Promise<void>) | undefined;
+      readonly interrupted?: { readonly started: ReadonlySet<string> } | undefined;
     },
   ): Promise<void> {
     node.phase = 'running';
     const clock = this.#clock;
     let outcome: LoopOutcome;
+    if (input.beforeRun !== undefined) {
+      try {
+        await input.beforeRun(node);
+      } catch (error) {
+        this.#ownEnded(
+          node,
+          {
+            status: 'failed',
+            error: error instanceof Error ? error : new Error(String(error)),
+            events: NO_EVENTS,
+            turns: 0,
+          },
+          NO_USAGE,
+          input.state,
+        );
+        return;
+      }
+    }
     const handle = this.table.bind(node.id, this.table.local);
     const cancellation = slotRunCancellation(this.table.slots, handle, {
       deadline: this.table.deadlineOf(node.id) ?? null,
@@ -415,6 +513,8 @@ export class RunTree {
         events: this.#sink(node),
         onQuestion: (toolCallId, request) => this.#question(node, toolCallId, request),
         onDelta: this.#streamed(node) ? (delta) => this.#deltas(node, [delta]) : undefined,
+        checkpoints: this.#checkpointsFor(node),
+        interrupted: input.interrupted,
       });
     } finally {
       cancellation.close();
@@ -433,6 +533,7 @@ export class RunTree {
         readonly answer: Answer | undefined;
         readonly approvedCalls: readonly string[];
         readonly expired: boolean;
+        readonly started?: readonly string[] | undefined;
       };
     },
   ): Promise<void> {
@@ -443,7 +544,8 @@ export class RunTree {
       BASE_FEATURES |
       (node.agent.subagents.length > 0 ? HostFeature.spawn : 0) |
       (this.#observed() ? HostFeature.telemetry : 0) |
-      (this.#streamed(node) ? HostFeature.stream : 0);
+      (this.#streamed(node) ? HostFeature.stream : 0) |
+      (this.#checkpointsFor(node) !== undefined ? HostFeature.durable : 0);
     const we = await this.#dispatcher.run(node, input, features);
     this.#workerRuns--;
     this.#completed++;
@@ -486,10 +588,37 @@ export class RunTree {
     if (node.kill?.kind === 'lane-timeout' && end.status === 'failed') this.#reportKilledCall(node, end.error);
     node.capability = undefined;
     node.kill = undefined;
+    node.ticket = undefined;
     node.lastToolStart = undefined;
     // Its slot is freed with it (release), or below when it lives on (suspended, or children left).
     this.#ownEnded(node, end, usage, end.status === 'suspended' ? end.state : undefined);
     if (node.phase !== 'ended') this.table.unbind(node.id);
+  }
+
+  // A shutdown leaves what was saved as it was (running, suspended, its questions open):
+  // the next supervisor finds it interrupted, or still waiting, and resumes it.
+  #keepsSaved(node: RunNode): boolean {
+    return this.table.reason(node.root.id) === 'shutdown' || this.table.reason(node.id) === 'shutdown';
+  }
+
+  #saveFailed(node: RunNode, error: unknown): void {
+    if (!this.#has('persistence.failed')) return;
+    this.#events.emit('persistence.failed', {
+      agentId: node.agentId,
+      runId: node.id,
+      error: error instanceof Error ? error : new Error(String(error)),
+      at: this.#clock.now(),
+    });
+  }
+
+  // A durable store gets every turn of a saved tree's runs.
+  #checkpointsFor(node: RunNode): TurnCheckpoints | undefined {
+    const d = this.#o.durability;
+    if (d === undefined || !d.durable || node.root.conversation === undefined) return undefined;
+    return {
+      beforeCalls: (state, calls) => d.beforeCalls(node, state, calls),
+      afterTurn: (state, calls) => d.afterTurn(node, state, calls),
+    };
   }
 
   // ── Ends and propagation ──────────────────────────────────────────────────
@@ -530,6 +659,11 @@ export class RunTree {
     if (node.phase !== 'draining' || node.liveChildren > 0) return;
     node.phase = 'ended';
     this.#emitOutcome(node);
+    const d = this.#o.durability;
+    // A message's root is saved by its parent agent, with the envelope and the reply (one transaction).
+    if (d !== undefined && node.persisted && node.kind !== 'message' && !this.#keepsSaved(node)) {
+      d.ended(node, (node.end as FinalEnd).status).catch((error: unknown) => this.#saveFailed(node, error));
+    }
     this.table.release(node.id);
     this.#nodes.delete(node.id);
     if (this.#byAgent.get(node.agentId) === node) this.#byAgent.delete(node.agentId);
@@ -590,6 +724,8 @@ export class RunTree {
       let entry = node.requests.get(id);
       if (entry === undefined && call.request !== undefined)
         entry = this.#open(node, id, call.request, call.approval === true);
+      // The state names the question by the host's id from now on (the answer, and what is saved, carry it).
+      if (entry !== undefined) state = renameRequest(state, id, hostRequest(entry));
       if (answer === undefined && entry?.answer !== undefined) answer = entry;
     }
     node.state = state;
@@ -608,6 +744,16 @@ export class RunTree {
       return;
     }
     // It stays suspended.
+    const d = this.#o.durability;
+    if (d !== undefined && node.root.conversation !== undefined) {
+      const unsaved: RequestEntry[] = [];
+      for (const entry of node.requests.values()) {
+        if (entry.saved) continue;
+        entry.saved = true;
+        unsaved.push(entry);
+      }
+      d.suspended(node, unsaved).catch((error: unknown) => this.#saveFailed(node, error));
+    }
     const waiter = node.waiter;
     const first = firstOpenRequest(node);
     if (waiter !== undefined) {
@@ -831,7 +977,14 @@ export class RunTree {
     this.#open(node, toolCallId, request, false);
   }
 
-  #open(node: RunNode, toolCallId: string, local: Request, approval: boolean, known?: string): RequestEntry {
+  #open(
+    node: RunNode,
+    toolCallId: string,
+    local: Request,
+    approval: boolean,
+    known?: string,
+    announce = true,
+  ): RequestEntry {
     const id = known ?? (approval ? local.id : createId('req'));
     const entry: RequestEntry = {
       id,
@@ -841,10 +994,11 @@ export class RunTree {
       approval,
       openedAt: this.#clock.now(),
       answer: undefined,
+      saved: known !== undefined,
     };
     node.setRequest(toolCallId, entry);
     this.#requests.set(id, entry);
-    if (this.#has('request.opened')) {
+    if (announce && this.#has('request.opened')) {
       this.#events.emit('request.opened', {
         request: hostRequest(entry),
         agentId: node.root.agentId,
@@ -861,6 +1015,11 @@ export class RunTree {
     this.#requests.delete(entry.id);
     entry.node.deleteRequest(entry.toolCallId);
     this.#remember(entry.id, 'withdrawn');
+    const d = this.#o.durability;
+    // A shutdown keeps what is saved as it is: a new supervisor resumes it.
+    if (d !== undefined && entry.saved && !this.#keepsSaved(entry.node)) {
+      d.withdraw(entry.node, entry.id).catch((error: unknown) => this.#saveFailed(entry.node, error));
+    }
     if (this.#has('request.withdrawn')) {
       this.#events.emit('request.withdrawn', {
         requestId: entry.id,
@@ -909,7 +1068,49 @@ export class RunTree {
    * the root whose tree it resumes; throws a typed error for an unknown,
    * answered or withdrawn request.
    */
-  answer(id: string, answer: Answer): RunNode {
+  async answer(id: string, answer: Answer): Promise<RunNode> {
+    const entry = this.#requests.get(id);
+    if (entry !== undefined && entry.answer === undefined && entry.saved && this.#o.durability !== undefined) {
+      // Saved: the store takes it, exactly once across processes; meanwhile nobody else here can.
+      if (entry.taking) {
+        throw new InvalidArgumentError(`request ${id} was already answered: an answer is taken once`, {
+          code: 'ERR_REQUEST_ALREADY_ANSWERED',
+        });
+      }
+      entry.taking = true;
+      let taken: Awaited<ReturnType<Durability['answer']>>;
+      try {
+        taken = await this.#o.durability.answer(entry.node, id, { ...answer, id });
+      } finally {
+        entry.taking = false;
+      }
+      if (taken.status !== 'taken') {
+        // Another process took it, or it is gone there: not answerable here either.
+        if (this.#requests.get(id) === entry) {
+          this.#requests.delete(id);
+          entry.node.deleteRequest(entry.toolCallId);
+          this.#remember(id, taken.status === 'already-answered' ? 'answered' : 'withdrawn');
+        }
+      }
+    }
+    return this.#deliver(id, answer);
+  }
+
+  /** True while `id` is an open request of this tree (not answered, not withdrawn). */
+  hasOpenRequest(id: string): boolean {
+    const entry = this.#requests.get(id);
+    return entry !== undefined && entry.answer === undefined;
+  }
+
+  /**
+   * Deliver an answer the store took already (in a process that died before
+   * its run resumed): no second compare-and-set.
+   */
+  redeliver(id: string, answer: Answer): RunNode {
+    return this.#deliver(id, answer);
+  }
+
+  #deliver(id: string, answer: Answer): RunNode {
     const entry = this.#requests.get(id);
     if (entry === undefined || entry.answer !== undefined) {
       const closed = entry !== undefined ? 'answered' : this.#closedRequests.get(id);
@@ -929,7 +1130,8 @@ export class RunTree {
     }
     const expiresAt = entry.local.expiresAt;
     entry.answer = {
-      answer: { ...answer, id: entry.local.id },
+      // The state names it by the host's id (see #reconsider).
+      answer: { ...answer, id: entry.id },
       expired: expiresAt !== undefined && this.#clock.now() > expiresAt,
     };
     this.#requests.delete(id);
@@ -967,7 +1169,12 @@ export class RunTree {
     const stack: RunNode[] = [node];
     const suspended: RunNode[] = [];
     for (let n = stack.pop(); n !== undefined; n = stack.pop()) {
-      if (n.thread !== undefined && (n.phase === 'running' || n.phase === 'queued')) this.#watchdog.cancelled(n.id);
+      if (n.phase === 'queued' && n.thread === undefined && n.ticket !== undefined) {
+        // Still waiting for a thread: it leaves the queue and ends now, without starting.
+        this.pool.withdraw(n.ticket);
+      } else if (n.thread !== undefined && (n.phase === 'running' || n.phase === 'queued')) {
+        this.#watchdog.cancelled(n.id);
+      }
       if (n.phase === 'suspended') suspended.push(n);
       for (const child of n.childByCall.values()) if (child.phase !== 'ended') stack.push(child);
     }
@@ -1080,8 +1287,26 @@ export class RunTree {
           ),
         );
       },
-      task: async (request) => encodeTaskResult(await this.runTask(node, request)),
+      task: async (request) => {
+        const result = await this.runTask(node, request);
+        // A cancelled run's worker stopped waiting (its call lost the race with the cancel).
+        if (this.table.isCancelled(node.id) || node.phase !== 'running') return undefined;
+        return encodeTaskResult(result);
+      },
       events: (events) => this.#workerEvents(node, events),
+      checkpoint: async (p: HostCheckpoint) => {
+        const d = this.#o.durability;
+        // Offered only with a durable store; a worker asking without one gets nothing saved.
+        if (d === undefined || !d.durable) return true;
+        if (p.phase === 'before') await d.beforeCalls(node, p.state as unknown as LoopState, p.calls);
+        else
+          await d.afterTurn(
+            node,
+            p.state as unknown as LoopState,
+            p.calls.map((c) => c.id),
+          );
+        return true;
+      },
       holding: (raw) => {
         const parsed = decodeSubagentResult(raw);
         if (parsed.error !== undefined) return parsed.error;
@@ -1286,7 +1511,11 @@ export class RunTree {
     return new Promise((resolve) => this.#idle.push(resolve));
   }
 
-  /** Cancel every run that is running (suspended ones keep their questions). */
+  /**
+   * Cancel every run that is running (suspended ones keep their questions).
+   * With a durable store and reason `shutdown`, what was saved stays as it
+   * was: the runs read as interrupted to the next supervisor.
+   */
   cancelRunning(reason: CancelReason): void {
     for (const root of [...this.#roots]) {
       if (root.active > 0) this.cancel(root, reason);
@@ -1430,6 +1659,13 @@ function sizeOf(value: unknown): number {
   }
 }
 
+// `<parent>-sub-<n>` → n (0 when the id is not one).
+function childNumber(agentId: string): number {
+  const at = agentId.lastIndexOf('-sub-');
+  const n = at < 0 ? 0 : Number(agentId.slice(at + 5));
+  return Number.isSafeInteger(n) ? n : 0;
+}
+
 // An agent's subagents by name, indexed once per agent.
 const subagentIndex = new WeakMap<Agent, ReadonlyMap<string, Agent>>();
 
@@ -1440,6 +1676,15 @@ function subagentNamed(agent: Agent, name: string): Agent | undefined {
     subagentIndex.set(agent, index);
   }
   return index.get(name);
+}
+
+/**
+ * The definition of a saved run's agent: `name` among `parent`'s subagents,
+ * as its own module exports it; `undefined` when the parent has none by that name.
+ */
+export async function restoredDefinition(parent: Agent, name: string): Promise<Agent | undefined> {
+  const declared = subagentNamed(parent, name);
+  return declared === undefined ? undefined : definitionOf(declared);
 }
 
 // The child's definition as its own module exports it (its declared subagents matter for nested tasks).

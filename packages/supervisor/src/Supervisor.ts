@@ -30,13 +30,21 @@ import { loadAgent, loadedAgent, systemClock } from '@troupe/subagent';
 import { EventEmitter } from 'eventemitter3';
 import { z } from 'zod';
 import type { AgentHandle, AgentReply } from './AgentHandle.js';
+import { Durability } from './internal/Durability.js';
 import { ParentAgent } from './internal/ParentAgent.js';
 import { firstOpenRequest, type RootOwner, type RunNode, totalOf } from './internal/RunNode.js';
 import { MemoryPersistence } from './MemoryPersistence.js';
-import type { PersistenceAdapter } from './Persistence.js';
+import type {
+  ListOptions,
+  Page,
+  PersistenceAdapter,
+  PersistenceContext,
+  RequestRecord,
+  RunRecord,
+} from './Persistence.js';
 import { checkRestartPolicy, type RestartPolicy } from './RestartPolicy.js';
-import { RunTree } from './RunTree.js';
-import { migrateEnvelope } from './StateEnvelope.js';
+import { type RestoredRequest, type RestoredRun, RunTree, restoredDefinition } from './RunTree.js';
+import { type AgentStateEnvelope, migrateEnvelope } from './StateEnvelope.js';
 import type { SubagentOutcome } from './SubagentOutcome.js';
 import type { SupervisorEvents } from './SupervisorEvents.js';
 
@@ -72,8 +80,21 @@ export interface SupervisorOptions<S = unknown, I = S> {
    * subagents alike, on the supervisor thread only. None: such calls are denied.
    */
   readonly approval?: ApprovalHandler;
-  /** Where agent state is saved (default: in memory; `null`: nowhere). */
+  /**
+   * Where conversations, runs, questions and tool calls are saved (default:
+   * a bounded `MemoryPersistence`; `null`: nowhere). A daemon passes
+   * `sqlitePersistence({ path })` from `@troupe/sqlite`: every turn is then
+   * checkpointed, and a new supervisor on the same file restores what was
+   * open (`startAgent`, `answer(id, answer, { scope })`).
+   */
   readonly persistence?: PersistenceAdapter | null;
+  /**
+   * Idle parent agents this supervisor keeps holding (least recently used
+   * first out; default 1000). Past it an idle agent is held only by its
+   * handle: once the host drops that too, it is collected, and `startAgent`
+   * with its id restores it from the store. Without a store nothing is let go.
+   */
+  readonly maxIdleAgents?: number;
   /**
    * The supervisor's time base: run deadlines, request expiry, event times.
    * Workers cannot share an injected clock: a deadline reaches a worker as
@@ -108,6 +129,18 @@ export interface StartAgentOptions<I = unknown, TC extends object = Readonly<Rec
   readonly metadata?: Metadata;
 }
 
+/** Options of {@link Supervisor.answer}. */
+export interface AnswerOptions {
+  /**
+   * Who answers, when the request is not open in this supervisor (after a
+   * restart): the store is asked for it under this scope's tenant and its
+   * conversation is restored with this scope (scope is never saved).
+   */
+  readonly scope?: unknown;
+  /** The restored conversation's toolContext. */
+  readonly toolContext?: Readonly<Record<string, unknown>>;
+}
+
 /** Options of {@link Supervisor.spawn}: `I` and `TC` as in {@link StartAgentOptions}. */
 export interface SpawnOptions<I = unknown, TC extends object = Readonly<Record<string, unknown>>> {
   readonly input: string;
@@ -123,6 +156,8 @@ export interface SpawnOptions<I = unknown, TC extends object = Readonly<Record<s
 /** A request waiting for a person, as the host sees it. */
 export interface PendingRequestInfo {
   readonly request: Request;
+  /** The conversation it belongs to (a direct spawn's: none). */
+  readonly conversationId?: string | undefined;
   /** The parent agent that holds the conversation (or the spawned agent). */
   readonly agentId: AgentId;
   /** Agent ids from the parent down to the one whose tool asked. */
@@ -174,6 +209,28 @@ const PoolSchema = z
 
 const EMPTY_CONTEXT: Readonly<Record<string, unknown>> = Object.freeze({});
 
+const ADAPTER_METHODS = [
+  'persistState',
+  'loadState',
+  'saveMessage',
+  'loadMessages',
+  'commit',
+  'loadRuns',
+  'getRun',
+  'markInterrupted',
+  'startToolCalls',
+  'loadToolCalls',
+  'openRequest',
+  'answerRequest',
+  'withdrawRequest',
+  'getRequest',
+  'listRequests',
+  'listConversations',
+  'deleteConversation',
+  'prune',
+  'release',
+] as const;
+
 /** What a direct spawn's caller gets: the run's outcome each time its tree is quiet. */
 const SPAWN_OWNER: RootOwner = Object.freeze({ settle: outcomeOf });
 
@@ -206,7 +263,22 @@ export class Supervisor<S = unknown, I = S> extends EventEmitter<SupervisorEvent
   readonly #maxQueue: number;
   readonly #subagentTimeoutMs: number | undefined;
   readonly #agentsByName = new Map<string, Agent>();
+  /** Parent agents held: every one with work (running, suspended, queued) and up to `maxIdleAgents` idle ones. */
   readonly #agents = new Map<string, ParentAgent>();
+  /** Idle agents held, least recently used first (a subset of #agents). */
+  readonly #idleAgents = new Set<ParentAgent>();
+  /** Agents let go while idle: alive as long as the host holds their handles. */
+  readonly #released = new Map<string, WeakRef<ParentAgent>>();
+  readonly #collected = new FinalizationRegistry<string>((id) => {
+    const ref = this.#released.get(id);
+    if (ref !== undefined && ref.deref() === undefined) this.#released.delete(id);
+  });
+  /** Agent ids being started (loaded from the store) right now. */
+  readonly #starting = new Set<string>();
+  readonly #maxIdle: number;
+  readonly #durability: Durability | undefined;
+  /** The store's runs left running by a dead process, marked interrupted (once, before the first restore). */
+  #recovered: Promise<void> | undefined;
   readonly #parsedScopes = new WeakSet<object>();
   readonly #checkedToolContexts = new WeakSet<object>();
   #closing: Promise<void> | undefined;
@@ -259,19 +331,32 @@ export class Supervisor<S = unknown, I = S> extends EventEmitter<SupervisorEvent
     }
     const persistence =
       options.persistence === undefined ? new MemoryPersistence() : (options.persistence ?? undefined);
-    if (
-      persistence !== undefined &&
-      (typeof persistence.persistState !== 'function' ||
-        typeof persistence.loadState !== 'function' ||
-        typeof persistence.saveMessage !== 'function')
-    ) {
-      throw new InvalidArgumentError('options.persistence must implement persistState, loadState and saveMessage');
+    if (persistence !== undefined) {
+      if (typeof persistence !== 'object') {
+        throw new InvalidArgumentError(
+          'options.persistence must be a PersistenceAdapter (e.g. sqlitePersistence({ path })) or null',
+        );
+      }
+      const missing = ADAPTER_METHODS.filter(
+        (m) => typeof (persistence as unknown as Record<string, unknown>)[m] !== 'function',
+      );
+      if (missing.length > 0) {
+        throw new InvalidArgumentError(
+          `options.persistence does not implement ${missing.join(', ')}: implement the whole PersistenceAdapter contract (MemoryPersistence and @troupe/sqlite do), or pass null to save nothing`,
+        );
+      }
     }
+    const maxIdle = options.maxIdleAgents ?? 1000;
+    if (!Number.isSafeInteger(maxIdle) || maxIdle < 0) {
+      throw new InvalidArgumentError(`options.maxIdleAgents must be a non-negative integer, got ${String(maxIdle)}`);
+    }
+    this.#maxIdle = maxIdle;
     this.#restart = checkRestartPolicy(options.restart);
     this.#mailboxSize = mailboxSize;
     this.#scope = options.scope;
     this.#scopeBudget = budget;
     this.#persistence = persistence;
+    this.#durability = persistence === undefined ? undefined : new Durability(persistence, clock);
     this.#clock = clock;
     this.#subagentTimeoutMs = timeout;
     const p = pool.data;
@@ -289,6 +374,7 @@ export class Supervisor<S = unknown, I = S> extends EventEmitter<SupervisorEvent
       subagentTimeoutMs: timeout,
       floodLimit: p.floodLimit,
       listenersVersion: () => this.#listeners,
+      durability: this.#durability,
     });
     const tree = this.#tree;
     this.pool = {
@@ -423,60 +509,250 @@ export class Supervisor<S = unknown, I = S> extends EventEmitter<SupervisorEvent
       throw new InvalidArgumentError('agentId must be 1-128 characters of [A-Za-z0-9_.:-]');
     }
     const id = (options.agentId ?? createId('agent')) as AgentId;
-    if (this.#agents.has(id)) throw new InvalidArgumentError(`agent ${id} is already started: use its handle`);
     const conversationId = options.conversationId ?? id;
     if (typeof conversationId !== 'string' || conversationId.length === 0) {
       throw new InvalidArgumentError('conversationId must be a non-empty string');
     }
-    const loaded = await this.#persistence?.loadState(scope, { agentId: id, conversationId });
-    // Stores migrate on read; an adapter that does not is held to the same versions here.
-    const saved = loaded === undefined ? undefined : migrateEnvelope(loaded, `the saved state of ${id}`);
-    this.#assertOpen();
-    if (this.#agents.has(id)) throw new InvalidArgumentError(`agent ${id} is already started: use its handle`);
-    const parent = new ParentAgent(
-      def,
-      {
-        id,
-        conversationId,
-        scope,
-        toolContext: deepFreeze({ ...toolContext }),
-        state: saved?.state ?? initialLoopState(id, def.instructions, freezeReceived(structuredClone(metadata))),
-        children: saved?.childCounter ?? 0,
-      },
-      {
-        tree: this.#tree,
-        clock: this.#clock,
-        events: this,
-        persistence: this.#persistence,
-        restart: this.#restart,
-        mailboxSize: this.#mailboxSize,
-        closed: () => this.#closed || this.#closing !== undefined,
+    this.#takeId(id);
+    this.#starting.add(id);
+    try {
+      const context: PersistenceContext = { agentId: id, conversationId };
+      const store = this.#persistence;
+      if (store !== undefined) await this.#recover();
+      const loaded = await store?.loadState(scope, context);
+      // Stores migrate on read; an adapter that does not is held to the same versions here.
+      const saved = loaded === undefined ? undefined : migrateEnvelope(loaded, `the saved state of ${id}`);
+      if (saved !== undefined && saved.agentName !== def.name) {
+        throw new InvalidArgumentError(
+          `agent ${id} of conversation ${conversationId} was saved as "${saved.agentName}", not "${def.name}": start it with the agent it was saved with`,
+          { code: 'ERR_UNKNOWN_AGENT' },
+        );
+      }
+      this.#assertOpen();
+      const parent = new ParentAgent(
+        def,
+        {
+          id,
+          conversationId,
+          scope,
+          toolContext: deepFreeze({ ...toolContext }),
+          state: saved?.state ?? initialLoopState(id, def.instructions, freezeReceived(structuredClone(metadata))),
+          children: saved?.childCounter ?? 0,
+        },
+        {
+          tree: this.#tree,
+          clock: this.#clock,
+          events: this,
+          durability: this.#durability,
+          restart: this.#restart,
+          mailboxSize: this.#mailboxSize,
+          closed: () => this.#closed || this.#closing !== undefined,
+          idle: (agent) => this.#agentIdle(agent),
+          busy: (agent) => this.#busy(agent),
+        },
+      );
+      if (saved !== undefined && store !== undefined) await this.#restore(parent, def, saved, context);
+      this.#assertOpen();
+      this.#agents.set(id, parent);
+      this.emit('agent.started', { agentId: id, agent: def.name, conversationId, at: this.#clock.now() });
+      if (parent.status === 'idle') this.#agentIdle(parent);
+      return parent;
+    } finally {
+      this.#starting.delete(id);
+    }
+  }
+
+  // An id is free, or held by an idle agent nobody holds any more (restored anew from the store).
+  #takeId(id: string): void {
+    if (this.#starting.has(id) || this.#agents.has(id)) {
+      throw new InvalidArgumentError(`agent ${id} is already started: use its handle (supervisor.agent(id))`);
+    }
+    const released = this.#released.get(id)?.deref();
+    if (released !== undefined) {
+      // Still alive in a handle the host kept: it is that agent, not a second one.
+      throw new InvalidArgumentError(`agent ${id} is already started: use its handle (supervisor.agent(id))`);
+    }
+    this.#released.delete(id);
+  }
+
+  // Once per supervisor, before anything is restored: runs a dead process left running read interrupted.
+  #recover(): Promise<void> {
+    const store = this.#persistence;
+    if (store === undefined) return Promise.resolve();
+    this.#recovered ??= store.markInterrupted().then(
+      () => {},
+      (error: unknown) => {
+        this.#recovered = undefined;
+        throw error;
       },
     );
-    this.#agents.set(id, parent);
-    this.emit('agent.started', { agentId: id, agent: def.name, conversationId, at: this.#clock.now() });
-    if (saved?.state.pending !== undefined) {
-      // A conversation saved while it waited on a person: its questions are open again, under their ids.
-      const open =
-        saved.openRequests ??
-        (saved.pendingRequest === undefined
-          ? []
-          : restoredFromPending(saved.state.pending, saved.pendingRequest.request));
-      parent.restoreSuspended(open);
+    return this.#recovered;
+  }
+
+  /**
+   * A saved conversation comes back: suspended (its runs at every depth, its
+   * questions open under their ids, answers taken before a crash delivered),
+   * or interrupted (a message that was mid-turn, resumed by `resume()`).
+   * Questions of runs that did not survive are withdrawn.
+   */
+  async #restore(parent: ParentAgent, def: Agent, saved: AgentStateEnvelope, ctx: PersistenceContext): Promise<void> {
+    const store = this.#persistence as PersistenceAdapter;
+    const scope = parent.scope;
+    const live = await store.loadRuns(scope, ctx);
+    const rootRow =
+      saved.runId === undefined
+        ? undefined
+        : (live.find((r) => r.runId === saved.runId) ?? (await store.getRun(scope, saved.runId)));
+    const kept = new Set<string>();
+    // Suspended when its root's row says so (the envelope may be a write behind it), or, with no row, its envelope.
+    if (rootRow?.status === 'suspended' || (rootRow === undefined && saved.status === 'suspended')) {
+      const rootState = (rootRow?.state as LoopState | undefined) ?? saved.state;
+      // The suspended runs under the root, parents before children.
+      const rows = new Map<string, RunRecord>();
+      for (const r of live) if (r.status === 'suspended' && r.runId !== saved.runId) rows.set(r.runId, r);
+      const descendants: RestoredRun[] = [];
+      const agents = new Map<string, Agent>([[saved.runId ?? '', def]]);
+      const states = new Map<string, LoopState>([[saved.runId ?? '', rootState]]);
+      for (let grew = true; grew; ) {
+        grew = false;
+        for (const [runId, r] of rows) {
+          const parentAgent = r.parentRunId === undefined ? undefined : agents.get(r.parentRunId);
+          if (parentAgent === undefined || r.toolCallId === undefined || r.state === undefined) continue;
+          rows.delete(runId);
+          grew = true;
+          const agent = await restoredDefinition(parentAgent, r.agentName);
+          if (agent === undefined) continue;
+          agents.set(runId, agent);
+          states.set(runId, r.state as LoopState);
+          descendants.push({
+            runId,
+            parentRunId: r.parentRunId as string,
+            agentId: r.agentId,
+            toolCallId: r.toolCallId,
+            agent,
+            state: r.state as LoopState,
+            usage: r.usage,
+            attempt: r.attempt,
+          });
+        }
+      }
+      // Every open question of every restored run, as the store has it now.
+      const requests: RestoredRequest[] = [];
+      const answered: { id: string; answer: import('@troupe/core').Answer }[] = [];
+      // An envelope of version 1 names the root's questions by the host's ids only in its list.
+      const listed = new Map((saved.openRequests ?? []).map((r) => [r.toolCallId, r]));
+      for (const [runId, state] of states) {
+        for (const p of state.pending ?? []) {
+          if (p.result !== undefined || p.delegated === true || p.request === undefined) continue;
+          const old = runId === (saved.runId ?? '') ? listed.get(p.call.id) : undefined;
+          const id = old?.id ?? p.request.id;
+          const record = await store.getRequest(scope, id);
+          const local: Request =
+            record !== undefined ? { ...record.request, id: record.localId } : (old?.local ?? p.request);
+          requests.push({
+            id,
+            toolCallId: p.call.id,
+            local,
+            approval: p.approval === true,
+            runId: runId === '' ? undefined : runId,
+          });
+          kept.add(id);
+          if (record?.status === 'answered' && record.answer !== undefined) {
+            answered.push({ id, answer: record.answer });
+          } else if (record?.status === 'withdrawn') {
+            answered.push({ id, answer: { id, ok: false, reason: 'the request was withdrawn before a restart' } });
+          }
+        }
+      }
+      parent.restoreSuspended(
+        { runId: saved.runId, attempt: rootRow?.attempt ?? 0, state: rootState },
+        requests,
+        descendants,
+      );
+      // Answers a dead process took before its run resumed: delivered now (the tool re-runs once).
+      for (const a of answered) this.#tree.redeliver(a.id, { ...a.answer, id: a.id });
+    } else if (saved.status === 'running' && rootRow !== undefined && !isEndedRow(rootRow)) {
+      const calls = await store.loadToolCalls(scope, rootRow.runId);
+      parent.restoreInterrupted({
+        runId: rootRow.runId,
+        attempt: rootRow.attempt,
+        state: (rootRow.state as LoopState | undefined) ?? saved.state,
+        started: calls
+          .filter((c) => c.status === 'started')
+          .map((c) => ({ toolCallId: c.toolCallId, attempt: c.attempt })),
+      });
     }
-    return parent;
+    // Questions of runs that did not come back (interrupted under a crash) can never be answered.
+    for (let after: string | undefined, more = true; more; ) {
+      const page = await store.listRequests(scope, { conversationId: ctx.conversationId, after, limit: 1000 });
+      for (const r of page.items) {
+        if (!kept.has(r.requestId)) await store.withdrawRequest(scope, r.requestId, this.#clock.now());
+      }
+      after = page.next;
+      more = after !== undefined;
+    }
   }
 
-  /** The handle of a started agent, by id. */
+  // An agent with nothing to do: held among the idle ones, the least recently used let go past the bound.
+  #agentIdle(agent: ParentAgent): void {
+    if (this.#agents.get(agent.id) !== agent || agent.status !== 'idle') return;
+    this.#idleAgents.delete(agent);
+    this.#idleAgents.add(agent);
+    if (this.#persistence === undefined) return;
+    while (this.#idleAgents.size > this.#maxIdle) {
+      const oldest = this.#idleAgents.values().next().value as ParentAgent;
+      this.#idleAgents.delete(oldest);
+      if (oldest.status !== 'idle') continue;
+      this.#agents.delete(oldest.id);
+      this.#released.set(oldest.id, new WeakRef(oldest));
+      this.#collected.register(oldest, oldest.id);
+    }
+  }
+
+  // An agent let go while idle got work again (the host still held it): held again.
+  #busy(agent: ParentAgent): void {
+    this.#idleAgents.delete(agent);
+    if (this.#agents.get(agent.id) === agent) return;
+    this.#released.delete(agent.id);
+    this.#agents.set(agent.id, agent);
+  }
+
+  /** The handle of a started agent, by id (`undefined` once it was let go idle and collected: `startAgent` restores it). */
   agent(agentId: string): AgentHandle | undefined {
-    return this.#agents.get(agentId);
+    return this.#agents.get(agentId) ?? this.#released.get(agentId)?.deref();
   }
 
-  /** Requests waiting for a person, oldest first (every open one, at any depth). */
+  /** Requests waiting for a person in this supervisor, oldest first (every open one, at any depth). */
   pendingRequests(): PendingRequestInfo[] {
-    return this.#tree
-      .openRequests()
-      .map(({ request, agentId, path, openedAt }) => ({ request, agentId, path, openedAt }));
+    return this.#tree.openRequests().map(({ request, agentId, path, openedAt }) => ({
+      request,
+      agentId,
+      path,
+      openedAt,
+      conversationId: this.#agents.get(agentId)?.conversationId,
+    }));
+  }
+
+  /**
+   * A tenant's open requests as the store has them — those of conversations
+   * not started in this supervisor too (after a restart) — oldest first, a
+   * page at a time. Answer one with `answer(id, answer, { scope })`.
+   */
+  async listRequests(
+    scope: unknown,
+    options: ListOptions & { readonly conversationId?: string } = {},
+  ): Promise<Page<PendingRequestInfo>> {
+    this.#assertOpen();
+    const store = this.#persistence;
+    if (store === undefined) {
+      throw new InvalidArgumentError(
+        'listRequests: this supervisor saves nothing (persistence: null); use pendingRequests()',
+      );
+    }
+    const sealed = this.#sealScope(scope);
+    await this.#recover();
+    const page = await store.listRequests(sealed, options);
+    return { items: page.items.map(infoOf), next: page.next };
   }
 
   /**
@@ -491,7 +767,11 @@ export class Supervisor<S = unknown, I = S> extends EventEmitter<SupervisorEvent
    * (`ERR_INVALID_ARGUMENT`). Refused: an unknown or withdrawn id
    * (`ERR_UNKNOWN_REQUEST`), a second answer (`ERR_REQUEST_ALREADY_ANSWERED`).
    */
-  async answer(requestId: string, answer: Omit<Answer, 'id'> & { readonly id?: string }): Promise<AgentReply> {
+  async answer(
+    requestId: string,
+    answer: Omit<Answer, 'id'> & { readonly id?: string },
+    options: AnswerOptions = {},
+  ): Promise<AgentReply> {
     this.#assertOpen();
     if (typeof requestId !== 'string' || requestId.length === 0) {
       throw new InvalidArgumentError('answer(requestId, answer): requestId must be the id of a pending request');
@@ -509,10 +789,53 @@ export class Supervisor<S = unknown, I = S> extends EventEmitter<SupervisorEvent
       );
     }
     assertCloneable(parsed.data.data, 'answer.data');
-    const root = this.#tree.answer(requestId, parsed.data);
+    if (!this.#tree.hasOpenRequest(requestId) && options?.scope !== undefined && this.#persistence !== undefined) {
+      await this.#restoreFor(requestId, options);
+    }
+    const root = await this.#tree.answer(requestId, parsed.data);
     const reply = await this.#tree.whenQuiet(root);
     if (reply instanceof Error) throw reply;
     return root.kind === 'spawn' ? replyOf(reply as SubagentOutcome) : (reply as AgentReply);
+  }
+
+  // A request the store has open, of a conversation not started here: start (restore) it with the caller's scope.
+  async #restoreFor(requestId: string, options: AnswerOptions): Promise<void> {
+    const store = this.#persistence as PersistenceAdapter;
+    const scope = this.#sealScope(options.scope);
+    await this.#recover();
+    const record = await store.getRequest(scope, requestId);
+    if (record === undefined) return;
+    if (record.status === 'answered') {
+      throw new InvalidArgumentError(`request ${requestId} was already answered: an answer is taken once`, {
+        code: 'ERR_REQUEST_ALREADY_ANSWERED',
+      });
+    }
+    if (record.status === 'withdrawn') {
+      throw new InvalidArgumentError(
+        `request ${requestId} was withdrawn (its run was cancelled or ended): nothing waits for an answer`,
+        {
+          code: 'ERR_UNKNOWN_REQUEST',
+        },
+      );
+    }
+    if (this.agent(record.agentId) !== undefined) return;
+    const ctx: PersistenceContext = { agentId: record.agentId, conversationId: record.conversationId };
+    const envelope = await store.loadState(scope, ctx);
+    const name = (envelope as { agentName?: unknown } | undefined)?.agentName;
+    const def = typeof name === 'string' ? this.#agentsByName.get(name) : undefined;
+    if (def === undefined) {
+      throw new InvalidArgumentError(
+        `request ${requestId} belongs to agent ${record.agentId} ("${String(name)}"), which this supervisor does not know by name: pass it in options.agents, or startAgent it first (the request stays open)`,
+        { code: 'ERR_UNKNOWN_AGENT' },
+      );
+    }
+    // The stored agent and scope are untyped here: the typed overloads are for hosts.
+    await (this as Supervisor).startAgent(def, {
+      agentId: record.agentId,
+      conversationId: record.conversationId,
+      scope,
+      ...(options.toolContext === undefined ? {} : { toolContext: options.toolContext }),
+    });
   }
 
   /**
@@ -630,12 +953,23 @@ export class Supervisor<S = unknown, I = S> extends EventEmitter<SupervisorEvent
     };
   }
 
-  /** Stop a parent agent and forget it (its saved state stays in persistence). */
+  /**
+   * Stop a parent agent and forget it. Its saved state stays in the store
+   * (a new `startAgent` with its id restores it); an in-memory store may
+   * drop it unless a request of it is open.
+   */
   async stopAgent(agentId: string): Promise<void> {
-    const parent = this.#agents.get(agentId);
+    const parent = this.#agents.get(agentId) ?? this.#released.get(agentId)?.deref();
     if (parent === undefined) return;
     await parent.stop();
-    this.#agents.delete(agentId);
+    this.#forget(parent);
+    await this.#persistence?.release(parent.scope, { agentId: parent.id, conversationId: parent.conversationId });
+  }
+
+  #forget(parent: ParentAgent): void {
+    if (this.#agents.get(parent.id) === parent) this.#agents.delete(parent.id);
+    this.#idleAgents.delete(parent);
+    if (this.#released.get(parent.id)?.deref() === parent) this.#released.delete(parent.id);
   }
 
   /**
@@ -791,15 +1125,19 @@ function replyOf(outcome: SubagentOutcome): AgentReply {
   }
 }
 
-// An envelope saved before it listed its requests: the open call whose request is the saved one.
-function restoredFromPending(
-  pending: NonNullable<import('@troupe/core').LoopState['pending']>,
-  request: Request,
-): { id: string; toolCallId: string; local: Request; approval: boolean }[] {
-  const call = pending.find((p) => p.result === undefined && p.request?.id === request.id);
-  return call === undefined
-    ? []
-    : [{ id: request.id, toolCallId: call.call.id, local: request, approval: call.approval === true }];
+// A store's request as the host sees it.
+function infoOf(r: RequestRecord): PendingRequestInfo {
+  return {
+    request: r.request,
+    agentId: r.agentId,
+    path: r.path,
+    openedAt: r.openedAt,
+    conversationId: r.conversationId,
+  };
+}
+
+function isEndedRow(row: RunRecord): boolean {
+  return row.status !== 'running' && row.status !== 'suspended' && row.status !== 'interrupted';
 }
 
 /**

@@ -135,4 +135,6 @@ export interface SupervisorEvents {
   /** A worker sent something its host channel does not serve. */
   'host.refused': [HostRefusedEvent];
   'worker.recycled': [WorkerRecycledEvent];
+  /** Saving a run's row or request failed (the run itself went on); the store's error. */
+  'persistence.failed': [At & { readonly agentId: AgentId; readonly runId: string; readonly error: Error }];
 }

@@ -43,7 +43,10 @@ describe('createSupervisor', () => {
   it('validates options at the edge with errors that say what to change', () => {
     assert.throws(() => createSupervisor({ mailboxSize: 0 }), /mailboxSize must be a positive integer/);
     assert.throws(() => createSupervisor({ restart: { maxRestarts: -1 } }), /maxRestarts/);
-    assert.throws(() => createSupervisor({ persistence: {} as never }), /persistence must implement/);
+    assert.throws(
+      () => createSupervisor({ persistence: {} as never }),
+      /persistence does not implement persistState, loadState/,
+    );
     assert.throws(() => createSupervisor({ pool: { threads: 0 } }), /threads/);
     assert.throws(() => createSupervisor({ approval: 'yes' as never }), /approval must be a function/);
   });
@@ -439,9 +442,12 @@ describe('Supervisor: human in the loop', () => {
     const parent = await supervisor.startAgent(lead, { scope });
     const reply = await parent.send('deploy');
     assert.equal(reply.status, 'suspended');
+    const cancelled = new Promise((resolve) => supervisor.once('agent.cancelled', resolve));
     assert.equal(parent.cancel('user'), true);
     assert.equal(supervisor.pendingRequests().length, 0);
     assert.equal(supervisor.stats().suspendedSubagents, 0);
+    // Idle once the cancelled message is saved.
+    await cancelled;
     assert.equal(parent.status, 'idle');
     await assert.rejects(supervisor.answer((reply as { request: Request }).request.id, { ok: true }), (e) =>
       isTroupeError(e, 'ERR_UNKNOWN_REQUEST'),

@@ -11,6 +11,7 @@ const SQL = {
   addMessage: 'INSERT INTO messages (tenant, conversation_id, agent_id, json) VALUES (?, ?, ?, ?)',
   getMessages: 'SELECT json FROM messages WHERE tenant = ? AND conversation_id = ? AND agent_id = ? ORDER BY id',
   getRunHead: 'SELECT conversation_id AS conversationId, attempt FROM runs WHERE tenant = ? AND run_id = ?',
+  getRun: 'SELECT json FROM runs WHERE tenant = ? AND run_id = ?',
   putRun: `INSERT INTO runs (tenant, run_id, conversation_id, status, attempt, updated_at, owner_id, json)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?)
        ON CONFLICT (tenant, run_id) DO UPDATE SET status = excluded.status, attempt = excluded.attempt,
@@ -65,6 +66,7 @@ const SQL = {
 const PLUCKED: ReadonlySet<string> = new Set([
   'getState',
   'getMessages',
+  'getRun',
   'liveRuns',
   'interrupt',
   'getCallConversation',

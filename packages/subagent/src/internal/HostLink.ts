@@ -72,7 +72,7 @@ export class HostLink {
   }
 
   /** Call a named operation; rejects with the run's `CancelledError` as soon as the run is cancelled. */
-  call(op: typeof HostOp.approve | typeof HostOp.task, payload: unknown): Promise<unknown> {
+  call(op: typeof HostOp.approve | typeof HostOp.task | typeof HostOp.checkpoint, payload: unknown): Promise<unknown> {
     const token = this.#cancellation.token;
     if (this.#closed) return Promise.reject(new CancelledError('shutdown', 'the run has ended'));
     if (token.isCancelled()) return Promise.reject(new CancelledError(token.reason ?? 'user'));

@@ -23,7 +23,7 @@ import {
 import { customAlphabet } from 'nanoid';
 import type { CancellationTable } from '../CancellationTable.js';
 import { NO_USAGE, type RunEnd, type RunNode } from './RunNode.js';
-import type { DispatchTicket, ThreadInfo, WorkerPool } from './WorkerPool.js';
+import { type DispatchTicket, type ThreadInfo, WITHDRAWN, type WorkerPool } from './WorkerPool.js';
 
 /** What one (re)dispatch of a node carries besides the node itself. */
 export interface DispatchInput {
@@ -180,7 +180,9 @@ export class Dispatcher {
     // The extras go in as one object the ticket may still add the time left to.
     task[10] = extras;
     // One `then`, not an async function: this is every run's way back.
-    return this.#o.pool.run(task, new Ticket(node, task, this)).then(
+    const ticket = new Ticket(node, task, this);
+    node.ticket = ticket;
+    return this.#o.pool.run(task, ticket).then(
       (raw) => this.#fromResult(raw, node),
       async (error: unknown) => {
         // (Set by the ticket at dispatch: TypeScript cannot see that.)
@@ -270,6 +272,10 @@ export class Dispatcher {
   #fromRejection(error: unknown, node: RunNode): WorkerEnd {
     const kill = node.kill;
     const none = { usage: NO_USAGE, sent: 0 };
+    if (error === WITHDRAWN) {
+      // Cancelled while it waited for a thread: it never started.
+      return { ...none, end: { status: 'cancelled', reason: this.#o.table.reason(node.id) ?? 'user', forced: false } };
+    }
     if (kill !== undefined) {
       if (kill.kind === 'lane-timeout') {
         const info = this.#o.table.laneInfo(node.id, kill.lane);

@@ -4,11 +4,13 @@ import {
   encodeError,
   HostApprovalRequest,
   type HostCall,
+  type HostCheckpoint,
   type HostEvent,
   HostOp,
   type HostTaskRequest,
   type HostTaskResult,
   parseHostCall,
+  parseHostCheckpoint,
   parseHostEvents,
   parseHostTaskRequest,
   TroupeError,
@@ -20,8 +22,11 @@ export interface HostRun {
   readonly agentId: string;
   readonly runId: string;
   approve(request: HostApprovalRequest): Promise<unknown>;
-  task(request: HostTaskRequest): Promise<HostTaskResult>;
+  /** `undefined`: nobody waits for the answer any more (the run was cancelled): no reply is posted. */
+  task(request: HostTaskRequest): Promise<HostTaskResult | undefined>;
   events(events: readonly HostEvent[]): void;
+  /** Save a turn durably; resolves once saved. */
+  checkpoint(checkpoint: HostCheckpoint): Promise<unknown>;
   /** The run ended with work left running; `raw` is its encoded result. Returns what is wrong, if anything. */
   holding(raw: unknown): string | undefined;
 }
@@ -150,6 +155,15 @@ export class HostChannel {
         run.events(events);
         return;
       }
+      case HostOp.checkpoint: {
+        const parsed = parseHostCheckpoint(call.payload);
+        if (typeof parsed === 'string') {
+          this.#refuse(thread, port, call, `a malformed checkpoint: ${parsed}`, true, run);
+          return;
+        }
+        this.#answer(port, call.seq, run.checkpoint(parsed));
+        return;
+      }
       case HostOp.holding: {
         const wrong = run.holding(call.payload);
         if (wrong !== undefined) this.#refuse(thread, port, call, `a malformed held result: ${wrong}`, true, run);
@@ -162,7 +176,9 @@ export class HostChannel {
 
   #answer(port: MessagePort, seq: number, value: Promise<unknown>): void {
     value.then(
-      (v) => post(port, [seq, 1, v]),
+      (v) => {
+        if (v !== undefined) post(port, [seq, 1, v]);
+      },
       (error: unknown) => post(port, [seq, 0, encodeError(error)]),
     );
   }

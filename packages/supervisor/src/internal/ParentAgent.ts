@@ -23,12 +23,13 @@ import type {
   StreamChunk,
   StreamOptions,
 } from '../AgentHandle.js';
-import type { PersistenceAdapter } from '../Persistence.js';
+import type { RunStatus } from '../Persistence.js';
 import { admitRestart, type RestartPolicy } from '../RestartPolicy.js';
-import type { RunTree } from '../RunTree.js';
+import type { RestoredRequest, RestoredRun, RunTree } from '../RunTree.js';
 import { type AgentStateEnvelope, STATE_ENVELOPE_VERSION } from '../StateEnvelope.js';
 import type { SupervisorEvents } from '../SupervisorEvents.js';
 import { AgentStream, type StreamSource } from './AgentStream.js';
+import type { Durability } from './Durability.js';
 import { firstOpenRequest, type RootOwner, type RunNode, totalOf } from './RunNode.js';
 
 /** What a parent agent borrows from its supervisor. */
@@ -36,19 +37,27 @@ export interface ParentAgentDeps {
   readonly tree: RunTree;
   readonly clock: Clock;
   readonly events: EventEmitter<SupervisorEvents>;
-  readonly persistence: PersistenceAdapter | undefined;
+  /** What is saved, and where (none: nothing is). */
+  readonly durability: Durability | undefined;
   readonly restart: RestartPolicy;
   readonly mailboxSize: number;
   /** True once the supervisor refuses new work. */
   closed(): boolean;
+  /** The agent has nothing running, queued or waiting (the supervisor may stop holding it). */
+  idle(agent: ParentAgent): void;
+  /** The agent got work (the supervisor holds it while it has some). */
+  busy(agent: ParentAgent): void;
 }
 
-/** A saved question of a restored conversation, to open again under its id. */
-export interface RestoredRequest {
-  readonly id: string;
-  readonly toolCallId: string;
-  readonly local: Request;
-  readonly approval: boolean;
+/** A message a crash interrupted, as saved: resumed by {@link ParentAgent.resume}. */
+export interface InterruptedMessage {
+  readonly runId: string;
+  /** The attempt its row was saved with (the resume writes a higher one). */
+  readonly attempt: number;
+  /** The state of its last saved turn. */
+  readonly state: LoopState;
+  /** Its tool calls that started and never committed (toolCallId, attempt). */
+  readonly started: readonly { readonly toolCallId: string; readonly attempt: number }[];
 }
 
 interface Job {
@@ -60,6 +69,8 @@ interface Job {
   readonly reject: (error: Error) => void;
   /** Removes the job's abort listener (set once it has one). */
   detach: (() => void) | undefined;
+  /** Set for `resume()`: the interrupted message it finishes. */
+  readonly resume: InterruptedMessage | undefined;
 }
 
 /**
@@ -81,6 +92,8 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
   #state: LoopState;
   #checkpoint: LoopState;
   #status: AgentStatus = 'idle';
+  /** Set while a message a crash interrupted waits for `resume()`. */
+  #interrupted: InterruptedMessage | undefined;
   /** The run of the current message (running or suspended). */
   #root: RunNode | undefined;
   /** The input of the current message, until it is saved. */
@@ -122,8 +135,22 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
     return root === undefined || root.phase !== 'suspended' ? undefined : firstOpenRequest(root);
   }
 
-  /** Resume a restored conversation that was suspended: its root run, suspended, with its questions open again. */
-  restoreSuspended(requests: readonly RestoredRequest[]): void {
+  /** The agent's scope (a restore and an answer from the store use it). */
+  get scope(): Scope {
+    return this.#scope;
+  }
+
+  /**
+   * Resume a restored conversation that was suspended: its root run (and the
+   * suspended runs under it), suspended, with their questions open again
+   * under the ids the host knows.
+   */
+  restoreSuspended(
+    run: { readonly runId: string | undefined; readonly attempt: number; readonly state: LoopState },
+    requests: readonly RestoredRequest[],
+    descendants: readonly RestoredRun[] = [],
+  ): RunNode {
+    this.#state = run.state;
     const root = this.#deps.tree.restoreRoot(
       {
         kind: 'message',
@@ -135,11 +162,55 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
         state: this.#state,
         input: '',
         nextChild: this.#children,
+        conversation: this.#conversation(),
+        runId: run.runId as never,
+        attempt: run.attempt,
       },
       requests,
+      descendants,
     );
     this.#root = root;
     this.#status = 'suspended';
+    return root;
+  }
+
+  /** A restored conversation whose message a crash interrupted: `resume()` finishes it. */
+  restoreInterrupted(message: InterruptedMessage): void {
+    this.#interrupted = message;
+    this.#status = 'interrupted';
+  }
+
+  #conversation(): { readonly agentId: string; readonly conversationId: string } | undefined {
+    return this.#deps.durability === undefined ? undefined : { agentId: this.id, conversationId: this.conversationId };
+  }
+
+  /**
+   * Finish the message a crash interrupted, from its last saved turn: its
+   * tool calls that had started and never committed are not run again — the
+   * model gets an `ERR_INTERRUPTED` error result for each — unless their tool
+   * is `idempotent`; the rest runs as usual. Resolves with the message's reply.
+   */
+  resume(options: { readonly signal?: AbortSignal } = {}): Promise<AgentReply> {
+    const message = this.#interrupted;
+    if (message === undefined || this.#status !== 'interrupted') {
+      return Promise.reject(
+        new TroupeError(`agent ${this.id} has no interrupted message to resume (it is ${this.#status})`, {
+          code: 'ERR_INVALID_ARGUMENT',
+        }),
+      );
+    }
+    if (this.#deps.closed()) return Promise.reject(new ClosedError('the supervisor is closed: create a new one'));
+    const signal = options?.signal;
+    if (signal?.aborted) return Promise.reject(new CancelledError('user', 'the resume was aborted before it started'));
+    this.#interrupted = undefined;
+    this.#status = 'idle';
+    return new Promise<AgentReply>((resolve, reject) => {
+      const job: Job = { input: '', signal, onDeltas: undefined, resolve, reject, detach: undefined, resume: message };
+      this.#watch(job);
+      this.#mailbox.unshift(job);
+      this.#deps.busy(this);
+      this.#pump();
+    });
   }
 
   send(message: string, options: { readonly signal?: AbortSignal } = {}): Promise<AgentReply> {
@@ -155,22 +226,29 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
     const refused = this.#refuse(message, signal);
     if (refused !== undefined) return Promise.reject(refused);
     return new Promise<AgentReply>((resolve, reject) => {
-      const job: Job = { input: message, signal, onDeltas, resolve, reject, detach: undefined };
-      if (signal !== undefined) {
-        const onAbort = (): void => {
-          const index = this.#mailbox.indexOf(job);
-          if (index >= 0) {
-            this.#mailbox.splice(index, 1);
-            job.detach?.();
-            resolve({ status: 'cancelled', reason: 'user', usage: ZERO, totalUsage: ZERO });
-          } else if (this.#current === job && this.#root !== undefined) this.#deps.tree.cancel(this.#root, 'user');
-        };
-        signal.addEventListener('abort', onAbort, { once: true });
-        job.detach = () => signal.removeEventListener('abort', onAbort);
-      }
+      const job: Job = { input: message, signal, onDeltas, resolve, reject, detach: undefined, resume: undefined };
+      this.#watch(job);
       this.#mailbox.push(job);
+      this.#deps.busy(this);
       this.#pump();
     });
+  }
+
+  // Aborting a job's signal drops it from the mailbox, or cancels it once it runs.
+  #watch(job: Job): void {
+    const signal = job.signal;
+    if (signal === undefined) return;
+    const onAbort = (): void => {
+      const index = this.#mailbox.indexOf(job);
+      if (index >= 0) {
+        this.#mailbox.splice(index, 1);
+        job.detach?.();
+        if (job.resume !== undefined) this.restoreInterrupted(job.resume);
+        job.resolve({ status: 'cancelled', reason: 'user', usage: ZERO, totalUsage: ZERO });
+      } else if (this.#current === job && this.#root !== undefined) this.#deps.tree.cancel(this.#root, 'user');
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+    job.detach = () => signal.removeEventListener('abort', onAbort);
   }
 
   /** Why a message is refused before it is queued, if it is. */
@@ -180,6 +258,12 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
       return new TroupeError(`agent ${this.id} is stopped: start a new agent`, { code: 'ERR_AGENT_STOPPED' });
     }
     if (typeof message !== 'string') return new TypeError('send(message): message must be a string');
+    if (this.#status === 'interrupted') {
+      return new TroupeError(
+        `agent ${this.id} has a message a restart interrupted: call resume() to finish it before sending another`,
+        { code: 'ERR_INTERRUPTED' },
+      );
+    }
     if (signal?.aborted) return new CancelledError('user', 'the message was aborted before it was sent');
     if (this.#mailbox.length >= this.#deps.mailboxSize) {
       return new BackpressureError(
@@ -209,11 +293,24 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
     const job = this.#mailbox.shift();
     if (job === undefined) {
       for (const resolve of this.#idleWaiters.splice(0)) resolve();
+      this.#deps.idle(this);
       return;
     }
     this.#current = job;
     this.#status = 'running';
-    this.#unsaved = job.input;
+    const d = this.#deps.durability;
+    const durable = d?.durable === true;
+    const resume = job.resume;
+    // A durable store saves the input before anything runs; any other store saves it with the reply.
+    this.#unsaved = durable || resume !== undefined ? undefined : job.input;
+    let beforeRun: ((root: RunNode) => Promise<void>) | undefined;
+    if (durable && d !== undefined) {
+      const input = resume === undefined ? { role: 'user' as const, content: job.input } : undefined;
+      const from = resume?.state ?? this.#state;
+      // The row's state holds the input, so a resume after a crash starts from it.
+      const state = input === undefined ? from : { ...from, failedTurns: 0, messages: [...from.messages, input] };
+      beforeRun = (root) => d.messageStarted(root, this.#envelope('running', root, from), input, state);
+    }
     let root: RunNode;
     try {
       root = this.#deps.tree.startRoot({
@@ -223,19 +320,26 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
         scope: this.#scope,
         toolContext: this.#toolContext,
         owner: this,
-        state: this.#state,
-        input: job.input,
+        state: resume?.state ?? this.#state,
+        input: resume === undefined ? job.input : '',
         nextChild: this.#children,
         onDeltas: job.onDeltas,
+        conversation: this.#conversation(),
+        beforeRun,
+        runId: resume?.runId as never,
+        attempt: resume?.attempt,
+        interrupted: resume === undefined ? undefined : { started: new Set(resume.started.map((c) => c.toolCallId)) },
       });
     } catch (error) {
-      this.#status = 'idle';
+      this.#status = resume === undefined ? 'idle' : 'interrupted';
+      if (resume !== undefined) this.#interrupted = resume;
       this.#current = undefined;
       job.detach?.();
       job.reject(error instanceof Error ? error : new Error(String(error)));
       this.#pump();
       return;
     }
+    if (resume !== undefined) d?.adoptStarted(root, resume.started);
     this.#root = root;
     void this.#deps.tree.whenQuiet(root).then((reply) => {
       job.detach?.();
@@ -261,7 +365,8 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
       this.#state = root.state as LoopState;
       this.#status = this.#status === 'stopped' ? 'stopped' : 'suspended';
       const first = firstOpenRequest(root);
-      await this.#persist(undefined, root);
+      // The run tree saved the runs and their questions; this saves the conversation.
+      await this.#save(root, 'suspended', undefined, undefined);
       if (first === undefined) {
         return {
           status: 'suspended',
@@ -284,25 +389,33 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
     if (state.pending !== undefined)
       state = abandonPendingTurn(state, end?.status === 'cancelled' ? end.reason : 'user', clock);
     let reply: AgentReply;
+    // A shutdown leaves what was saved as it was: the next supervisor resumes from there.
+    const shutdown = end?.status === 'cancelled' && end.reason === 'shutdown';
+    const saved = (status: 'idle' | 'failed', run: RunStatus, text: string | undefined): Promise<Error | undefined> =>
+      shutdown ? Promise.resolve(undefined) : this.#save(root, status, run, text, state);
     switch (end?.status) {
       case 'done':
-        this.#keep(state);
-        await this.#persist(end.text, root);
-        events.emit('agent.done', { ...ref, usage, totalUsage: total, turns: state.turns, at });
-        reply = { status: 'done', text: end.text, turns: state.turns, usage, totalUsage: total };
-        break;
       case 'incomplete':
+      case 'cancelled': {
+        const failed = await saved('idle', end.status, end.status === 'done' ? end.text : undefined);
+        if (failed !== undefined) {
+          // Not saved: the conversation stays where the store has it, and the caller learns why.
+          reply = this.#notSaved(failed, usage, total);
+          break;
+        }
         this.#keep(state);
-        await this.#persist(undefined, root);
-        events.emit('agent.incomplete', { ...ref, usage, totalUsage: total, turns: state.turns, at });
-        reply = { status: 'incomplete', turns: state.turns, usage, totalUsage: total };
+        if (end.status === 'done') {
+          events.emit('agent.done', { ...ref, usage, totalUsage: total, turns: state.turns, at });
+          reply = { status: 'done', text: end.text, turns: state.turns, usage, totalUsage: total };
+        } else if (end.status === 'incomplete') {
+          events.emit('agent.incomplete', { ...ref, usage, totalUsage: total, turns: state.turns, at });
+          reply = { status: 'incomplete', turns: state.turns, usage, totalUsage: total };
+        } else {
+          events.emit('agent.cancelled', { ...ref, usage, totalUsage: total, reason: end.reason, at });
+          reply = { status: 'cancelled', reason: end.reason, usage, totalUsage: total };
+        }
         break;
-      case 'cancelled':
-        this.#keep(state);
-        await this.#persist(undefined, root);
-        events.emit('agent.cancelled', { ...ref, usage, totalUsage: total, reason: end.reason, at });
-        reply = { status: 'cancelled', reason: end.reason, usage, totalUsage: total };
-        break;
+      }
       default: {
         // A failure of its run (a crash cannot happen here: a parent runs on this thread).
         const error =
@@ -323,6 +436,8 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
         // One-for-one: only this agent restarts, from its last good state.
         this.#state = this.#checkpoint;
         this.#unsaved = undefined;
+        // The run is saved as failed; the conversation, as it was before the message.
+        await this.#save(root, 'failed', 'failed', undefined, this.#checkpoint);
         if (restarted) {
           this.#status = 'idle';
           events.emit('agent.restarted', { agentId: this.id, restarts: this.#restarts.length, at });
@@ -341,56 +456,88 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
 
   #lastReply: AgentReply | undefined;
 
+  // The message's reply could not be saved: the agent goes on from its last saved state.
+  #notSaved(error: Error, usage: AgentReply['usage'], totalUsage: AgentReply['totalUsage']): AgentReply {
+    this.#state = this.#checkpoint;
+    this.#unsaved = undefined;
+    if (this.#status !== 'stopped') this.#status = 'idle';
+    return { status: 'failed', error, restarted: true, usage, totalUsage };
+  }
+
   #keep(state: LoopState): void {
     this.#state = state;
     this.#checkpoint = state;
     if (this.#status !== 'stopped') this.#status = 'idle';
   }
 
-  async #persist(answer: string | undefined, root: RunNode): Promise<void> {
-    const persistence = this.#deps.persistence;
-    if (persistence === undefined) return;
-    const context = { agentId: this.id, conversationId: this.conversationId };
-    const pending = root.phase === 'suspended' ? firstOpenRequest(root) : undefined;
-    const envelope: AgentStateEnvelope = {
+  #envelope(status: AgentStateEnvelope['status'], root: RunNode | undefined, state: LoopState): AgentStateEnvelope {
+    const pending = root !== undefined && root.phase === 'suspended' ? firstOpenRequest(root) : undefined;
+    const now = this.#deps.clock.now();
+    return {
       version: STATE_ENVELOPE_VERSION,
       agentId: this.id,
       conversationId: this.conversationId,
       agentName: this.name,
-      status: pending === undefined ? 'idle' : 'suspended',
-      state: this.#state,
+      status,
+      state,
       waitingOn: pending?.request.id,
-      runId: root.id,
+      runId: root?.id,
       pendingRequest:
-        pending === undefined
-          ? undefined
-          : { request: pending.request, path: pending.path, openedAt: this.#deps.clock.now() },
+        pending === undefined ? undefined : { request: pending.request, path: pending.path, openedAt: now },
       openRequests:
-        root.phase !== 'suspended'
+        root === undefined || root.phase !== 'suspended'
           ? undefined
           : [...root.requests.values()]
               .filter((r) => r.answer === undefined)
               .map((r) => ({ id: r.id, toolCallId: r.toolCallId, local: r.local, approval: r.approval })),
-      childCounter: this.#children,
-      savedAt: this.#deps.clock.now(),
+      childCounter: Math.max(this.#children, root?.nextChild ?? 0),
+      savedAt: now,
     };
+  }
+
+  /**
+   * Save the conversation as the message left it, in one transaction: the
+   * envelope, the messages to show (the input, unless saved when it started;
+   * the answer), and the root run's final row. Resolves with the store's
+   * error when it failed (also reported as `persistence.failed`).
+   */
+  async #save(
+    root: RunNode,
+    status: 'idle' | 'suspended' | 'failed',
+    run: RunStatus | undefined,
+    text: string | undefined,
+    state: LoopState = this.#state,
+  ): Promise<Error | undefined> {
+    const d = this.#deps.durability;
+    if (d === undefined) return undefined;
+    const messages: { role: 'user' | 'assistant'; content: string }[] = [];
+    const input = this.#unsaved;
+    if (input !== undefined) messages.push({ role: 'user', content: input });
+    if (text !== undefined) messages.push({ role: 'assistant', content: text });
     try {
-      const input = this.#unsaved;
-      this.#unsaved = undefined;
-      if (input !== undefined) await persistence.saveMessage(this.#scope, { role: 'user', content: input }, context);
-      if (answer !== undefined)
-        await persistence.saveMessage(this.#scope, { role: 'assistant', content: answer }, context);
-      await persistence.persistState(this.#scope, envelope, context);
+      await d.conversationSaved(
+        root,
+        this.#envelope(status === 'failed' ? 'idle' : status, status === 'suspended' ? root : undefined, state),
+        messages,
+        run,
+      );
+      if (status !== 'suspended') this.#unsaved = undefined;
+      return undefined;
     } catch (error) {
-      this.#deps.events.emit('agent.failed', {
+      const failure =
+        error instanceof TroupeError
+          ? error
+          : new TroupeError(`saving agent ${this.id} failed: ${(error as Error)?.message ?? String(error)}`, {
+              code: 'ERR_STORE_WRITE',
+              cause: error,
+            });
+      this.#deps.events.emit('persistence.failed', {
         agentId: this.id,
-        kind: 'defect',
-        error: new TroupeError(`persisting agent ${this.id} failed: ${(error as Error)?.message ?? String(error)}`, {
-          code: 'ERR_INTERNAL',
-          cause: error,
-        }),
+        runId: root.id,
+        error: failure,
         at: this.#deps.clock.now(),
       });
+      return failure;
     }
   }
 

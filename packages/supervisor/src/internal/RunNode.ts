@@ -3,6 +3,7 @@ import {
   type AgentId,
   type Answer,
   addUsage,
+  CancelledError,
   type CancelReason,
   type LoopState,
   type Operation,
@@ -78,6 +79,10 @@ export interface RequestEntry {
   readonly openedAt: number;
   /** Taken answer, waiting for the run to be suspended so it can be delivered. */
   answer: { readonly answer: Answer; readonly expired: boolean } | undefined;
+  /** Saved in the store (opened there): its answer is then taken there, once, across processes. */
+  saved: boolean;
+  /** An answer is being taken in the store right now. */
+  taking?: boolean;
 }
 
 /** The caller that owns a root run and turns its settled state into a reply. */
@@ -103,6 +108,8 @@ export interface RunNodeInit {
   readonly toolContext: Readonly<Record<string, unknown>>;
   readonly timeoutMs: number | undefined;
   readonly owner: RootOwner | undefined;
+  /** Roots only: the conversation whose rows it is saved with (none: not saved). */
+  readonly conversation?: { readonly agentId: string; readonly conversationId: string } | undefined;
 }
 
 const NO_CHILDREN: ReadonlyMap<string, RunNode> = new Map();
@@ -128,6 +135,10 @@ export class RunNode {
   /** Relative deadline of each of its (re)dispatches. */
   readonly timeoutMs: number | undefined;
   readonly owner: RootOwner | undefined;
+  /** Roots only: the conversation whose rows it is saved with (none: not saved). */
+  readonly conversation: { readonly agentId: string; readonly conversationId: string } | undefined;
+  /** A row of it was saved (so its end is saved too). */
+  persisted = false;
   phase: RunPhase = 'queued';
   /** The state it is suspended in, or to resume from. */
   state: LoopState | undefined = undefined;
@@ -148,6 +159,8 @@ export class RunNode {
   thread: ThreadInfo | undefined = undefined;
   /** Incremented on every (re)dispatch: a fencing token for what is saved of it. */
   attempt = 0;
+  /** Its current dispatch, while it waits for or runs on a thread (to withdraw it from the queue). */
+  ticket: import('./WorkerPool.js').DispatchTicket | undefined = undefined;
   /** Why the watchdog had its thread killed, if it did. */
   kill: WatchdogKillCause | undefined = undefined;
   /** Event batches of its current dispatch read so far. */
@@ -185,6 +198,7 @@ export class RunNode {
     this.toolContext = init.toolContext;
     this.timeoutMs = init.timeoutMs;
     this.owner = init.owner;
+    this.conversation = init.conversation;
     if (init.parent !== undefined && init.toolCallId !== undefined) init.parent.#adopt(init.toolCallId, this);
   }
 
@@ -232,6 +246,18 @@ export function totalOf(node: RunNode): Usage {
 /** The zero usage. */
 export const NO_USAGE: Usage = ZERO;
 
+// A cancel reaches a whole subtree at once: its errors are made without a stack
+// (nothing to learn from one, and capturing it is most of an error's cost).
+function cancelledError(child: RunNode, reason: CancelReason): Error {
+  const limit = Error.stackTraceLimit;
+  Error.stackTraceLimit = 0;
+  try {
+    return new CancelledError(reason, `subagent ${child.agentId} was cancelled (${reason})`);
+  } finally {
+    Error.stackTraceLimit = limit;
+  }
+}
+
 /** What a parent's `task` call gets for a child that ended. */
 export function taskResultOf(child: RunNode, merge: boolean): TaskResult {
   const end = child.end as FinalEnd;
@@ -244,12 +270,7 @@ export function taskResultOf(child: RunNode, merge: boolean): TaskResult {
     case 'crashed':
       return { status: 'error', error: end.error, events: [], usage };
     case 'cancelled':
-      return {
-        status: 'error',
-        error: new TroupeError(`subagent ${child.agentId} was cancelled (${end.reason})`, { code: 'ERR_CANCELLED' }),
-        events: [],
-        usage,
-      };
+      return { status: 'error', error: cancelledError(child, end.reason), events: [], usage };
     case 'incomplete':
       return {
         status: 'error',

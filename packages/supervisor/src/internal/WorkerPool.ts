@@ -38,6 +38,17 @@ export interface DispatchTicket {
   onDispatch(thread: ThreadInfo): void;
 }
 
+/** What a task withdrawn before dispatch rejects with (see {@link WorkerPool.withdraw}). */
+export const WITHDRAWN: unique symbol = Symbol('troupe.withdrawn');
+
+interface Waiting {
+  readonly task: unknown[];
+  readonly ticket: DispatchTicket;
+  readonly resolve: (value: unknown) => void;
+  readonly reject: (error: unknown) => void;
+  withdrawn: boolean;
+}
+
 /** Options of {@link WorkerPool}. */
 export interface WorkerPoolOptions {
   readonly threads: number | undefined;
@@ -69,6 +80,17 @@ export class WorkerPool {
   readonly #ready: Promise<void>;
   #markBooted: ((thread: number) => void) | undefined;
   #destroyed = false;
+  /** Tasks posted to piscina and not settled: at most one per thread. */
+  #inFlight = 0;
+  /**
+   * Tasks waiting for a thread, oldest first: the queue is this pool's, not
+   * piscina's, so a task cancelled before it starts leaves at once
+   * (`withdraw`) instead of being dispatched only to stop.
+   */
+  readonly #waiting: Waiting[] = [];
+  #head = 0;
+  #queued = 0;
+  readonly #byTicket = new WeakMap<DispatchTicket, Waiting>();
 
   constructor(options: WorkerPoolOptions) {
     this.#options = options;
@@ -200,8 +222,9 @@ export class WorkerPool {
     return this.#size;
   }
 
+  /** Tasks waiting for a thread. */
   get queued(): number {
-    return this.#piscina.queueSize;
+    return this.#queued;
   }
 
   /** Host channels open. */
@@ -217,9 +240,53 @@ export class WorkerPool {
    * or its thread died.
    */
   run(task: unknown[], ticket: DispatchTicket): Promise<unknown> {
-    (task as unknown as Record<symbol, unknown>)[Piscina.queueOptionsSymbol] = ticket;
-    return this.#piscina.run(task);
+    if (this.#inFlight < this.#size) return this.#post(task, ticket);
+    return new Promise((resolve, reject) => {
+      const waiting: Waiting = { task, ticket, resolve, reject, withdrawn: false };
+      this.#waiting.push(waiting);
+      this.#byTicket.set(ticket, waiting);
+      this.#queued++;
+    });
   }
+
+  /**
+   * Take a task that waits for a thread out of the queue: its `run` rejects
+   * with {@link WITHDRAWN} at once. False when it was dispatched already.
+   */
+  withdraw(ticket: DispatchTicket): boolean {
+    const waiting = this.#byTicket.get(ticket);
+    if (waiting === undefined || waiting.withdrawn) return false;
+    waiting.withdrawn = true;
+    this.#byTicket.delete(ticket);
+    this.#queued--;
+    waiting.reject(WITHDRAWN);
+    return true;
+  }
+
+  #post(task: unknown[], ticket: DispatchTicket): Promise<unknown> {
+    this.#inFlight++;
+    (task as unknown as Record<symbol, unknown>)[Piscina.queueOptionsSymbol] = ticket;
+    const running = this.#piscina.run(task);
+    running.then(this.#settled, this.#settled);
+    return running;
+  }
+
+  readonly #settled = (): void => {
+    this.#inFlight--;
+    const waiting = this.#waiting;
+    while (this.#head < waiting.length && this.#inFlight < this.#size) {
+      const next = waiting[this.#head] as Waiting;
+      waiting[this.#head++] = undefined as unknown as Waiting;
+      if (next.withdrawn) continue;
+      this.#byTicket.delete(next.ticket);
+      this.#queued--;
+      this.#post(next.task, next.ticket).then(next.resolve, next.reject);
+    }
+    if (this.#head > 1024 && this.#head * 2 > waiting.length) {
+      waiting.splice(0, this.#head);
+      this.#head = 0;
+    }
+  };
 
   /**
    * Terminate `thread` (piscina rejects its task and starts a replacement).
@@ -246,6 +313,10 @@ export class WorkerPool {
   /** Terminate every thread at once; queued and running tasks reject. */
   async destroy(): Promise<void> {
     this.#destroyed = true;
+    for (let i = this.#head; i < this.#waiting.length; i++) {
+      const w = this.#waiting[i];
+      if (w !== undefined && !w.withdrawn) this.withdraw(w.ticket);
+    }
     await this.#piscina.destroy();
     this.#closePorts();
   }

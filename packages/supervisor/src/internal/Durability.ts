@@ -1,0 +1,295 @@
+import type { Answer, CheckpointCall, Clock, LoopState, Message, Usage } from '@troupe/core';
+import type {
+  AnswerResult,
+  PersistenceAdapter,
+  PersistenceContext,
+  RequestOpening,
+  RunRecord,
+  RunStatus,
+  ToolCallKey,
+} from '../Persistence.js';
+import type { AgentStateEnvelope } from '../StateEnvelope.js';
+import { hostRequest, type RequestEntry, type RunNode, totalOf } from './RunNode.js';
+
+/** Where a root's rows are saved: the conversation it belongs to. */
+export interface Conversation {
+  readonly agentId: string;
+  readonly conversationId: string;
+}
+
+/**
+ * What the run tree saves of its runs, through the persistence adapter:
+ * run rows (the nodes: status, state, attempt as a fencing token), requests
+ * when they open and close, and — with a durable store — a checkpoint of
+ * every turn, tool calls marked started before their side effects and
+ * committed with the state they produced. Writes of one node go in order
+ * (each waits for the one before); a failed write rejects its caller.
+ *
+ * Never saves the scope: it is only handed to the store as the first
+ * argument, for the store's tenant key.
+ */
+export class Durability {
+  readonly store: PersistenceAdapter;
+  readonly #clock: Clock;
+  /** The last write of each node, so its writes keep their order. */
+  readonly #last = new WeakMap<RunNode, Promise<unknown>>();
+  /** Each node's calls marked started and not committed yet, with the attempt they were started under. */
+  readonly #started = new WeakMap<RunNode, Map<string, number>>();
+
+  constructor(store: PersistenceAdapter, clock: Clock) {
+    this.store = store;
+    this.#clock = clock;
+  }
+
+  /** Whether the store survives the process (turns are then checkpointed). */
+  get durable(): boolean {
+    return this.store.durable === true;
+  }
+
+  /** The conversation a node's rows go to; `undefined` for a direct spawn's tree (not saved). */
+  conversationOf(node: RunNode): PersistenceContext | undefined {
+    const c = node.root.conversation;
+    return c === undefined ? undefined : { agentId: c.agentId as never, conversationId: c.conversationId };
+  }
+
+  row(node: RunNode, status: RunStatus, state: LoopState | undefined): RunRecord {
+    const ctx = this.conversationOf(node) as PersistenceContext;
+    const record: {
+      -readonly [K in keyof RunRecord]: RunRecord[K];
+    } = {
+      runId: node.id,
+      conversationId: ctx.conversationId,
+      agentId: node.agentId,
+      agentName: node.agent.name,
+      kind: node.kind,
+      status,
+      attempt: Math.max(1, node.attempt),
+      usage: node.usage as Usage,
+      totalUsage: totalOf(node),
+      updatedAt: this.#clock.now(),
+    };
+    if (node.parent !== undefined) record.parentRunId = node.parent.id;
+    if (node.toolCallId !== undefined) record.toolCallId = node.toolCallId;
+    if (node.agent.module !== undefined) record.module = node.agent.module;
+    if (state !== undefined) record.state = state;
+    if (node.end !== undefined) record.outcome = outcomeJson(node);
+    return record;
+  }
+
+  // Writes of one node in order: each starts once the previous settled.
+  #chain<T>(node: RunNode, write: () => Promise<T>): Promise<T> {
+    const before = this.#last.get(node);
+    const next = before === undefined ? write() : before.then(write, write);
+    this.#last.set(
+      node,
+      next.catch(() => {}),
+    );
+    return next;
+  }
+
+  /**
+   * A message starts (or an interrupted one resumes): its input, the run with
+   * the state it starts from, and the conversation marked running — one
+   * transaction. The run's row is written with its new attempt, which fences
+   * out a writer still holding an older one.
+   */
+  messageStarted(
+    root: RunNode,
+    envelope: AgentStateEnvelope,
+    input: Message | undefined,
+    state: LoopState,
+  ): Promise<void> {
+    const ctx = this.conversationOf(root) as PersistenceContext;
+    root.persisted = true;
+    return this.#chain(root, () =>
+      this.store.commit(
+        root.scope,
+        { envelope, messages: input === undefined ? undefined : [input], runs: [this.row(root, 'running', state)] },
+        ctx,
+      ),
+    );
+  }
+
+  /**
+   * A conversation's message settled: its envelope, the messages to show, and
+   * (when its run was saved) the run's row — one transaction, after every
+   * earlier write of the run.
+   */
+  conversationSaved(
+    root: RunNode,
+    envelope: AgentStateEnvelope,
+    messages: readonly Message[],
+    status: RunStatus | undefined,
+  ): Promise<void> {
+    const ctx = this.conversationOf(root) as PersistenceContext;
+    const runs =
+      status !== undefined && root.persisted
+        ? [this.row(root, status, status === 'suspended' ? root.state : undefined)]
+        : undefined;
+    const committed = status !== undefined && status !== 'suspended' ? this.#uncommitted(root) : undefined;
+    return this.#chain(root, () =>
+      this.store.commit(
+        root.scope,
+        {
+          envelope,
+          messages: messages.length === 0 ? undefined : messages,
+          runs,
+          committedToolCalls: committed,
+        },
+        ctx,
+      ),
+    );
+  }
+
+  /** Calls a restored run had started and never committed (committed with its next turn). */
+  adoptStarted(node: RunNode, calls: readonly { readonly toolCallId: string; readonly attempt: number }[]): void {
+    if (calls.length === 0) return;
+    const map = this.#startedOf(node);
+    for (const c of calls) map.set(c.toolCallId, c.attempt);
+  }
+
+  #startedOf(node: RunNode): Map<string, number> {
+    let map = this.#started.get(node);
+    if (map === undefined) {
+      map = new Map();
+      this.#started.set(node, map);
+    }
+    return map;
+  }
+
+  // Every call of the node still marked started, taken off the list (a run that ends commits them).
+  #uncommitted(node: RunNode): ToolCallKey[] | undefined {
+    const map = this.#started.get(node);
+    if (map === undefined || map.size === 0) return undefined;
+    const keys = [...map].map(([toolCallId, attempt]) => ({ runId: node.id, toolCallId, attempt }));
+    map.clear();
+    return keys;
+  }
+
+  // The given calls that were marked started, taken off the list.
+  #committing(node: RunNode, ids: readonly string[]): ToolCallKey[] | undefined {
+    const map = this.#started.get(node);
+    if (map === undefined || map.size === 0) return undefined;
+    const keys: ToolCallKey[] = [];
+    for (const id of ids) {
+      const attempt = map.get(id);
+      if (attempt === undefined) continue;
+      map.delete(id);
+      keys.push({ runId: node.id, toolCallId: id, attempt });
+    }
+    return keys.length === 0 ? undefined : keys;
+  }
+
+  /** A turn asked for tool calls: the state with them open, then the calls marked started. */
+  beforeCalls(node: RunNode, state: LoopState, calls: readonly CheckpointCall[]): Promise<void> {
+    const ctx = this.conversationOf(node);
+    if (ctx === undefined) return Promise.resolve();
+    node.persisted = true;
+    const attempt = Math.max(1, node.attempt);
+    const map = this.#startedOf(node);
+    // A call started again (re-run after an answer) is started under this attempt.
+    const fresh = calls.filter((c) => map.get(c.id) !== attempt);
+    for (const c of fresh) map.set(c.id, attempt);
+    return this.#chain(node, async () => {
+      await this.store.commit(node.scope, { runs: [this.row(node, 'running', state)] }, ctx);
+      if (fresh.length === 0) return;
+      const at = this.#clock.now();
+      await this.store.startToolCalls(
+        node.scope,
+        fresh.map((c) => ({
+          runId: node.id,
+          toolCallId: c.id,
+          attempt,
+          toolName: c.name,
+          idempotent: c.idempotent,
+          startedAt: at,
+        })),
+        ctx,
+      );
+    });
+  }
+
+  /** A turn's calls have results: the state and the calls committed, in one transaction. */
+  afterTurn(node: RunNode, state: LoopState, calls: readonly string[]): Promise<void> {
+    const ctx = this.conversationOf(node);
+    if (ctx === undefined) return Promise.resolve();
+    node.persisted = true;
+    const committed = this.#committing(node, calls);
+    return this.#chain(node, () =>
+      this.store.commit(node.scope, { runs: [this.row(node, 'running', state)], committedToolCalls: committed }, ctx),
+    );
+  }
+
+  /** A node stays suspended: its state, and the questions of its own not saved yet. */
+  suspended(node: RunNode, opened: readonly RequestEntry[]): Promise<void> {
+    const ctx = this.conversationOf(node);
+    if (ctx === undefined) return Promise.resolve();
+    node.persisted = true;
+    const openings: RequestOpening[] = opened.map((entry) => this.opening(entry));
+    return this.#chain(node, () =>
+      this.store.commit(node.scope, { runs: [this.row(node, 'suspended', node.state)], openedRequests: openings }, ctx),
+    );
+  }
+
+  opening(entry: RequestEntry): RequestOpening {
+    const node = entry.node;
+    const ctx = this.conversationOf(node) as PersistenceContext;
+    return {
+      requestId: entry.id,
+      conversationId: ctx.conversationId,
+      agentId: node.root.agentId,
+      runId: node.id,
+      runAgentId: node.agentId,
+      path: node.path,
+      request: hostRequest(entry),
+      localId: entry.local.id,
+      toolCallId: entry.toolCallId,
+      approval: entry.approval,
+      openedAt: entry.openedAt,
+    };
+  }
+
+  /** A node ended (and was saved before): its final row. */
+  ended(node: RunNode, status: RunStatus): Promise<void> {
+    const ctx = this.conversationOf(node);
+    if (ctx === undefined || !node.persisted) return Promise.resolve();
+    const committed = this.#uncommitted(node);
+    return this.#chain(node, () =>
+      this.store.commit(node.scope, { runs: [this.row(node, status, undefined)], committedToolCalls: committed }, ctx),
+    );
+  }
+
+  /** Take an answer once, across processes (compare-and-set in the store). */
+  answer(node: RunNode, requestId: string, answer: Answer): Promise<AnswerResult> {
+    return this.#chain(node, () => this.store.answerRequest(node.scope, requestId, answer, this.#clock.now()));
+  }
+
+  /** Nobody will take an answer to it any more. */
+  withdraw(node: RunNode, requestId: string): Promise<unknown> {
+    return this.#chain(node, () => this.store.withdrawRequest(node.scope, requestId, this.#clock.now()));
+  }
+
+  /** Resolves once every write of `node` made so far has settled. */
+  settled(node: RunNode): Promise<unknown> {
+    return this.#last.get(node) ?? Promise.resolve();
+  }
+}
+
+function outcomeJson(node: RunNode): unknown {
+  const end = node.end;
+  if (end === undefined) return undefined;
+  switch (end.status) {
+    case 'done':
+      return { status: 'done', text: end.text, turns: end.turns };
+    case 'failed':
+    case 'crashed':
+      return {
+        status: end.status,
+        error: { name: end.error.name, message: end.error.message, code: (end.error as { code?: unknown }).code },
+      };
+    case 'cancelled':
+      return { status: 'cancelled', reason: end.reason, forced: end.forced };
+    case 'incomplete':
+      return { status: 'incomplete', turns: end.turns };
+  }
+}
