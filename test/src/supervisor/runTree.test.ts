@@ -579,7 +579,8 @@ describe('the run tree: lifecycle, one test per item', () => {
     release(hold);
     assert.equal((await holding).status, 'done');
     const left = await gateValue(probe, Gate.woke);
-    assert.ok(left > 1_900 && left <= 2_000, `the run was dispatched with ${left} ms left; the clock says 2000`);
+    // 2000 ms (less what the worker took to reach the tool); a deadline in real time would leave ~5000.
+    assert.ok(left > 1_000 && left <= 2_000, `the run was dispatched with ${left} ms left; the clock says 2000`);
     await started(log, 'probe');
     clock.advance(2_001);
     const outcome = await probed;
@@ -637,7 +638,7 @@ describe('the run tree: lifecycle, one test per item', () => {
     const gate = newGate();
     const outcome = supervisor.spawn(deadlineProbe, { input: 'probe', scope, toolContext: { gate } });
     const left = await gateValue(gate, Gate.woke);
-    assert.ok(left > 900 && left <= 1_000, `dispatched with ${left} ms left`);
+    assert.ok(left > 0 && left <= 1_000, `dispatched with ${left} ms left (-1: no deadline)`);
     clock.advance(1_001);
     const o = await outcome;
     assert.equal(o.status, 'cancelled');
