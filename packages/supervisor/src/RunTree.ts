@@ -204,6 +204,8 @@ export class RunTree {
   #running = 0;
   #keepAlive: ReturnType<typeof setInterval> | undefined;
   #workerRuns = 0;
+  /** Worker runs waiting on a task call of theirs (each holds its thread meanwhile). */
+  readonly #blocked = new Set<RunNode>();
   #completed = 0;
 
   constructor(options: RunTreeOptions) {
@@ -355,6 +357,16 @@ export class RunTree {
    * saved of it resumes it in another supervisor): its questions leave this
    * supervisor's list, nothing is withdrawn.
    */
+  /**
+   * End every suspended direct spawn (cancelled, `shutdown`, its questions
+   * withdrawn): nothing saves a spawn, so nothing could resume it after close.
+   */
+  endSuspendedSpawns(): void {
+    for (const root of [...this.#roots]) {
+      if (root.kind === 'spawn' && root.phase === 'suspended' && root.active === 0) this.cancel(root, 'shutdown');
+    }
+  }
+
   forget(root: RunNode): void {
     if (root.phase !== 'suspended' || root.active > 0) return;
     const stack: RunNode[] = [root];
@@ -599,9 +611,12 @@ export class RunTree {
     node.kill = undefined;
     node.ticket = undefined;
     node.lastToolStart = undefined;
-    // Its slot is freed with it (release), or below when it lives on (suspended, or children left).
+    // Its calls wait no more: it holds no thread.
+    this.#unblock(node, true);
+    // Its thread is done with its slot: freed before anything can resume the run on another thread
+    // (a suspended run whose children already ended resumes at once, inside #ownEnded).
+    this.table.unbind(node.id);
     this.#ownEnded(node, end, usage, end.status === 'suspended' ? end.state : undefined);
-    if (node.phase !== 'ended') this.table.unbind(node.id);
   }
 
   // A shutdown leaves what was saved as it was (running, suspended, its questions open):
@@ -947,23 +962,42 @@ export class RunTree {
       timeoutMs: this.#o.subagentTimeoutMs,
       owner: undefined,
     });
-    // A worker parent whose child would wait for a thread (every one is busy — the parent's among
-    // them) does not hold its thread while it waits: its call is deferred, the parent suspends when
-    // its turn's other calls are done, and resumes (on any worker) once the child has ended. Without
-    // this, a tree deeper than the pool deadlocks.
-    const deferred = parent.kind !== 'message' && this.#workerRuns >= this.pool.threads;
-    const result = deferred
-      ? Promise.resolve<TaskResult>({
-          status: 'suspended',
-          request: { id: `deferred-${agentId}`, kind: DEFERRED_KIND, prompt: '' },
-        })
-      : new Promise<TaskResult>((resolve) => {
-          child.waiter = resolve;
+    // A worker parent that waits on a task call holds its thread. Were every thread held so, no
+    // child could ever run (a tree deeper than the pool would deadlock): the call that would make
+    // it so is deferred instead — the parent suspends once its turn's other calls are done, gives
+    // its thread up, and resumes (on any worker) when the child has ended.
+    const worker = parent.kind !== 'message';
+    const deferred = worker && this.#blocked.size + (this.#blocked.has(parent) ? 0 : 1) >= this.pool.threads;
+    let result: Promise<TaskResult>;
+    if (deferred) {
+      result = Promise.resolve<TaskResult>({
+        status: 'suspended',
+        request: { id: `deferred-${agentId}`, kind: DEFERRED_KIND, prompt: '' },
+      });
+    } else {
+      result = new Promise<TaskResult>((resolve) => {
+        child.waiter = resolve;
+      });
+      if (worker) {
+        parent.waitingCalls++;
+        this.#blocked.add(parent);
+        result = result.then((r) => {
+          this.#unblock(parent);
+          return r;
         });
+      }
+    }
     this.#emitSpawned(child, request.metadata);
     this.#begin(child);
     void this.#runWorker(child, { input: request.instructions, metadata: request.metadata });
     return result;
+  }
+
+  // One task call of a worker run got its reply (or the run ended, with every call: `all`).
+  #unblock(node: RunNode, all = false): void {
+    if (node.waitingCalls === 0) return;
+    node.waitingCalls = all ? 0 : node.waitingCalls - 1;
+    if (node.waitingCalls === 0) this.#blocked.delete(node);
   }
 
   /** The approval handler a node's executor asks: the host's, with its `ask` decisions recorded here. */

@@ -536,7 +536,7 @@ export class Supervisor<S = unknown, I = S> extends EventEmitter<SupervisorEvent
           conversationId,
           scope,
           toolContext: deepFreeze({ ...toolContext }),
-          state: saved?.state ?? initialLoopState(id, def.instructions, freezeReceived(structuredClone(metadata))),
+          state: saved?.state ?? initialLoopState(id, def.instructions, freezeReceived(cloneMetadata(metadata))),
           children: saved?.childCounter ?? 0,
         },
         {
@@ -1032,6 +1032,7 @@ export class Supervisor<S = unknown, I = S> extends EventEmitter<SupervisorEvent
       await tree.whenIdle();
       await Promise.all([...this.#agents.values()].map((a) => a.stop()));
       this.#agents.clear();
+      tree.endSuspendedSpawns();
       await tree.closeTransport();
       await this.#persistence?.close?.();
       this.#closed = true;
@@ -1053,6 +1054,7 @@ export class Supervisor<S = unknown, I = S> extends EventEmitter<SupervisorEvent
       await tree.whenIdle();
       await Promise.all([...this.#agents.values()].map((a) => a.stop()));
       this.#agents.clear();
+      tree.endSuspendedSpawns();
     })();
     this.#closing ??= this.#destroying;
     return this.#destroying;
@@ -1136,6 +1138,18 @@ function replyOf(outcome: SubagentOutcome): AgentReply {
       return { ...usage, status: 'cancelled', reason: outcome.reason };
     case 'incomplete':
       return { ...usage, status: 'incomplete', turns: outcome.turns };
+  }
+}
+
+// A copy of the host's metadata; one too deep to copy is refused like one that cannot cross a thread.
+function cloneMetadata(metadata: Metadata): Metadata {
+  try {
+    return structuredClone(metadata);
+  } catch (error) {
+    throw new InvalidArgumentError(
+      `metadata cannot be copied (${(error as Error)?.message ?? String(error)}): pass plain data, nested less deeply`,
+      { code: 'ERR_NOT_CLONEABLE', cause: error },
+    );
   }
 }
 

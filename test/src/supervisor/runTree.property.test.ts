@@ -27,7 +27,7 @@
 // TROUPE_PROPERTY_RUNS sets the number of runs (default 100: measured 38 s on
 // the two shared cores at load 5, 75 s at load 13 — most of it booting each
 // scenario's four worker threads);
-// TROUPE_PROPERTY_STRICT=1 also plays what hits the known bugs (see STRICT).
+// TROUPE_PROPERTY_STRICT=1 also plays trees deeper than the pool (see STRICT).
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import type { CancelReason } from '@troupe/core';
@@ -48,7 +48,14 @@ const PATH = process.env.TROUPE_PROPERTY_PATH;
  * of a closed supervisor's runs is left; bug 5: a suspended tree's total
  * usage counts its suspended runs).
  */
+/**
+ * Unpruned trees: deeper than the pool, so worker parents give their threads up while their
+ * children wait for one (deferred task calls). The model does not predict those suspensions, so
+ * its counts of running runs do not hold there; off by default.
+ */
 const STRICT = process.env.TROUPE_PROPERTY_STRICT === '1';
+/** The bugs the skipped actions hit (runTreeRegressions.test.ts) are fixed: nothing is skipped. */
+const FIXED = true;
 /** A scenario (JSON, as a failure prints it) to play alone, without fast-check. */
 const CASE = process.env.TROUPE_PROPERTY_CASE;
 /** A step that does not reach the model's state within this long (real time) fails with a dump of the log. */
@@ -356,13 +363,6 @@ class Scenario {
   quietSoon(): boolean {
     for (const root of this.roots) root.node?.settle();
     if (this.nodes.some((n) => n.phase === 'running')) return false;
-    // Bug 3 of runTree.failing.ts.txt: a parent agent whose message runs (or is resumed by an
-    // answer) while close() starts and that then suspends keeps close() waiting for its timeout.
-    const touched = this.#touched;
-    if (touched?.handle !== undefined && touched.node?.phase === 'suspended' && !STRICT) {
-      tally.avoided++;
-      return false;
-    }
     return true;
   }
 
@@ -489,7 +489,7 @@ class Scenario {
    *    waits again: the agent says `running` for ever, and close() waits its timeout.
    */
   #hitsKnownBug(apply: () => void, revert: () => void, byCancel: boolean): boolean {
-    if (STRICT) return false;
+    if (FIXED) return false;
     const before = new Map(this.nodes.map((n) => [n, n.phase]));
     apply();
     const after = new Map(this.nodes.map((n) => [n, n.phase]));
@@ -659,7 +659,7 @@ class Scenario {
       }
     }
     const problems = checkRunTree(this.log.entries);
-    if (STRICT) problems.push(...suspendedTotals(this.log.entries));
+    problems.push(...suspendedTotals(this.log.entries));
     if (problems.length > 0) fail(problems.join('\n'));
   }
 
@@ -697,7 +697,7 @@ class Scenario {
     // Suspended trees are kept (a parent agent's for a new supervisor); every other run has ended.
     const kept = new Set(this.nodes.filter((n) => n.phase === 'suspended').map((n) => n.agentId));
     const problems = checkRunTree(this.log.entries, { final: true, unfinished: (run) => kept.has(run.agentId) });
-    if (STRICT) {
+    {
       // A closed supervisor keeps nothing of its runs: a parent agent's suspended conversation is
       // saved (and forgotten here); a suspended direct spawn can never be answered again.
       if (stats.runs !== 0) problems.push(`${stats.runs} runs are left in the closed supervisor`);

@@ -396,8 +396,11 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
     });
   }
 
-  resumed(_root: RunNode): void {
-    if (this.#status === 'suspended') this.#status = 'running';
+  resumed(root: RunNode): void {
+    // Something of a suspended message runs again: an answer (whose caller waits for the reply),
+    // or a cancel deep in its tree that lets a run there go on (nobody waits): either way the
+    // message is saved and reported when its tree is quiet again.
+    if (this.#status === 'suspended' && root === this.#root) this.#settleLater(root);
   }
 
   /** The message's tree is quiet: keep its state, save it, and tell every waiter. */
@@ -416,6 +419,8 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
       events.emit('agent.suspended', { ...ref, usage, totalUsage: total, requestId: first?.request.id ?? '', at });
       // The run tree saved the runs and their questions; this saves the conversation.
       await this.#save(root, 'suspended', undefined, undefined);
+      // A suspended agent counts as idle (a close() drains without waiting on a person).
+      for (const resolve of this.#idleWaiters.splice(0)) resolve();
       if (first === undefined) {
         return {
           status: 'suspended',
@@ -609,7 +614,8 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
 
   /** Resolves when the agent has no message running (suspended counts as idle). */
   whenIdle(): Promise<void> {
-    if (this.#status !== 'running' && this.#mailbox.length === 0) return Promise.resolve();
+    // Messages queued behind a suspension wait for its answer: they do not make the agent busy.
+    if (this.#status !== 'running' && (this.#status !== 'idle' || this.#mailbox.length === 0)) return Promise.resolve();
     return new Promise((resolve) => this.#idleWaiters.push(resolve));
   }
 

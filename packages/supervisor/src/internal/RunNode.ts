@@ -139,6 +139,8 @@ export class RunNode {
   readonly conversation: { readonly agentId: string; readonly conversationId: string } | undefined;
   /** A row of it was saved (so its end is saved too). */
   persisted = false;
+  /** Its task calls waiting on their children right now (a worker run holds its thread meanwhile). */
+  waitingCalls = 0;
   phase: RunPhase = 'queued';
   /** The state it is suspended in, or to resume from. */
   state: LoopState | undefined = undefined;
@@ -242,7 +244,12 @@ export class RunNode {
 
 /** Usage of a node's whole subtree so far (its own when it has no children's: no new object). */
 export function totalOf(node: RunNode): Usage {
-  return node.childUsage === ZERO ? node.usage : addUsage(node.usage, node.childUsage);
+  let total = node.childUsage === ZERO ? node.usage : addUsage(node.usage, node.childUsage);
+  // Children still alive (suspended, or running while this one reports) count with what they used so far.
+  if (node.liveChildren > 0) {
+    for (const child of node.childByCall.values()) if (child.phase !== 'ended') total = addUsage(total, totalOf(child));
+  }
+  return total;
 }
 
 /** The zero usage. */

@@ -1,12 +1,5 @@
-// Run-tree tests that FAIL on main at d2ce99c (and at cd12f32) (each is a bug; see the comment above each test).
-// Not compiled (.txt). To run them: copy this file to test/src/supervisor/runTreeFailing.test.ts,
-// `npx tsc -b && node --test --enable-source-maps test/dist/supervisor/runTreeFailing.test.js`.
-// Each passes once its bug is fixed; then move it into runTree.test.ts.
-//
-// The property test finds the same bugs in strict mode:
-//   TROUPE_PROPERTY_STRICT=1 node --test --enable-source-maps test/dist/supervisor/runTree.property.test.js
-// (by default it skips the actions that hit bugs 1, 2 and 3, keeps below bug 6, and does not check
-// bugs 4 and 5).
+// Regressions: run-tree bugs the property test found (runTree.property.test.ts), one test each,
+// with what was wrong and where it was fixed in the comment above it.
 import assert from 'node:assert/strict';
 import { describe, it, type TestContext } from 'node:test';
 import { isTroupeError } from '@troupe/core';
@@ -37,7 +30,7 @@ async function open(
 
 const text = (reply: AgentReply): string => (reply.status === 'done' ? reply.text : `(${reply.status})`);
 
-describe('the run tree: known bugs (failing)', () => {
+describe('the run tree: regressions found by the property test', () => {
   // Bug 1 — a suspended child that ends while its parent still runs loses its result.
   // P delegates to A (asks) and B (runs until cancelled). A's question is answered while B
   // still runs: A resumes and ends `done`. RunTree#maybeEnd drops A's result — A's waiter
