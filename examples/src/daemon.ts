@@ -166,7 +166,7 @@ async function conversationAgent(
   return agent;
 }
 
-/** `?name=` of a GET, or an error saying what to add. */
+/** The scope of a GET (`?tenantId=&userId=`), or an error saying what to add. */
 function queryScope(url: URL): TenantScopeValue {
   return scopeOf({
     tenantId: url.searchParams.get('tenantId') ?? undefined,
@@ -218,12 +218,9 @@ async function postMessage(req: IncomingMessage, res: ServerResponse, conversati
 async function postTask(req: IncomingMessage, res: ServerResponse, rid: string) {
   const input = await readJson(req, '{ tenantId, userId, message }');
   if (typeof input.message !== 'string') throw new HttpError(400, 'message must be a string');
+  const scope = scopeOf(input);
   const t0 = performance.now();
-  // The scope is validated, frozen and measured by the supervisor, at the edge.
-  const agent = await supervisor.startAgent(coordinator, {
-    scope: { tenantId: input.tenantId, userId: input.userId, role: 'viewer', permissions: [] },
-    toolContext: { requestId: rid },
-  });
+  const agent = await supervisor.startAgent(coordinator, { scope, toolContext: { requestId: rid } });
   log(`${rid} started: ${agent.id}`);
   const signal = clientGone(res, () => log(`${rid} client disconnected: cancelling ${agent.id}`));
   try {
