@@ -393,6 +393,9 @@ async function idleHeap(n: number): Promise<IdleHeap> {
     }
     const stateJsonBytes = JSON.stringify({ ...snap, pendingRequest: undefined }).length;
     const eventsJsonBytes = JSON.stringify(snap.events).length;
+    // Stopped before close: a closed supervisor stays reachable for piscina's close timeout (30 s)
+    // and would hold its idle agents that long, inside the next figure's window.
+    for (const h of [...warm, ...full.held]) await supervisor.stopAgent(h.id);
     await supervisor.close();
     if (warm.length + full.held.length === 0) throw new Error('unreachable');
 
@@ -538,31 +541,8 @@ export const persistenceSuite: Suite = {
       rssFile.remove();
     }
 
-    // The supervisor side (a daemon on SQLite): restore, resident heap, conversations passing through.
-    const prompt = 'Refund 20 EUR?';
-    progress('persistence: a supervisor restores 1,000 suspended conversations (their own tool asked)');
-    const runs = quick ? 1 : 5;
-    const parent = await restoreSuspended(refundDesk, 1000, prompt, runs, quick ? 100 : 990);
-    const nestedCount = quick ? 200 : 1000;
-    progress(`persistence: a supervisor restores ${nestedCount} conversations suspended two levels down`);
-    const nested = await restoreSuspended(refundOffice, nestedCount, prompt, runs, quick ? 50 : nestedCount - 10);
-    add('persistence.restore_1000_suspended_ms', median(parent.samplesMs), 'ms', {
-      conversations: 1000,
-      how: 'open the file + createSupervisor + listRequests + startAgent each, until all suspended',
-      runs,
-      samples_ms: parent.samplesMs.map((v) => round(v)).join(' '),
-      list_ms: round(parent.listMs),
-      setup_ms: round(parent.setupMs),
-      answer_driven: parent.answered,
-      answer_driven_ms_per_1000: round((parent.answerDrivenMs * 1000) / parent.answered),
-      nested_conversations: nestedCount,
-      nested_ms: round(median(nested.samplesMs)),
-      nested_per_1000_ms: round((median(nested.samplesMs) * 1000) / nestedCount),
-      nested_setup_ms: round(nested.setupMs),
-      nested_answer_driven: nested.answered,
-      nested_answer_driven_ms_per_1000: round((nested.answerDrivenMs * 1000) / nested.answered),
-    });
-
+    // The supervisor side (a daemon on SQLite): resident heap, conversations passing through, restore —
+    // in this order, so no closed supervisor's leftovers fall inside a memory figure's window.
     const idleCount = quick ? 1000 : 5000;
     progress(`persistence: heap of ${idleCount} idle resident conversations of 10 messages`);
     const idle = await idleHeap(idleCount);
@@ -588,6 +568,30 @@ export const persistenceSuite: Suite = {
       rss_spread_mib: round(rss.rssSpreadMiB),
       agents_held_at_end: rss.held,
       per_conversation_us: round(rss.perConversationUs),
+    });
+
+    const prompt = 'Refund 20 EUR?';
+    progress('persistence: a supervisor restores 1,000 suspended conversations (their own tool asked)');
+    const runs = quick ? 1 : 5;
+    const parent = await restoreSuspended(refundDesk, 1000, prompt, runs, quick ? 100 : 990);
+    const nestedCount = quick ? 200 : 1000;
+    progress(`persistence: a supervisor restores ${nestedCount} conversations suspended two levels down`);
+    const nested = await restoreSuspended(refundOffice, nestedCount, prompt, runs, quick ? 50 : nestedCount - 10);
+    add('persistence.restore_1000_suspended_ms', median(parent.samplesMs), 'ms', {
+      conversations: 1000,
+      how: 'open the file + createSupervisor + listRequests + startAgent each, until all suspended',
+      runs,
+      samples_ms: parent.samplesMs.map((v) => round(v)).join(' '),
+      list_ms: round(parent.listMs),
+      setup_ms: round(parent.setupMs),
+      answer_driven: parent.answered,
+      answer_driven_ms_per_1000: round((parent.answerDrivenMs * 1000) / parent.answered),
+      nested_conversations: nestedCount,
+      nested_ms: round(median(nested.samplesMs)),
+      nested_per_1000_ms: round((median(nested.samplesMs) * 1000) / nestedCount),
+      nested_setup_ms: round(nested.setupMs),
+      nested_answer_driven: nested.answered,
+      nested_answer_driven_ms_per_1000: round((nested.answerDrivenMs * 1000) / nested.answered),
     });
     return figures;
   },
