@@ -259,6 +259,15 @@ async function postAnswer(req: IncomingMessage, res: ServerResponse, requestId: 
   send(res, 200, { http: rid, conversationId: record.conversationId, agentId: agent.id, reply: replyJson(result) });
 }
 
+/** A path segment, decoded (a malformed escape is the caller's error, not ours). */
+function segment(raw: string | undefined): string {
+  try {
+    return decodeURIComponent(raw ?? '');
+  } catch {
+    throw new HttpError(400, `the path segment "${raw}" is not valid percent-encoding`);
+  }
+}
+
 async function route(req: IncomingMessage, res: ServerResponse): Promise<void> {
   const url = new URL(req.url ?? '/', 'http://127.0.0.1');
   const parts = url.pathname.split('/').filter(Boolean);
@@ -268,7 +277,7 @@ async function route(req: IncomingMessage, res: ServerResponse): Promise<void> {
   } else if (req.method === 'POST' && url.pathname === '/tasks') {
     await postTask(req, res, rid);
   } else if (req.method === 'POST' && parts.length === 3 && parts[0] === 'conversations' && parts[2] === 'messages') {
-    const id = decodeURIComponent(parts[1] as string);
+    const id = segment(parts[1]);
     if (!ID.test(id)) throw new HttpError(400, 'a conversation id is 1-64 characters of [A-Za-z0-9_-]');
     await postMessage(req, res, id, rid);
   } else if (req.method === 'GET' && url.pathname === '/conversations') {
@@ -287,7 +296,7 @@ async function route(req: IncomingMessage, res: ServerResponse): Promise<void> {
     });
     send(res, 200, page);
   } else if (req.method === 'POST' && parts.length === 3 && parts[0] === 'requests' && parts[2] === 'answer') {
-    await postAnswer(req, res, decodeURIComponent(parts[1] as string), rid);
+    await postAnswer(req, res, segment(parts[1]), rid);
   } else {
     send(res, 404, {
       error:

@@ -244,6 +244,14 @@ describe('examples/daemon: conversations and questions', { timeout: 60_000 }, ()
     assert.equal(again.status, 409);
     assert.equal(again.body.code, 'ERR_REQUEST_ALREADY_ANSWERED');
     assert.ok(indexOf(daemon.lines, /-sub-1 suspended on req_/) >= 0, daemon.lines.join('\n'));
+
+    // A one-message task's question outlives its agent (stopped after the reply): the answer restores it.
+    const task = questionOf(await postTask(port, 'deployer: web'));
+    const done = await answer(port, task.id, { ok: true, data: { env: 'staging' } });
+    assert.deepEqual(reportOf(done), [{ ok: JSON.stringify(['deployed web to staging']) }]);
+    const malformed = await answer(port, '%E0%A4%A', { ok: true });
+    assert.equal(malformed.status, 400);
+    assert.match(malformed.body.error as string, /percent-encoding/);
   });
 
   it('a tool that needs approval asks a person: approved through the endpoint, it runs once', async (t) => {
