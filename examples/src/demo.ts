@@ -1,7 +1,8 @@
 // `pnpm demo`: a tour of Troupe in a few seconds. Everything is real — a
 // supervisor, worker threads, shared-memory cancellation — except the models,
-// which are scripts (no network, no API keys). Figures are measured on the
-// spot; every ✓ line is checked, and the process exits 1 if one does not hold.
+// which are scripts (no network, no API keys) unless TROUPE_MODEL_BASE_URL names
+// a real one (see agents/model.ts). Figures are measured on the spot; every ✓
+// line is checked, and the process exits 1 if one does not hold.
 import { performance } from 'node:perf_hooks';
 import { isMainThread } from 'node:worker_threads';
 import {
@@ -17,7 +18,9 @@ import { coordinator, type TaskReport } from './agents/coordinator.js';
 import { CRUNCH_TIMEOUT_MS } from './agents/cpu.js';
 import { echo } from './agents/echo.js';
 import { createProbe, Probe, sharedNow, stampOf } from './agents/probe.js';
+import { checkModel } from './demo/modelCheck.js';
 import { DemoFailure, formatBytes, formatDuration, Narrator } from './demo/Narrator.js';
+import { startTracing, tracingMode } from './demo/tracing.js';
 import { probeReached } from './demo/watchProbe.js';
 import { TenantScope } from './scope.js';
 
@@ -374,6 +377,12 @@ async function close(tour: Narrator, supervisor: Supervisor): Promise<void> {
 }
 
 async function main(): Promise<void> {
+  const model = await checkModel();
+  if (model.status === 'failed') {
+    console.error(`   ✗ ${model.line}`);
+    process.exitCode = 1;
+    return;
+  }
   const started = performance.now();
   const tour: Narrator = new Narrator();
   const policy = refundPolicy();
@@ -386,17 +395,23 @@ async function main(): Promise<void> {
   await supervisor.pool.ready();
   await Promise.all(Array.from({ length: THREADS }, () => supervisor.spawn(echo, { input: 'warm up', scope })));
   console.log(
-    `Troupe demo: a supervisor and ${THREADS} worker threads (booted in ${formatDuration(performance.now() - started)}); models are scripts, no network`,
+    `Troupe demo: a supervisor and ${THREADS} worker threads (booted in ${formatDuration(performance.now() - started)}); ${model.status === 'ready' ? `models: ${model.model} at ${model.baseURL}` : 'models are scripts, no network'}`,
   );
+  // `--trace`: every scene in a span of its own, the supervisor's spans under it, the tree printed at the end.
+  const mode = tracingMode();
+  const tracing = mode === 'off' ? undefined : startTracing(supervisor, mode);
+  const scene = (name: string, work: () => Promise<void>): Promise<void> =>
+    tracing === undefined ? work() : tracing.scene(name, work);
   try {
-    await leanAndHeavyScope(tour, supervisor);
-    await delegation(tour, supervisor);
-    await runawayTool(tour, supervisor);
-    await politeCancel(tour, supervisor);
-    await humanInTheLoop(tour, supervisor);
-    await approval(tour, supervisor, policy);
-    await crash(tour, supervisor);
-    await close(tour, supervisor);
+    await scene('scene 1: scope', () => leanAndHeavyScope(tour, supervisor));
+    await scene('scene 2: delegation', () => delegation(tour, supervisor));
+    await scene('scene 3: runaway tool', () => runawayTool(tour, supervisor));
+    await scene('scene 4: polite cancel', () => politeCancel(tour, supervisor));
+    await scene('scene 5: human in the loop', () => humanInTheLoop(tour, supervisor));
+    await scene('scene 6: approval', () => approval(tour, supervisor, policy));
+    await scene('scene 7: crash', () => crash(tour, supervisor));
+    await scene('scene 8: close', () => close(tour, supervisor));
+    await tracing?.finish((line) => console.log(line));
   } catch (error) {
     // Tear down at once so a failing demo still exits, then say what broke.
     await supervisor.destroy();

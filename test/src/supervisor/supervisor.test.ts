@@ -99,9 +99,11 @@ describe('Supervisor: parent agents, delegation, propagation', () => {
       snapshot.events.map((e) => [e.type, e.agentId]),
       [['noted', `${ref.id}-sub-2`]],
     );
+    // Spawns, not resumes (middle gives its thread up while leaf waits for one, then resumes).
     const spawned = events
       .filter((e) => e.name === 'subagent.spawned')
-      .map((e) => e.payload as SupervisorEvents['subagent.spawned'][0]);
+      .map((e) => e.payload as SupervisorEvents['subagent.spawned'][0])
+      .filter((e) => !e.resumed);
     assert.deepEqual(
       spawned.map((s) => s.agentId).sort(),
       [`${ref.id}-sub-1`, `${ref.id}-sub-1-sub-1`, `${ref.id}-sub-2`].sort(),
@@ -212,6 +214,41 @@ describe('Supervisor: parent agents, delegation, propagation', () => {
       await assert.rejects(ref.send('d'), (e) => isTroupeError(e, 'ERR_AGENT_STOPPED'));
     } finally {
       await strict.destroy();
+    }
+  });
+});
+
+describe('Supervisor: trees deeper than the pool', () => {
+  it('one thread, three levels, a fan-out and a question: nothing deadlocks — a worker parent waiting on a child gives its thread up', async () => {
+    const supervisor = createSupervisor({ pool: { threads: 1 }, persistence: null });
+    try {
+      const deferred: string[] = [];
+      supervisor.on('subagent.spawned', (e) => {
+        if (e.resumed) deferred.push(e.agentId);
+      });
+      // coordinator (this thread) → middle (a worker) → leaf (a worker): middle cannot hold the only thread.
+      const ref = await supervisor.startAgent(coordinator, { scope, metadata: { title: 't' } });
+      const reply = await ref.send('review');
+      assert.equal(reply.status, 'done', JSON.stringify(reply));
+      assert.match((reply as { text: string }).text, /-sub-1-sub-1/, 'the leaf answered through middle');
+      assert.ok(
+        deferred.some((id) => id.endsWith('-sub-1')),
+        `middle resumed after its child (${deferred.join(', ')})`,
+      );
+      // A question two levels down, with one thread: the worker parent waits without a thread, then the question.
+      const parent = await supervisor.startAgent(lead, { scope });
+      const asked = await parent.send('deploy');
+      assert.equal(asked.status, 'suspended');
+      assert.equal(supervisor.pool.stats().running, 0, 'no thread is held while a person thinks');
+      const done = await supervisor.answer((asked as { request: Request }).request.id, {
+        ok: true,
+        data: { env: 'prod' },
+      });
+      assert.equal(done.status, 'done', JSON.stringify(done));
+      assert.match((done as { text: string }).text, /deployed api to prod/);
+      assert.equal(supervisor.stats().runs, 0);
+    } finally {
+      await supervisor.destroy();
     }
   });
 });
