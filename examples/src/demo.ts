@@ -94,7 +94,7 @@ async function leanAndHeavyScope(tour: Narrator, supervisor: Supervisor): Promis
   const before = supervisor.stats();
   let refused: unknown;
   try {
-    await supervisor.startAgent(coordinator, { scope: heavy });
+    await supervisor.startAgent(coordinator, { scope: heavy, toolContext: { requestId: 'req-heavy' } });
   } catch (error) {
     refused = error;
   }
@@ -177,7 +177,11 @@ async function delegation(tour: Narrator, supervisor: Supervisor): Promise<void>
 async function runawayTool(tour: Narrator, supervisor: Supervisor): Promise<void> {
   tour.scene('3. A CPU-bound tool that never yields, stopped by its timeout');
   const probe = createProbe();
-  const forms = await supervisor.startAgent(coordinator, { agentId: 'forms', scope, toolContext: { probe } });
+  const forms = await supervisor.startAgent(coordinator, {
+    agentId: 'forms',
+    scope,
+    toolContext: { requestId: 'req-forms', probe },
+  });
   const failed = nextEvent(supervisor, 'subagent.failed', (e) => e.parentAgentId === 'forms');
   const replied = forms.send('validator: check the signup form');
   await probeReached(probe, Probe.crunchStarted);
@@ -213,7 +217,11 @@ async function runawayTool(tour: Narrator, supervisor: Supervisor): Promise<void
 /** Start a run whose tool spins politely, cancel its parent once the tool runs, and time both ends. */
 async function cancelPoliteRun(supervisor: Supervisor, agentId: string) {
   const probe = createProbe();
-  const math = await supervisor.startAgent(coordinator, { agentId, scope, toolContext: { probe } });
+  const math = await supervisor.startAgent(coordinator, {
+    agentId,
+    scope,
+    toolContext: { requestId: `req-${agentId}`, probe },
+  });
   const cancelled = nextEvent(supervisor, 'subagent.cancelled', (e) => e.parentAgentId === agentId);
   const replied = math.send('cruncher: sum primes');
   await probeReached(probe, Probe.pollStarted);
@@ -255,7 +263,11 @@ async function humanInTheLoop(tour: Narrator, supervisor: Supervisor): Promise<v
   tour.scene('5. Human in the loop: a subagent asks a question');
   const probe = createProbe();
   const spawned = collect(supervisor, 'subagent.spawned');
-  const release = await supervisor.startAgent(coordinator, { agentId: 'release', scope, toolContext: { probe } });
+  const release = await supervisor.startAgent(coordinator, {
+    agentId: 'release',
+    scope,
+    toolContext: { requestId: 'req-release', probe },
+  });
   const reply = await release.send('deployer: checkout-api');
   tour.check(
     reply.status === 'suspended' && reply.path.join(' > ') === 'release > release-sub-1',
@@ -302,7 +314,11 @@ async function approval(
 ): Promise<void> {
   tour.scene('6. Approval: the host decides, on the supervisor thread');
   const probe = createProbe();
-  const billing = await supervisor.startAgent(coordinator, { agentId: 'billing', scope, toolContext: { probe } });
+  const billing = await supervisor.startAgent(coordinator, {
+    agentId: 'billing',
+    scope,
+    toolContext: { requestId: 'req-billing', probe },
+  });
   const reply = await billing.send('refunds: A-1=40, A-2=2500, A-3=50000');
   const asked = policy.decisions.map((d) => `${d.amount} → ${d.decision}`).join(', ');
   tour.check(
@@ -333,7 +349,11 @@ async function approval(
 async function crash(tour: Narrator, supervisor: Supervisor): Promise<void> {
   tour.scene('7. A crash is contained');
   const crashed = nextEvent(supervisor, 'subagent.crashed', (e) => e.parentAgentId === 'reports');
-  const reports = await supervisor.startAgent(coordinator, { agentId: 'reports', scope });
+  const reports = await supervisor.startAgent(coordinator, {
+    agentId: 'reports',
+    scope,
+    toolContext: { requestId: 'req-reports' },
+  });
   const reply = await reports.send('exporter: weekly\nanalyst: search');
   const event = await crashed;
   const [exported, inspected] = reportsOf(reply);
@@ -355,7 +375,11 @@ async function crash(tour: Narrator, supervisor: Supervisor): Promise<void> {
 
 async function close(tour: Narrator, supervisor: Supervisor): Promise<void> {
   tour.scene('8. close(): refuse new work, finish what runs, stop every worker');
-  const late = await supervisor.startAgent(coordinator, { agentId: 'late', scope });
+  const late = await supervisor.startAgent(coordinator, {
+    agentId: 'late',
+    scope,
+    toolContext: { requestId: 'req-late' },
+  });
   const inFlight = late.send('analyst: billing');
   const t0 = performance.now();
   await supervisor.close({ timeoutMs: 2000 });
@@ -363,7 +387,7 @@ async function close(tour: Narrator, supervisor: Supervisor): Promise<void> {
   const reply = await inFlight;
   let refused: unknown;
   try {
-    await supervisor.startAgent(coordinator, { scope });
+    await supervisor.startAgent(coordinator, { scope, toolContext: { requestId: 'req-closed' } });
   } catch (error) {
     refused = error;
   }
