@@ -1,10 +1,12 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { AgentId, LoopState, Message } from '@troupe/core';
+import type { Agent, AgentId, LoopState, Message } from '@troupe/core';
 import { sqlitePersistence } from '@troupe/sqlite';
 import {
+  type AgentHandle,
   type AgentStateEnvelope,
+  createSupervisor,
   MemoryPersistence,
   type PersistenceAdapter,
   type PersistenceContext,
@@ -12,8 +14,9 @@ import {
   type RunRecord,
   STATE_ENVELOPE_VERSION,
 } from '@troupe/supervisor';
+import { refundDesk, refundOffice } from '../agents/durable.js';
 import type { Figure, Suite } from '../Suite.js';
-import { nowNs, quantile, round } from '../stats.js';
+import { median, nowNs, quantile, round } from '../stats.js';
 
 const MiB = 1024 * 1024;
 const scope = Object.freeze({ tenant: 'bench' });
@@ -21,6 +24,19 @@ const tenantKey = (s: unknown) => (s as { tenant: string }).tenant;
 
 function gc(): void {
   (globalThis as { gc?: () => void }).gc?.();
+}
+
+/**
+ * GC until what is only weakly held is gone: a `WeakRef` target deref'd in the current job stays
+ * alive until the job ends, and finalizers run after it, so a synchronous gc() alone keeps the
+ * agents a supervisor lets go.
+ */
+async function settle(): Promise<void> {
+  for (let i = 0; i < 3; i++) {
+    gc();
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  gc();
 }
 
 function ctx(i: number): PersistenceContext {
@@ -214,10 +230,254 @@ async function rssGrowth(store: PersistenceAdapter, n: number): Promise<number> 
   return (process.memoryUsage().rss - mark) / MiB;
 }
 
+// ---- The supervisor side: what a daemon on SQLite restores and keeps resident ----
+
+/** A supervisor on the SQLite file, as a daemon runs one (two threads; only the nested agents use them). */
+function supervisorOn(file: string, agent: Agent, maxIdleAgents: number) {
+  return createSupervisor({
+    agents: [agent],
+    persistence: sqlitePersistence({ file, tenantKey }),
+    pool: { threads: 2 },
+    maxIdleAgents,
+  });
+}
+
+interface RestoreResult {
+  /** Open the file, create the supervisor, list the open requests, startAgent each: all suspended (each run). */
+  readonly samplesMs: readonly number[];
+  /** Of the first run: listing the open requests (pages of 1,000). */
+  readonly listMs: number;
+  /** Writing the n suspensions (not timed in the figure). */
+  readonly setupMs: number;
+  /** A last supervisor: answer `answered` requests with `answer(id, …, { scope })` (restore + answer + finish). */
+  readonly answerDrivenMs: number;
+  readonly answered: number;
+}
+
+/**
+ * `n` conversations of `agent`, each suspended on a question (its own tool's, or one two levels
+ * down), written by one supervisor that is then closed. `runs` times a new supervisor on the file
+ * restores all of them (timed: store open → every handle suspended with its question open) and is
+ * closed again; the last run answers a sample of 10, which must finish. A last supervisor then
+ * answers `answerDriven` more straight from the store, nothing started by hand.
+ */
+async function restoreSuspended(
+  agent: Agent,
+  n: number,
+  prompt: string,
+  runs: number,
+  answerDriven: number,
+): Promise<RestoreResult> {
+  const tmp = tempFile('restore-supervisor');
+  try {
+    const writer = supervisorOn(tmp.file, agent, n);
+    const t0 = nowNs();
+    for (let i = 0; i < n; i++) {
+      const handle = await writer.startAgent(agent, { scope, agentId: `c-${i}` });
+      const reply = await handle.send('refund please');
+      if (reply.status !== 'suspended') throw new Error(`conversation ${i} did not suspend: ${reply.status}`);
+    }
+    const setupMs = (nowNs() - t0) / 1e6;
+    await writer.close();
+
+    const samplesMs: number[] = [];
+    let listMs = 0;
+    for (let run = 0; run < runs; run++) {
+      await settle();
+      const start = nowNs();
+      const reader = supervisorOn(tmp.file, agent, n);
+      const handles: AgentHandle[] = [];
+      let listNs = 0;
+      let after: string | undefined;
+      do {
+        const l0 = nowNs();
+        const page = await reader.listRequests(scope, { limit: 1000, after });
+        listNs += nowNs() - l0;
+        for (const r of page.items) {
+          const handle = await reader.startAgent(agent, {
+            scope,
+            agentId: r.agentId,
+            conversationId: r.conversationId ?? r.agentId,
+          });
+          if (handle.status !== 'suspended') throw new Error(`${r.agentId} came back ${handle.status}`);
+          handles.push(handle);
+        }
+        after = page.next;
+      } while (after !== undefined);
+      samplesMs.push((nowNs() - start) / 1e6);
+      if (run === 0) listMs = listNs / 1e6;
+      const open = reader.pendingRequests();
+      if (handles.length !== n || open.length !== n) {
+        throw new Error(`restored ${handles.length} of ${n}, ${open.length} questions open`);
+      }
+      if (open.some((r) => r.request.prompt !== prompt)) throw new Error('a restored question is not the one asked');
+      if (run === runs - 1) {
+        // Answerable: a sample of 10, spread over the set, finishes.
+        for (let k = 0; k < 10; k++) {
+          const request = open[Math.floor((k * n) / 10)]?.request;
+          const reply = await reader.answer(request?.id as string, { ok: true });
+          if (reply.status !== 'done' || !reply.text.includes('refunded 20')) {
+            throw new Error(`answering ${request?.id} after the restore: ${JSON.stringify(reply)}`);
+          }
+        }
+      }
+      await reader.close();
+    }
+
+    // Answer-driven: nothing started by hand, each answer restores its conversation from the store.
+    const last = supervisorOn(tmp.file, agent, n);
+    const page = await last.listRequests(scope, { limit: 1000 });
+    if (page.items.length !== Math.min(1000, n - 10)) throw new Error(`${page.items.length} requests left open`);
+    const a0 = nowNs();
+    let answered = 0;
+    for (const r of page.items.slice(0, answerDriven)) {
+      const reply = await last.answer(r.request.id, { ok: true }, { scope });
+      if (reply.status !== 'done') throw new Error(`answer-driven restore of ${r.agentId}: ${reply.status}`);
+      answered++;
+    }
+    const answerDrivenMs = (nowNs() - a0) / 1e6;
+    await last.close();
+    return { samplesMs, listMs, setupMs, answerDrivenMs, answered };
+  } finally {
+    tmp.remove();
+  }
+}
+
+interface IdleHeap {
+  readonly perThousandMiB: number;
+  /** The same n agents with no message yet (the fixed cost of a resident agent). */
+  readonly emptyPerThousandMiB: number;
+  /** The n transcripts alone, as plain message objects (no supervisor). */
+  readonly messagesPerThousandMiB: number;
+  /** What one conversation's state holds. */
+  readonly messages: number;
+  readonly events: number;
+  readonly stateJsonBytes: number;
+  readonly eventsJsonBytes: number;
+}
+
+/** Heap per 1,000 idle resident conversations of 10 messages (5 sends, 5 replies), handles held by the host. */
+async function idleHeap(n: number): Promise<IdleHeap> {
+  const tmp = tempFile('idle-heap');
+  try {
+    const supervisor = supervisorOn(tmp.file, refundDesk, n + 200);
+    const converse = async (id: string, sends: number): Promise<AgentHandle> => {
+      const handle = await supervisor.startAgent(refundDesk, { scope, agentId: id });
+      for (let m = 0; m < sends; m++) {
+        const reply = await handle.send(`message ${m}`);
+        if (reply.status !== 'done') throw new Error(`${id}: ${reply.status}`);
+      }
+      return handle;
+    };
+    // Warm: statements, shapes, the store's caches.
+    const warm: AgentHandle[] = [];
+    for (let i = 0; i < 100; i++) warm.push(await converse(`warm-${i}`, 5));
+
+    const measure = async (prefix: string, sends: number): Promise<{ mib: number; held: AgentHandle[] }> => {
+      await settle();
+      const before = process.memoryUsage().heapUsed;
+      const held: AgentHandle[] = [];
+      for (let i = 0; i < n; i++) held.push(await converse(`${prefix}-${i}`, sends));
+      await settle();
+      const mib = (process.memoryUsage().heapUsed - before) / MiB / (n / 1000);
+      if (supervisor.stats().agents < n) throw new Error('agents were let go: the figure would not be resident');
+      return { mib, held };
+    };
+    const empty = await measure('empty', 0);
+    for (const h of empty.held) await supervisor.stopAgent(h.id);
+    empty.held.length = 0;
+    const full = await measure('c', 5);
+    const snap = full.held[0]?.snapshot();
+    if (snap === undefined || snap.messages.filter((m) => m.role !== 'system').length !== 10) {
+      throw new Error(`a conversation holds ${snap?.messages.length} messages, not 10`);
+    }
+    const stateJsonBytes = JSON.stringify({ ...snap, pendingRequest: undefined }).length;
+    const eventsJsonBytes = JSON.stringify(snap.events).length;
+    // Stopped before close: a closed supervisor stays reachable for piscina's close timeout (30 s)
+    // and would hold its idle agents that long, inside the next figure's window.
+    for (const h of [...warm, ...full.held]) await supervisor.stopAgent(h.id);
+    await supervisor.close();
+    if (warm.length + full.held.length === 0) throw new Error('unreachable');
+
+    // The transcripts alone: the same messages as plain objects, one array per conversation.
+    await settle();
+    const before = process.memoryUsage().heapUsed;
+    const transcripts = Array.from({ length: n }, (_, i) =>
+      snap.messages.map((m) => ({ ...m, content: `${m.content}`.replace(/\d+/, String(i)) })),
+    );
+    await settle();
+    const messagesPerThousandMiB = (process.memoryUsage().heapUsed - before) / MiB / (n / 1000);
+    if (transcripts.length !== n) throw new Error('unreachable');
+    return {
+      perThousandMiB: full.mib,
+      emptyPerThousandMiB: empty.mib,
+      messagesPerThousandMiB,
+      messages: snap.messages.length,
+      events: snap.events.length,
+      stateJsonBytes,
+      eventsJsonBytes,
+    };
+  } finally {
+    tmp.remove();
+  }
+}
+
+/**
+ * RSS while `n` conversations pass through a supervisor on SQLite — start, one message, let go
+ * (the host drops the handle; idle agents past `maxIdleAgents` are held only weakly) — from the
+ * `from`th to the last, after {@link settle} at both ends. The first ~10,000 warm the process up
+ * (V8 sizes its heap, SQLite its caches), so the mark is there. Also the heap over the same stretch.
+ */
+async function supervisorRssGrowth(n: number, from: number, progress: (m: string) => void) {
+  const tmp = tempFile('rss-supervisor');
+  try {
+    const supervisor = supervisorOn(tmp.file, refundDesk, 100);
+    const samples: number[] = [];
+    let heapMark = 0;
+    let rssMark = 0;
+    const every = Math.floor((n - from) / 9);
+    let t0 = 0;
+    for (let i = 0; i < n; i++) {
+      if (i === from) {
+        await settle();
+        rssMark = process.memoryUsage().rss;
+        heapMark = process.memoryUsage().heapUsed;
+        t0 = nowNs();
+      }
+      if (i > from && (i - from) % every === 0) {
+        await settle();
+        samples.push(process.memoryUsage().rss / MiB);
+        progress(`persistence: ${i} conversations through the supervisor, RSS ${round(samples.at(-1) ?? 0)} MiB`);
+      }
+      const handle = await supervisor.startAgent(refundDesk, { scope, agentId: `c-${i}` });
+      const reply = await handle.send('hello');
+      if (reply.status !== 'done') throw new Error(`conversation ${i}: ${reply.status}`);
+    }
+    const perConversationUs = (nowNs() - t0) / 1000 / (n - from);
+    await settle();
+    const end = process.memoryUsage();
+    const held = supervisor.stats().agents;
+    await supervisor.close();
+    samples.push(end.rss / MiB);
+    return {
+      growthMiB: (end.rss - rssMark) / MiB,
+      heapGrowthMiB: (end.heapUsed - heapMark) / MiB,
+      rssAtMarkMiB: rssMark / MiB,
+      rssEndMiB: end.rss / MiB,
+      rssSpreadMiB: Math.max(...samples) - Math.min(...samples),
+      held,
+      perConversationUs,
+    };
+  } finally {
+    tmp.remove();
+  }
+}
+
 /** The store side of issue 13's figures: turn commits, saveMessage rate, restore, memory. */
 export const persistenceSuite: Suite = {
   name: 'persistence',
-  description: 'SQLite turn commit p50/p99, saveMessage rate, loading 1,000 suspended runs, store memory',
+  description:
+    'SQLite turn commit p50/p99, saveMessage rate, restoring 1,000 suspended conversations, resident heap, RSS while conversations pass through',
   placementSensitive: false,
   inDefaultRun: true,
   async run({ quick, progress }) {
@@ -280,6 +540,59 @@ export const persistenceSuite: Suite = {
     } finally {
       rssFile.remove();
     }
+
+    // The supervisor side (a daemon on SQLite): resident heap, conversations passing through, restore —
+    // in this order, so no closed supervisor's leftovers fall inside a memory figure's window.
+    const idleCount = quick ? 1000 : 5000;
+    progress(`persistence: heap of ${idleCount} idle resident conversations of 10 messages`);
+    const idle = await idleHeap(idleCount);
+    add('persistence.idle_heap_mib_per_1000', idle.perThousandMiB, 'MiB', {
+      conversations: idleCount,
+      empty_agent_mib_per_1000: round(idle.emptyPerThousandMiB),
+      transcripts_only_mib_per_1000: round(idle.messagesPerThousandMiB),
+      messages: idle.messages,
+      events: idle.events,
+      state_json_bytes: idle.stateJsonBytes,
+      events_json_bytes: idle.eventsJsonBytes,
+    });
+
+    const through = quick ? 20_000 : 100_000;
+    progress(`persistence: RSS while ${through} conversations pass through a supervisor`);
+    const rss = await supervisorRssGrowth(through, 10_000, progress);
+    add('persistence.rss_growth_mib_100k', rss.growthMiB, 'MiB', {
+      conversations: through,
+      from: 10_000,
+      heap_growth_mib: round(rss.heapGrowthMiB),
+      rss_at_mark_mib: round(rss.rssAtMarkMiB),
+      rss_end_mib: round(rss.rssEndMiB),
+      rss_spread_mib: round(rss.rssSpreadMiB),
+      agents_held_at_end: rss.held,
+      per_conversation_us: round(rss.perConversationUs),
+    });
+
+    const prompt = 'Refund 20 EUR?';
+    progress('persistence: a supervisor restores 1,000 suspended conversations (their own tool asked)');
+    const runs = quick ? 1 : 5;
+    const parent = await restoreSuspended(refundDesk, 1000, prompt, runs, quick ? 100 : 990);
+    const nestedCount = quick ? 200 : 1000;
+    progress(`persistence: a supervisor restores ${nestedCount} conversations suspended two levels down`);
+    const nested = await restoreSuspended(refundOffice, nestedCount, prompt, runs, quick ? 50 : nestedCount - 10);
+    add('persistence.restore_1000_suspended_ms', median(parent.samplesMs), 'ms', {
+      conversations: 1000,
+      how: 'open the file + createSupervisor + listRequests + startAgent each, until all suspended',
+      runs,
+      samples_ms: parent.samplesMs.map((v) => round(v)).join(' '),
+      list_ms: round(parent.listMs),
+      setup_ms: round(parent.setupMs),
+      answer_driven: parent.answered,
+      answer_driven_ms_per_1000: round((parent.answerDrivenMs * 1000) / parent.answered),
+      nested_conversations: nestedCount,
+      nested_ms: round(median(nested.samplesMs)),
+      nested_per_1000_ms: round((median(nested.samplesMs) * 1000) / nestedCount),
+      nested_setup_ms: round(nested.setupMs),
+      nested_answer_driven: nested.answered,
+      nested_answer_driven_ms_per_1000: round((nested.answerDrivenMs * 1000) / nested.answered),
+    });
     return figures;
   },
 };
