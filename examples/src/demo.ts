@@ -32,16 +32,21 @@ import { politeCancel } from './demo/scenes/politeCancel.js';
 import { question } from './demo/scenes/question.js';
 import { runaway } from './demo/scenes/runaway.js';
 import { scopeAtEdge } from './demo/scenes/scopeAtEdge.js';
-import { fig, unmarked, wrapText } from './demo/wrapText.js';
+import { fig, unmarked, visibleLength, wrapText } from './demo/wrapText.js';
 import { TenantScope } from './scope.js';
 
 const THREADS = 2;
 // How long a cancelled run may take to stop before its worker is killed.
 const GRACE_MS = 200;
 
-/** A line on stderr, wrapped to 80 columns. */
+/** A message on stderr, its first line marked ✗; each line wrapped to 80 columns. */
 function fail(text: string): void {
-  process.stderr.write(`${unmarked(wrapText(text, 80, '✗ ', '  ').join('\n'))}\n`);
+  const lines = text.split('\n').flatMap((line, i) => {
+    const head = i === 0 ? '✗ ' : '';
+    // A line that fits keeps its spacing (the usage is laid out by hand).
+    return visibleLength(head + line) <= 80 ? [head + line] : wrapText(line, 80, head, i === 0 ? '  ' : '    ');
+  });
+  process.stderr.write(`${unmarked(lines.join('\n'))}\n`);
 }
 
 /** Delete this run's conversations (the scenes'), keeping the one the next run restores. */
