@@ -37,15 +37,17 @@ export class LiveOutput implements Output {
   }
 
   print(...lines: readonly string[]): void {
-    this.#queue.push(...lines);
+    if (!this.#closed) this.#queue.push(...lines);
   }
 
   follow(render: (() => readonly string[]) | undefined): void {
+    if (this.#closed) return;
     this.#render = render;
     this.#draw([]);
   }
 
   commit(): void {
+    if (this.#closed) return;
     // Everything queued goes first, then the frame, for good.
     const frame = this.#frame();
     this.#render = undefined;

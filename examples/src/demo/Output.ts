@@ -23,6 +23,6 @@ export interface Output {
   drain(): Promise<void>;
   /** Wait `ms` for a reader (not in plain mode). */
   pause(ms: number): Promise<void>;
-  /** Print what is queued and give the terminal back (cursor shown). Idempotent. */
+  /** Print what is queued and give the terminal back (cursor shown); later output is dropped. Idempotent. */
   close(): void;
 }

@@ -46,9 +46,13 @@ export class Person {
       return { answer: auto, typed: false, thinkingMs: performance.now() - t0 };
     }
     const rl = createInterface({ input: process.stdin, output: process.stdout, terminal: true });
-    const interrupted = new Promise<never>((_, reject) =>
-      rl.once('SIGINT', () => reject(Object.assign(new Error('interrupted at a question'), { code: 'SIGINT' }))),
-    );
+    // Ctrl-C (the terminal is raw while readline reads) and Ctrl-D (stdin ended) end the demo.
+    const interrupted = new Promise<never>((_, reject) => {
+      const stop = (why: string) => () => reject(Object.assign(new Error(why), { code: 'SIGINT' }));
+      rl.once('SIGINT', stop('interrupted at a question'));
+      rl.once('close', stop('stdin ended at a question'));
+    });
+    interrupted.catch(() => {});
     process.stdout.write('\x1b[?25h');
     try {
       const lines = wrapText(`${question} [${auto}]`, out.width - 1, `   ${s.yellow('?')} `, '     ');

@@ -12,6 +12,7 @@ export class PlainOutput implements Output {
   readonly style = createStyle(false);
   readonly #write: (text: string) => void;
   #render: (() => readonly string[]) | undefined;
+  #closed = false;
 
   constructor(write: (text: string) => void, width = 80) {
     this.#write = write;
@@ -19,6 +20,7 @@ export class PlainOutput implements Output {
   }
 
   print(...lines: readonly string[]): void {
+    if (this.#closed) return;
     for (const line of lines) this.#write(`${paint(line, this.style)}\n`);
   }
 
@@ -40,5 +42,7 @@ export class PlainOutput implements Output {
     return Promise.resolve();
   }
 
-  close(): void {}
+  close(): void {
+    this.#closed = true;
+  }
 }

@@ -62,32 +62,43 @@ export async function durable(stage: Stage): Promise<void> {
     );
     out.print(...history.slice(-SHOWN).map((l) => fitText(`     ${l}`, out.width)));
   }
+  let resumed = false;
   if (desk.status === 'interrupted') {
     // A run killed mid-turn: finish it from its last saved turn.
     tour.note('The last run was stopped mid-turn: resume() finishes its message from the last saved turn.');
     await desk.resume();
+    resumed = true;
   }
-  const left = open.items[0];
-  if (desk.status === 'suspended' && left !== undefined) {
-    const ago = Date.now() - left.openedAt;
-    stage.tree.restored(left.path, ['coordinator', 'deployer'], left.request.id);
-    tour.check(
-      desk.snapshot().pendingRequest?.id === left.request.id,
-      `the question the last run left open came back from the file (asked ${formatDuration(ago)} ago by another process): "${left.request.prompt}"`,
-      { pending: desk.snapshot().pendingRequest, left },
-    );
-    const child = left.path.at(-1) ?? '';
-    const said = await person.ask(left.request.prompt, 'staging', (a) => ENVIRONMENT.test(a));
+  const pending = supervisor.pendingRequests().find((p) => p.agentId === DESK);
+  if (desk.status === 'suspended' && pending !== undefined) {
+    const { request, path } = pending;
+    const fromFile = open.items.find((r) => r.request.id === request.id);
+    stage.tree.restored(path, ['coordinator', 'deployer'], request.id);
+    if (fromFile !== undefined) {
+      tour.check(
+        desk.snapshot().pendingRequest?.id === request.id,
+        `the question the last run left open came back from the file (asked ${formatDuration(Date.now() - fromFile.openedAt)} ago by another process): "${request.prompt}"`,
+        { pending: desk.snapshot().pendingRequest, open: open.items },
+      );
+    } else {
+      tour.note(`resume() asked its question again: "${request.prompt}"`);
+    }
+    const child = path.at(-1) ?? '';
+    const said = await person.ask(request.prompt, 'staging', (a) => ENVIRONMENT.test(a));
     stage.follow();
-    const reply = await supervisor.answer(left.request.id, { ok: true, data: { env: said.answer } });
+    const reply = await supervisor.answer(request.id, { ok: true, data: { env: said.answer } });
     const report = reportsOf(reply)[0];
-    const resumed = spawned.filter((e) => e.agentId === child).map((e) => e.resumed);
+    const spawns = spawned.filter((e) => e.agentId === child).map((e) => e.resumed);
     tour.check(
-      report !== undefined && 'ok' in report && report.ok.includes(' to ') && resumed.join() === 'true',
+      report !== undefined &&
+        'ok' in report &&
+        report.ok.includes(' to ') &&
+        // Restored, not spawned anew (after a resume(), the last spawn is the one that asked).
+        (fromFile !== undefined ? spawns.length > 0 && spawns.every((r) => r) : spawns.at(-1) === true),
       `answered: ${child} resumed on a worker — the same child, restored, not a new one: ${report !== undefined && 'ok' in report ? report.ok : ''}`,
-      { reply, resumed },
+      { reply, spawns },
     );
-  } else if (history.length > 0) {
+  } else if (history.length > 0 && !resumed) {
     tour.note('The last run left no question open (it was stopped before it could).');
   }
   spawned.stop();

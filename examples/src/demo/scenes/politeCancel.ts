@@ -48,7 +48,9 @@ export async function politeCancel(stage: Stage): Promise<void> {
   await stage.showTree();
   const noticed = runs.map((r) => r.noticed);
   tour.check(
-    noticed.every((n) => Number.isFinite(n) && n >= 0),
+    // Stamped by the tool in the base every thread shares; a cancel sent as a message would never
+    // arrive while the tool spins, so the bound only says the flag was read where it was set.
+    noticed.every((n) => Number.isFinite(n) && n >= 0) && median(noticed) < 5,
     `cancel → the tool saw it: ${fig(formatDuration(median(noticed)))} (median of ${RUNS}; min ${formatDuration(Math.min(...noticed))}, max ${formatDuration(Math.max(...noticed))}), across threads`,
     noticed,
   );
