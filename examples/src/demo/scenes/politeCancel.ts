@@ -48,8 +48,8 @@ export async function politeCancel(stage: Stage): Promise<void> {
   await stage.showTree();
   const noticed = runs.map((r) => r.noticed);
   tour.check(
-    // Stamped by the tool in the base every thread shares; a cancel sent as a message would never
-    // arrive while the tool spins, so the bound only says the flag was read where it was set.
+    // The tool stamps when it saw the flag, in the clock base every thread shares. A cancel sent
+    // as a message would not arrive while the tool spins: the flag was read inside its loop.
     noticed.every((n) => Number.isFinite(n) && n >= 0) && median(noticed) < 5,
     `cancel → the tool saw it: ${fig(formatDuration(median(noticed)))} (median of ${RUNS}; min ${formatDuration(Math.min(...noticed))}, max ${formatDuration(Math.max(...noticed))}), across threads`,
     noticed,
