@@ -1,7 +1,8 @@
 // `pnpm demo`: a tour of Troupe in well under a minute. Everything is real —
 // a supervisor, worker threads, shared-memory cancellation, a SQLite file —
 // except the models, which are scripts (no network, no API keys) unless
-// TROUPE_MODEL_BASE_URL names a server for the live-token scene. Figures are
+// TROUPE_MODEL_BASE_URL names a real one (see agents/model.ts): then the
+// agents talk to it and the live-token scene streams its words. Figures are
 // measured on the spot; every ✓ line is checked, and the process exits 1 if
 // one does not hold. On a terminal: colour, a live tree of the agents, paced
 // for a reader; elsewhere (a pipe, CI) plain lines. `pnpm demo --help`.
@@ -10,12 +11,12 @@ import { performance } from 'node:perf_hooks';
 import { sqlitePersistence } from '@troupe/sqlite';
 import { createSupervisor } from '@troupe/supervisor';
 import { coordinator } from './agents/coordinator.js';
-import { echo } from './agents/echo.js';
-import { type ModelConfig, modelConfig } from './agents/writer.js';
+import { counterReady } from './agents/counter.js';
 import { AgentTree } from './demo/AgentTree.js';
 import { DemoUsageError, parseDemoOptions, USAGE } from './demo/DemoOptions.js';
 import { demoScope } from './demo/demoScope.js';
 import { LiveOutput } from './demo/LiveOutput.js';
+import { checkModel } from './demo/modelCheck.js';
 import { DemoFailure, formatDuration, Narrator } from './demo/Narrator.js';
 import type { Output } from './demo/Output.js';
 import { DemoDirError, openDemoStore } from './demo/openDemoStore.js';
@@ -69,13 +70,11 @@ async function forgetRun(dir: string, run: string): Promise<void> {
 
 async function main(): Promise<number> {
   let options: ReturnType<typeof parseDemoOptions>;
-  let model: ModelConfig | undefined;
   try {
     options = parseDemoOptions(process.argv.slice(2), process.env, {
       stdinIsTTY: process.stdin.isTTY === true,
       stdoutIsTTY: process.stdout.isTTY === true,
     });
-    model = modelConfig();
   } catch (error) {
     fail(error instanceof DemoUsageError ? error.message : (error as Error).message);
     return 2;
@@ -84,6 +83,13 @@ async function main(): Promise<number> {
     console.log(USAGE);
     return 0;
   }
+  // A model named by the environment answers before anything runs, or the demo says in one line what to fix.
+  const checked = await checkModel();
+  if (checked.status === 'failed') {
+    process.stderr.write(`✗ ${checked.line}\n`);
+    return 1;
+  }
+  const model = checked.status === 'ready' ? checked : undefined;
   const started = performance.now();
   let opened: ReturnType<typeof openDemoStore>;
   try {
@@ -133,15 +139,22 @@ async function main(): Promise<number> {
   };
   process.once('SIGINT', onSigint);
   try {
-    // Boot the pool: one run per thread, so no scene pays for a cold worker.
+    // Boot the pool: one run per thread, so no scene pays for a cold worker (nor the fan-out
+    // for loading its module and the SDK the agents import).
     await supervisor.pool.ready();
     await Promise.all(
-      Array.from({ length: THREADS }, () => supervisor.spawn(echo, { input: 'warm up', scope: demoScope })),
+      Array.from({ length: THREADS }, () => supervisor.spawn(counterReady, { input: 'warm up', scope: demoScope })),
     );
     const s = out.style;
     out.print(
       ...wrapText(
-        `${s.bold('Troupe demo')}: a supervisor and ${THREADS} worker threads on ${availableParallelism()} cores, booted in ${fig(formatDuration(performance.now() - started))}; ${model === undefined ? 'models are scripts (no network)' : `the writer's model: ${model.model}`}`,
+        `${s.bold('Troupe demo')}: a supervisor and ${THREADS} worker threads on ${availableParallelism()} cores, booted in ${fig(formatDuration(performance.now() - started))}`,
+        out.width,
+      ),
+      ...wrapText(
+        model === undefined
+          ? 'models: scripts (no network)'
+          : `models: ${model.model} at ${model.baseURL} (the fan-out's and the validator's stay scripted)`,
         out.width,
       ),
       ...wrapText(`database: ${opened.file} (${opened.existed ? 'from an earlier run' : 'new'})`, out.width),

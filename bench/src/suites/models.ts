@@ -1,10 +1,12 @@
 // `pnpm bench models`: how fast a model call stops when its run is cancelled,
-// in every phase, against the bare SDK backing off on its own; and whether a
-// stalled stream ever hangs a call.
+// in every phase, against the bare SDK backing off on its own; whether a
+// stalled stream ever hangs a call; and what carrying a stream's deltas from
+// a worker to the host adds over parsing it in one thread.
 import { CancelledError, type Clock, isTroupeError, type ModelRequest, type TimerHandle } from '@troupe/core';
 import { openaiModel } from '@troupe/openai';
 import OpenAI from 'openai';
 import { type PhaseServers, startPhaseServers } from '../models/phaseServers.js';
+import { measureStreamOverhead, overheadRatio } from '../models/streamOverhead.js';
 import type { Figure, Suite, SuiteContext } from '../Suite.js';
 import { median, quantile, round } from '../stats.js';
 
@@ -214,9 +216,6 @@ async function measure(ctx: SuiteContext): Promise<Figure[]> {
           p95_ms: round(quantile(stalled.overruns, 0.95)),
         },
       },
-      // models.stream_overhead_ratio — what streaming deltas across the thread to the host costs
-      // over the same stream consumed in one thread. It needs the cross-thread delta channel
-      // (supervisor ⇄ worker batching), which is not in this package: measured where that lands.
     ];
     return figures;
   } finally {
@@ -224,10 +223,75 @@ async function measure(ctx: SuiteContext): Promise<Figure[]> {
   }
 }
 
+/**
+ * `models.stream_overhead_ratio`: a 1,000-delta stream from a worker to the
+ * host against the bare SDK parsing it on this thread, (b − a) / a of the
+ * medians; the `paced` variant writes the stream 10 chunks per millisecond.
+ */
+async function streaming(ctx: SuiteContext): Promise<Figure[]> {
+  const deltas = 1_000;
+  const measured = await measureStreamOverhead({
+    deltas,
+    trials: ctx.quick ? 30 : 120,
+    warmup: ctx.quick ? 3 : 5,
+    paces: ['burst', 'paced'],
+    trialsOf: { paced: ctx.quick ? 3 : 10 },
+    progress: (m) => ctx.progress(m),
+  });
+  const figures: Figure[] = [];
+  for (const [pace, s] of measured.byPace) {
+    const a = median(s.sdk);
+    const b = median(s.worker);
+    const paired = s.worker.map((w, i) => (w - (s.sdk[i] ?? Number.NaN)) / (s.sdk[i] ?? Number.NaN));
+    figures.push({
+      suite: 'models',
+      name: pace === 'burst' ? 'models.stream_overhead_ratio' : 'models.stream_overhead_ratio.paced',
+      value: round((b - a) / a),
+      unit: '(b-a)/a',
+      baseline: {
+        name: `the bare SDK parsing the same ${deltas}-delta ${pace} stream on this thread (ms, median)`,
+        value: round(a),
+      },
+      ratio: round(b / a),
+      detail: {
+        worker_to_host_ms: round(b),
+        bare_sdk_ms: round(a),
+        openai_model_here_ms: round(median(s.inThread)),
+        ratio_vs_openai_model_here: round(overheadRatio(s, 'inThread')),
+        paired_ratio_median: round(median(paired)),
+        // The quieter quarter of the samples: less of what else the machine was doing.
+        ratio_p25: round((quantile(s.worker, 0.25) - quantile(s.sdk, 0.25)) / quantile(s.sdk, 0.25)),
+        worker_to_host_ms_p25: round(quantile(s.worker, 0.25)),
+        bare_sdk_ms_p25: round(quantile(s.sdk, 0.25)),
+        // (b) split at the model call's start in the worker (a run with a model.start listener too).
+        spawn_to_model_call_ms: round(median(s.dispatch)),
+        model_call_to_last_delta_ms: round(median(s.fromModelStart)),
+        ratio_from_model_call: round((median(s.fromModelStart) - a) / a),
+        // What streaming itself adds to a run: spawn → outcome with the delta listener, and without.
+        outcome_ms_streamed: round(median(s.outcome.streamed)),
+        outcome_ms_not_streamed: round(median(s.outcome.unstreamed)),
+        host_messages: round(median(s.hostMessages)),
+        host_messages_max: Math.max(...s.hostMessages),
+        deltas,
+        samples: s.worker.length,
+        ...(pace === 'paced'
+          ? {
+              delta_latency_ms_worker: round(median(s.latency.worker)),
+              delta_latency_ms_openai_model_here: round(median(s.latency.inThread)),
+              delta_latency_ms_bare_sdk: round(median(s.latency.sdk)),
+            }
+          : {}),
+      },
+    });
+  }
+  return figures;
+}
+
 export const modelsSuite: Suite = {
   name: 'models',
-  description: 'model calls: abort → rejection in every phase (vs the bare SDK in its backoff), stalled streams',
+  description:
+    'model calls: abort → rejection in every phase (vs the bare SDK in its backoff), stalled streams, deltas from a worker to the host (vs the bare SDK in one thread)',
   placementSensitive: false,
   inDefaultRun: true,
-  run: measure,
+  run: async (ctx) => [...(await measure(ctx)), ...(await streaming(ctx))],
 };

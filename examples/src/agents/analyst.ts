@@ -5,6 +5,7 @@ import { ContextUpdate, defineAgent, defineTool, ToolResult } from '@troupe/core
 import { ScriptedModel } from '@troupe/core/testing';
 import { z } from 'zod';
 import { lastUserMessage } from './lastUserMessage.js';
+import { demoModel } from './model.js';
 import { sharedNow } from './probe.js';
 
 /** What the analyst's tool saw and found: plain data, because it crosses back to the supervisor thread. */
@@ -47,7 +48,8 @@ export function countErrors(service: string): number {
   return errors;
 }
 
-const inspectLogs = defineTool({
+/** The analyst's tool: count a service's errors, and report what the tool saw of its context. */
+export const inspectLogs = defineTool({
   name: 'inspect_logs',
   description: "Count the errors in a service's recent logs",
   parameters: z.object({ service: z.string().min(1) }),
@@ -82,10 +84,14 @@ export const analyst = defineAgent({
   name: 'analyst',
   description: 'Inspects one service',
   module: import.meta.url,
-  instructions: 'Inspect the service you are given.',
+  instructions:
+    'Call inspect_logs once with the service you are given, then answer with only the JSON the tool returned.',
   tools: [inspectLogs],
-  model: new ScriptedModel([
-    ({ messages }) => ({ toolCalls: [{ name: 'inspect_logs', arguments: { service: lastUserMessage(messages) } }] }),
-    ({ lastToolResults }) => JSON.stringify(lastToolResults[0]?.content),
-  ]),
+  model: demoModel(
+    new ScriptedModel([
+      ({ messages }) => ({ toolCalls: [{ name: 'inspect_logs', arguments: { service: lastUserMessage(messages) } }] }),
+      ({ lastToolResults }) => JSON.stringify(lastToolResults[0]?.content),
+    ]),
+    { temperature: 0 },
+  ),
 });

@@ -5,25 +5,20 @@ import { defineAgent } from '@troupe/core';
 import { ScriptedModel } from '@troupe/core/testing';
 import { analyst } from './analyst.js';
 import { cruncher, validator } from './cpu.js';
+import { delegateLines } from './delegateLines.js';
 import { fetcher } from './fetcher.js';
 import { exporter } from './flaky.js';
-import { lastUserMessage } from './lastUserMessage.js';
+import { demoModel } from './model.js';
 import { deployer, refunds } from './people.js';
 
-/** A failed task as the model sees it: the error's message and code. */
-export interface TaskError {
-  readonly error: string;
-  readonly code?: string;
-}
-
-/** One delegated task's result as the coordinator reports it. */
-export type TaskReport = { readonly ok: string } | { readonly error: TaskError };
+export type { TaskError, TaskReport } from './delegateLines.js';
 
 /**
  * Delegates every line `<subagent>: <instructions>` of the user's message as
  * a task, all in one turn (so they run in parallel), then answers with a JSON
  * array of {@link TaskReport}s in line order. Its model is a script standing
- * in for an LLM: deterministic, no network.
+ * in for an LLM (deterministic, no network), or a real model when
+ * `TROUPE_MODEL_BASE_URL` is set (see `demoModel`).
  *
  * Metadata written by `analyst` children flows back into the coordinator's
  * own metadata (`mergeMetadataFrom`); the other children's stays theirs.
@@ -32,32 +27,18 @@ export const coordinator = defineAgent({
   name: 'coordinator',
   description: 'Splits work between specialists',
   module: import.meta.url,
-  instructions: 'Delegate each line of the request to the subagent it names.',
+  instructions:
+    'Each line of the request reads "<subagent>: <instructions>". Call the task tool once per line, all in one turn, ' +
+    'with that subagent and those instructions, word for word. When the results are back, answer with only a JSON array, ' +
+    'one entry per line in order: {"ok": "<the result, as text>"} or {"error": <the error result>}.',
   subagents: [analyst, validator, cruncher, fetcher, deployer, refunds, exporter],
   mergeMetadataFrom: ['analyst'],
-  model: new ScriptedModel(
-    [
-      ({ messages, lastToolResults }) => {
-        // The last message is a tool result: the delegated tasks are back.
-        if (messages[messages.length - 1]?.role === 'tool') {
-          return JSON.stringify(
-            lastToolResults.map(
-              (r): TaskReport => (r.isError ? { error: r.content as TaskError } : { ok: String(r.content) }),
-            ),
-          );
-        }
-        const toolCalls = lastUserMessage(messages)
-          .split('\n')
-          .map((line) => line.split(':'))
-          .filter((parts) => parts.length >= 2)
-          .map(([subagent = '', ...rest]) => ({
-            name: 'task',
-            arguments: { subagent: subagent.trim(), instructions: rest.join(':').trim() },
-          }));
-        return toolCalls.length === 0 ? 'nothing to delegate' : { toolCalls };
-      },
-    ],
-    // One step, read from the transcript: the same script serves every message.
-    { whenExhausted: 'repeat-last' },
+  model: demoModel(
+    new ScriptedModel(
+      [delegateLines],
+      // One step, read from the transcript: the same script serves every message.
+      { whenExhausted: 'repeat-last' },
+    ),
+    { temperature: 0 },
   ),
 });

@@ -4,6 +4,7 @@
 import { defineAgent, defineTool } from '@troupe/core';
 import { ScriptedModel } from '@troupe/core/testing';
 import { z } from 'zod';
+import { demoModel } from './model.js';
 import { bump, Probe } from './probe.js';
 
 /** The runaway tool's own timeout: the watchdog kills its worker this long (plus the pool's grace) after it starts. */
@@ -30,7 +31,7 @@ const callOnce = (name: string, args: unknown) =>
     ({ lastToolResults }) => JSON.stringify(lastToolResults[0]?.content),
   ]);
 
-/** Validates a hostile input: its tool never returns. */
+/** Validates a hostile input: its tool never returns. Always scripted: the input is hostile on purpose. */
 export const validator = defineAgent({
   name: 'validator',
   description: 'Validates user input',
@@ -74,7 +75,7 @@ export const cruncher = defineAgent({
   name: 'cruncher',
   description: 'Crunches numbers until cancelled',
   module: import.meta.url,
-  instructions: 'Crunch.',
+  instructions: 'Call sum_primes once, then answer with its result.',
   tools: [sumPrimes],
-  model: callOnce('sum_primes', {}),
+  model: demoModel(callOnce('sum_primes', {}), { temperature: 0 }),
 });

@@ -4,6 +4,7 @@ import { defineAgent, defineTool } from '@troupe/core';
 import { ScriptedModel } from '@troupe/core/testing';
 import { z } from 'zod';
 import { lastUserMessage } from './lastUserMessage.js';
+import { demoModel } from './model.js';
 
 const callUpstream = defineTool({
   name: 'call_upstream',
@@ -37,15 +38,19 @@ export const fetcher = defineAgent({
   name: 'fetcher',
   description: 'Calls a slow upstream service',
   module: import.meta.url,
-  instructions: 'Call the upstream.',
+  instructions:
+    'Your task is a number of milliseconds: call call_upstream once with ms set to it, then answer with its result.',
   tools: [callUpstream],
-  model: new ScriptedModel([
-    ({ messages }) => ({
-      toolCalls: [{ name: 'call_upstream', arguments: { ms: Number(lastUserMessage(messages)) } }],
-    }),
-    ({ lastToolResults }) => {
-      const result = lastToolResults[0];
-      return result?.isError ? `failed: ${JSON.stringify(result.content)}` : String(result?.content);
-    },
-  ]),
+  model: demoModel(
+    new ScriptedModel([
+      ({ messages }) => ({
+        toolCalls: [{ name: 'call_upstream', arguments: { ms: Number(lastUserMessage(messages)) } }],
+      }),
+      ({ lastToolResults }) => {
+        const result = lastToolResults[0];
+        return result?.isError ? `failed: ${JSON.stringify(result.content)}` : String(result?.content);
+      },
+    ]),
+    { temperature: 0 },
+  ),
 });

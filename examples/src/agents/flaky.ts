@@ -2,6 +2,7 @@
 import { defineAgent, defineTool } from '@troupe/core';
 import { ScriptedModel } from '@troupe/core/testing';
 import { z } from 'zod';
+import { demoModel } from './model.js';
 
 const exportReport = defineTool({
   name: 'export_report',
@@ -22,7 +23,7 @@ export const exporter = defineAgent({
   name: 'exporter',
   description: 'Exports reports',
   module: import.meta.url,
-  instructions: 'Export the report.',
+  instructions: 'Call export_report once, then answer "exported".',
   tools: [exportReport],
-  model: new ScriptedModel([{ toolCalls: [{ name: 'export_report' }] }, 'exported']),
+  model: demoModel(new ScriptedModel([{ toolCalls: [{ name: 'export_report' }] }, 'exported']), { temperature: 0 }),
 });

@@ -4,6 +4,7 @@ import { defineAgent, defineTool, ToolResult } from '@troupe/core';
 import { ScriptedModel } from '@troupe/core/testing';
 import { z } from 'zod';
 import { lastUserMessage } from './lastUserMessage.js';
+import { demoModel } from './model.js';
 import { bump, Probe } from './probe.js';
 
 const report = ({ lastToolResults }: { readonly lastToolResults: readonly { content: unknown; isError: boolean }[] }) =>
@@ -31,12 +32,15 @@ export const deployer = defineAgent({
   name: 'deployer',
   description: 'Deploys services',
   module: import.meta.url,
-  instructions: 'Deploy the service you are given.',
+  instructions: 'Call deploy once with the service you are given, then answer with only a JSON array of its result.',
   tools: [deploy],
-  model: new ScriptedModel([
-    ({ messages }) => ({ toolCalls: [{ name: 'deploy', arguments: { service: lastUserMessage(messages) } }] }),
-    report,
-  ]),
+  model: demoModel(
+    new ScriptedModel([
+      ({ messages }) => ({ toolCalls: [{ name: 'deploy', arguments: { service: lastUserMessage(messages) } }] }),
+      report,
+    ]),
+    { temperature: 0 },
+  ),
 });
 
 const refund = defineTool({
@@ -56,17 +60,22 @@ export const refunds = defineAgent({
   name: 'refunds',
   description: 'Issues refunds',
   module: import.meta.url,
-  instructions: 'Issue the refunds you are given.',
+  instructions:
+    'Your task lists refunds as "<order>=<amount>", separated by commas. Call refund once per item, all in one turn, ' +
+    'then answer with only a JSON array of the results in order (an error result as {"error": <it>}).',
   tools: [refund],
-  model: new ScriptedModel([
-    ({ messages }) => ({
-      toolCalls: lastUserMessage(messages)
-        .split(',')
-        .map((item) => {
-          const [order = '', amount = '0'] = item.trim().split('=');
-          return { name: 'refund', arguments: { order, amount: Number(amount) } };
-        }),
-    }),
-    report,
-  ]),
+  model: demoModel(
+    new ScriptedModel([
+      ({ messages }) => ({
+        toolCalls: lastUserMessage(messages)
+          .split(',')
+          .map((item) => {
+            const [order = '', amount = '0'] = item.trim().split('=');
+            return { name: 'refund', arguments: { order, amount: Number(amount) } };
+          }),
+      }),
+      report,
+    ]),
+    { temperature: 0 },
+  ),
 });

@@ -72,6 +72,8 @@ export interface LoopState {
   readonly childUsage?: Usage | undefined;
   /** Consecutive turns whose tool calls all failed, in the current message. */
   readonly failedTurns: number;
+  /** `turns` when the current message started: `maxTurns` bounds each message, not the conversation (absent: 0). */
+  readonly messageStartTurn?: number | undefined;
   /** The suspended turn, if the run is waiting on an answer. */
   readonly pending: readonly PendingCall[] | undefined;
 }
@@ -593,6 +595,7 @@ async function loop(options: RunAgentLoopOptions): Promise<LoopOutcome> {
     state = {
       ...state,
       failedTurns: 0,
+      messageStartTurn: state.turns,
       messages: [...state.messages, { role: 'user', content: options.input }],
     };
   }
@@ -733,7 +736,7 @@ async function loop(options: RunAgentLoopOptions): Promise<LoopOutcome> {
         state,
       });
     }
-    if (state.turns >= agent.maxTurns) return end({ status: 'incomplete', state });
+    if (state.turns - (state.messageStartTurn ?? 0) >= agent.maxTurns) return end({ status: 'incomplete', state });
 
     const turn = state.turns + 1;
     if (events !== undefined && events.listenerCount('agent.turn') > 0) {

@@ -338,6 +338,13 @@ export class RunTree {
       // A state saved before questions were named by the host's ids names them so now.
       if (node.state !== undefined) node.state = renameRequest(node.state, r.toolCallId, hostRequest(entry));
     }
+    // A run waiting on a child that did not come back goes on without it (deepest first).
+    for (const node of [...byId.values()].reverse()) {
+      const orphaned = openCalls(node.state as LoopState).some(
+        (c) => c.delegated === true && !node.childByCall.has(c.call.id),
+      );
+      if (orphaned && node.phase === 'suspended') this.#reconsider(node);
+    }
     return root;
   }
 
@@ -709,13 +716,21 @@ export class RunTree {
       const id = call.call.id;
       if (call.delegated === true) {
         const child = node.childByCall.get(id);
-        if (child === undefined) {
-          // A child this tree never saw (a state restored without it): the call fails, the run goes on.
+        if (child !== undefined && child.phase === 'ended') {
+          // It ended while this run still ran (a deferred call, or a suspended child answered meanwhile).
+          state = resolveDelegatedCall(
+            state,
+            id,
+            taskResultOf(child, node.agent.mergeMetadataFrom.has(child.agent.name)),
+          );
+        } else if (child === undefined) {
+          // A child that did not come back (interrupted by a crash, or never saved): the call fails, the run goes on.
           state = resolveDelegatedCall(state, id, {
             status: 'error',
-            error: new TroupeError(`no child run answers task call ${id} of ${node.agentId}`, {
-              code: 'ERR_UNKNOWN_REQUEST',
-            }),
+            error: new TroupeError(
+              `the subagent of task call ${id} of ${node.agentId} was interrupted by a restart (its side effects may have happened): check, then delegate again if needed`,
+              { code: 'ERR_INTERRUPTED' },
+            ),
             events: NO_EVENTS,
           });
         }
@@ -756,11 +771,16 @@ export class RunTree {
     }
     const waiter = node.waiter;
     const first = firstOpenRequest(node);
-    if (waiter !== undefined) {
+    // Its parent's call learns of a question; a run that only waits on its children (deferred)
+    // keeps its parent's call waiting for its end.
+    if (waiter !== undefined && first !== undefined) {
       node.waiter = undefined;
-      if (first !== undefined) waiter({ status: 'suspended', request: first.request });
+      waiter({ status: 'suspended', request: first.request });
+    } else if (first !== undefined && node.parent?.phase === 'suspended') {
+      // A parent already suspended (deferred, waiting on this run) learns of the question from here.
+      this.#reconsider(node.parent);
     }
-    if (node.parent !== undefined && this.#has('subagent.suspended')) {
+    if (first !== undefined && node.parent !== undefined && this.#has('subagent.suspended')) {
       this.#events.emit('subagent.suspended', {
         agentId: node.agentId,
         runId: node.id,
@@ -922,9 +942,19 @@ export class RunTree {
       timeoutMs: this.#o.subagentTimeoutMs,
       owner: undefined,
     });
-    const result = new Promise<TaskResult>((resolve) => {
-      child.waiter = resolve;
-    });
+    // A worker parent whose child would wait for a thread (every one is busy — the parent's among
+    // them) does not hold its thread while it waits: its call is deferred, the parent suspends when
+    // its turn's other calls are done, and resumes (on any worker) once the child has ended. Without
+    // this, a tree deeper than the pool deadlocks.
+    const deferred = parent.kind !== 'message' && this.#workerRuns >= this.pool.threads;
+    const result = deferred
+      ? Promise.resolve<TaskResult>({
+          status: 'suspended',
+          request: { id: `deferred-${agentId}`, kind: DEFERRED_KIND, prompt: '' },
+        })
+      : new Promise<TaskResult>((resolve) => {
+          child.waiter = resolve;
+        });
     this.#emitSpawned(child, request.metadata);
     this.#begin(child);
     void this.#runWorker(child, { input: request.instructions, metadata: request.metadata });
@@ -1658,6 +1688,9 @@ function sizeOf(value: unknown): number {
     return 0;
   }
 }
+
+/** The request kind of a deferred task call (its child waits for a thread; nobody is asked anything). */
+const DEFERRED_KIND = 'deferred';
 
 // `<parent>-sub-<n>` → n (0 when the id is not one).
 function childNumber(agentId: string): number {

@@ -644,19 +644,23 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
           }
         }
       }
+      parent.reserveChildren(saved.childCounter + tasksOfMessage(rootState));
       parent.restoreSuspended(
         { runId: saved.runId, attempt: rootRow?.attempt ?? 0, state: rootState },
         requests,
         descendants,
       );
       // Answers a dead process took before its run resumed: delivered now (the tool re-runs once).
-      for (const a of answered) this.#tree.redeliver(a.id, { ...a.answer, id: a.id });
+      parent.redeliver(answered);
     } else if (saved.status === 'running' && rootRow !== undefined && !isEndedRow(rootRow)) {
       const calls = await store.loadToolCalls(scope, rootRow.runId);
+      const state = (rootRow.state as LoopState | undefined) ?? saved.state;
+      // Children it may have spawned before the crash keep their ids: new ones are numbered past them.
+      parent.reserveChildren(saved.childCounter + tasksOfMessage(state));
       parent.restoreInterrupted({
         runId: rootRow.runId,
         attempt: rootRow.attempt,
-        state: (rootRow.state as LoopState | undefined) ?? saved.state,
+        state,
         started: calls
           .filter((c) => c.status === 'started')
           .map((c) => ({ toolCallId: c.toolCallId, attempt: c.attempt })),
@@ -1108,6 +1112,22 @@ function infoOf(r: RequestRecord): PendingRequestInfo {
     openedAt: r.openedAt,
     conversationId: r.conversationId,
   };
+}
+
+/**
+ * How many subagents the message a state is in may have spawned: its task
+ * calls since the last user message (a call checkpointed is spawned after).
+ * An upper bound: ids past the saved counter are never given twice.
+ */
+function tasksOfMessage(state: LoopState): number {
+  const messages = state.messages;
+  let n = 0;
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const m = messages[i];
+    if (m === undefined || m.role === 'user') break;
+    if (m.role === 'assistant') for (const c of m.toolCalls ?? []) if (c.name === 'task') n++;
+  }
+  return n;
 }
 
 function isEndedRow(row: RunRecord): boolean {

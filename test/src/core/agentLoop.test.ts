@@ -96,6 +96,29 @@ describe('runAgentLoop', () => {
     assert.equal(outcome.state.turns, 2);
   });
 
+  it('bounds each message by maxTurns, not the conversation', async () => {
+    const agent = defineAgent({
+      name: 'chatty',
+      instructions: '',
+      maxTurns: 2,
+      model: new ScriptedModel(['hello'], { whenExhausted: 'repeat-last' }),
+    });
+    let state = fresh();
+    for (let message = 1; message <= 5; message++) {
+      const outcome = await runAgentLoop({
+        agent,
+        run,
+        state,
+        input: `message ${message}`,
+        clock,
+        cancellation: localRunCancellation(),
+      });
+      assert.equal(outcome.status, 'done', `message ${message} answered after ${state.turns} turns`);
+      state = outcome.state;
+    }
+    assert.equal(state.turns, 5);
+  });
+
   it('turns bad arguments, unknown tools and malformed calls into error results the model sees', async () => {
     const agent = defineAgent({
       name: 'sloppy',

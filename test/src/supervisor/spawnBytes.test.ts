@@ -26,7 +26,10 @@ describe('issue 6: spawn events carry the bytes of each channel', () => {
 
   it('every delegated spawn, nested ones included, reports the v8-serialized size of scope, toolContext and metadata', async () => {
     const seen: Spawned[] = [];
-    const listener = (e: Spawned) => seen.push(e);
+    // Spawns, not resumes (a worker parent whose child waits for a thread resumes after it).
+    const listener = (e: Spawned) => {
+      if (!e.resumed) seen.push(e);
+    };
     supervisor.on('subagent.spawned', listener);
     try {
       const scope = heavyScope();

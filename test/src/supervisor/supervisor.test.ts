@@ -216,6 +216,41 @@ describe('Supervisor: parent agents, delegation, propagation', () => {
   });
 });
 
+describe('Supervisor: trees deeper than the pool', () => {
+  it('one thread, three levels, a fan-out and a question: nothing deadlocks — a worker parent waiting on a child gives its thread up', async () => {
+    const supervisor = createSupervisor({ pool: { threads: 1 }, persistence: null });
+    try {
+      const deferred: string[] = [];
+      supervisor.on('subagent.spawned', (e) => {
+        if (e.resumed) deferred.push(e.agentId);
+      });
+      // coordinator (this thread) → middle (a worker) → leaf (a worker): middle cannot hold the only thread.
+      const ref = await supervisor.startAgent(coordinator, { scope, metadata: { title: 't' } });
+      const reply = await ref.send('review');
+      assert.equal(reply.status, 'done', JSON.stringify(reply));
+      assert.match((reply as { text: string }).text, /-sub-1-sub-1/, 'the leaf answered through middle');
+      assert.ok(
+        deferred.some((id) => id.endsWith('-sub-1')),
+        `middle resumed after its child (${deferred.join(', ')})`,
+      );
+      // A question two levels down, with one thread: the worker parent waits without a thread, then the question.
+      const parent = await supervisor.startAgent(lead, { scope });
+      const asked = await parent.send('deploy');
+      assert.equal(asked.status, 'suspended');
+      assert.equal(supervisor.pool.stats().running, 0, 'no thread is held while a person thinks');
+      const done = await supervisor.answer((asked as { request: Request }).request.id, {
+        ok: true,
+        data: { env: 'prod' },
+      });
+      assert.equal(done.status, 'done', JSON.stringify(done));
+      assert.match((done as { text: string }).text, /deployed api to prod/);
+      assert.equal(supervisor.stats().runs, 0);
+    } finally {
+      await supervisor.destroy();
+    }
+  });
+});
+
 describe('Supervisor: approval', () => {
   it('decides on the supervisor thread: approve, edit, reject, invalid, none', async () => {
     const decisions: unknown[] = [

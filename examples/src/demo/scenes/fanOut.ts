@@ -1,7 +1,7 @@
 import { availableParallelism } from 'node:os';
 import type { AgentReply } from '@troupe/supervisor';
 import { countErrors, type Inspection } from '../../agents/analyst.js';
-import { coordinator } from '../../agents/coordinator.js';
+import { dispatcher } from '../../agents/counter.js';
 import { BareThreads } from '../BareThreads.js';
 import { demoScope } from '../demoScope.js';
 import { type LoopCost, measureLoop } from '../measureLoop.js';
@@ -50,14 +50,14 @@ async function round(stage: Stage, bare: BareThreads, agentId: string): Promise<
   await out.pause(150);
   const loop = await measureLoop(() => Promise.all(SERVICES.map(async (s) => countErrors(s))));
   stage.tree.caption = undefined;
-  const agent = await supervisor.startAgent(coordinator, {
+  const agent = await supervisor.startAgent(dispatcher, {
     agentId,
     conversationId: stage.run,
     scope: demoScope,
     toolContext: { requestId: 'req-1001', region: 'eu-west-1' },
     metadata: { incident: 'INC-7' },
   });
-  const fanned = await measureLoop(() => agent.send(SERVICES.map((s) => `analyst: ${s}`).join('\n')));
+  const fanned = await measureLoop(() => agent.send(SERVICES.map((s) => `counter: ${s}`).join('\n')));
   const bareRun = await measureLoop(() => bare.run(SERVICES));
   return {
     loop,
@@ -72,7 +72,8 @@ async function round(stage: Stage, bare: BareThreads, agentId: string): Promise<
  * The same four CPU-bound tool calls three ways: on this thread's event loop
  * (where single-threaded frameworks run tools: `Promise.all` of synchronous
  * work is serial, and the loop is held throughout), delegated by a parent
- * agent to four subagents on the pool's worker threads, and on bare worker
+ * agent to four subagents on the pool's worker threads (scripted whatever
+ * model is configured: model calls would weigh on one side only), and on bare worker
  * threads (the yardstick: what the cores give right now). CPU time is shown
  * beside wall time: on a shared machine the wall time depends on what other
  * processes take, the CPU time does not. A round whose figures a neighbour
@@ -193,7 +194,7 @@ export async function fanOut(stage: Stage): Promise<void> {
       metadata.incident === 'INC-7' &&
         findings.length === SERVICES.length &&
         findings.every((f, i) => f.service === seen[i]?.service && f.errors === seen[i]?.errors),
-      `the analysts' ContextUpdates merged back into triage's metadata: findings[${findings.length}]`,
+      `the counters' ContextUpdates merged back into triage's metadata: findings[${findings.length}]`,
       metadata,
     );
   } finally {

@@ -1,6 +1,5 @@
 import { editor } from '../../agents/editor.js';
 import { sharedNow } from '../../agents/probe.js';
-import type { ModelConfig } from '../../agents/writer.js';
 import { demoScope } from '../demoScope.js';
 import { formatDuration, type Narrator } from '../Narrator.js';
 import type { Stage } from '../Stage.js';
@@ -14,18 +13,22 @@ import { fig } from '../wrapText.js';
  * path they came from. Skipped, with a line saying how to turn it on, when
  * no model server is configured.
  */
-export async function liveTokens(stage: Stage, config: ModelConfig | undefined, figures: string): Promise<void> {
+export async function liveTokens(
+  stage: Stage,
+  model: { readonly model: string; readonly baseURL: string } | undefined,
+  figures: string,
+): Promise<void> {
   const tour: Narrator = stage.tour;
   const { supervisor, out } = stage;
   stage.begin('9. Live tokens from a model on a worker thread');
-  if (config === undefined) {
+  if (model === undefined) {
     tour.note(
       'Skipped: set TROUPE_MODEL_BASE_URL (an OpenAI-compatible /v1 root, e.g. http://127.0.0.1:11434/v1 for Ollama) and TROUPE_MODEL to watch a model write from a worker thread.',
     );
     await stage.end();
     return;
   }
-  tour.say(`model ${fig(config.model)} at ${config.baseURL}; the writer's tokens as they arrive:`);
+  tour.say(`model ${fig(model.model)} at ${model.baseURL}; the writer's tokens as they arrive:`);
   const agent = await supervisor.startAgent(editor, { agentId: 'editor', conversationId: stage.run, scope: demoScope });
   const lines = new TokenLines(out.width, '   │ ');
   out.follow(() => [lines.partial, ...stage.tree.render(out.style)].filter((l) => l !== ''));

@@ -19,6 +19,19 @@ import {
 // 120,000 runs). Replies are matched to calls by a sequence number.
 let port: MessagePort | undefined;
 let nextSeq = 1;
+/**
+ * The most model deltas one message carries. A stream that arrives faster
+ * than this thread parses it (a whole answer in one socket read) is parsed in
+ * one macrotask: without a cap the host would get all of it in one message
+ * at the end — nothing to show meanwhile, and a last hop that copies every
+ * delta (measured, 1,000 deltas: ~0.8 ms from the last delta parsed to the
+ * host). Sent 64 at a time, the host reads them while the rest is parsed and
+ * the last hop carries at most 64 (~0.2 ms); 16 messages instead of 1 cost
+ * the sender ~16 µs per 1,000 deltas. A slower stream still goes out once
+ * per macrotask, so no delta waits for more to come (`pnpm bench models`,
+ * BENCHMARKS.md). At most MAX_HOST_EVENTS, the most one `d` event may hold.
+ */
+const DELTAS_PER_MESSAGE = 64;
 const waiting = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
 
 function open(): MessagePort {
@@ -48,7 +61,8 @@ function onReply(raw: unknown): void {
  * One run's view of its worker's host channel: every call presents the
  * run's capability and is raced against the run's cancellation (a cancelled
  * run never hangs on a pending call). Events are batched — one message per
- * macrotask or per {@link MAX_HOST_EVENTS} events, a question at once — and
+ * macrotask, per {@link MAX_HOST_EVENTS} events or per 64 model deltas, a
+ * question at once — and
  * counted, so the supervisor can hold the run's result until it has read
  * them all. After the run ends, calls are refused and events dropped.
  */
@@ -60,6 +74,8 @@ export class HostLink {
   #deltas: ModelDelta[] | undefined;
   #scheduled: ReturnType<typeof setImmediate> | undefined;
   #sent = 0;
+  /** Deltas queued since the last flush. */
+  #pendingDeltas = 0;
 
   constructor(capability: string, cancellation: RunCancellation) {
     this.#capability = capability;
@@ -138,8 +154,7 @@ export class HostLink {
       this.#buffer.push(['d', deltas]);
     }
     deltas.push(delta);
-    if (deltas.length >= MAX_HOST_EVENTS) this.#endDeltas();
-    if (this.#buffer.length >= MAX_HOST_EVENTS) this.flush();
+    if (++this.#pendingDeltas >= DELTAS_PER_MESSAGE || this.#buffer.length >= MAX_HOST_EVENTS) this.flush();
     else this.#schedule();
   }
 
@@ -162,6 +177,7 @@ export class HostLink {
       this.#scheduled = undefined;
     }
     this.#endDeltas();
+    this.#pendingDeltas = 0;
     if (this.#buffer.length === 0) return;
     const batch = this.#buffer;
     this.#buffer = [];

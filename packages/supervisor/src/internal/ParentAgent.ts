@@ -170,8 +170,29 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
       descendants,
     );
     this.#root = root;
-    this.#status = 'suspended';
+    // Something of it runs again at once (a child that did not come back fails its task call).
+    if (root.active > 0) this.#settleLater(root);
+    else this.#status = 'suspended';
     return root;
+  }
+
+  /** A restored message runs again with nobody waiting for its reply (an answer saved before a crash): it is saved when quiet. */
+  #settleLater(root: RunNode): void {
+    this.#status = 'running';
+    void this.#deps.tree.whenQuiet(root);
+  }
+
+  /** Deliver answers the store took before a crash (their runs never resumed). */
+  redeliver(answers: readonly { readonly id: string; readonly answer: import('@troupe/core').Answer }[]): void {
+    const root = this.#root;
+    if (root === undefined || answers.length === 0) return;
+    for (const a of answers) this.#deps.tree.redeliver(a.id, { ...a.answer, id: a.id });
+    if (root.active > 0) this.#settleLater(root);
+  }
+
+  /** Number its next subagents from at least `n` (a restore: ids given before a crash are not given again). */
+  reserveChildren(n: number): void {
+    this.#children = Math.max(this.#children, n);
   }
 
   /** A restored conversation whose message a crash interrupted: `resume()` finishes it. */
@@ -308,7 +329,10 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
       const input = resume === undefined ? { role: 'user' as const, content: job.input } : undefined;
       const from = resume?.state ?? this.#state;
       // The row's state holds the input, so a resume after a crash starts from it.
-      const state = input === undefined ? from : { ...from, failedTurns: 0, messages: [...from.messages, input] };
+      const state =
+        input === undefined
+          ? from
+          : { ...from, failedTurns: 0, messageStartTurn: from.turns, messages: [...from.messages, input] };
       beforeRun = (root) => d.messageStarted(root, this.#envelope('running', root, from), input, state);
     }
     let root: RunNode;
