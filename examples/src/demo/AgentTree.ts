@@ -63,9 +63,10 @@ export class AgentTree {
     s.on('subagent.spawned', (e) => {
       const node = this.#nodes.get(e.agentId);
       if (node !== undefined) {
-        // A resumed run: the same child, busy again.
+        // A resumed run: the same child, busy again; its time is the resumed run's.
         node.status = 'queued';
         node.note = 'resumed';
+        node.startedAt = e.at;
         node.endedAt = undefined;
         return;
       }
