@@ -120,7 +120,6 @@ async function main(): Promise<number> {
     out,
     tree: new AgentTree(supervisor),
     person: new Person(out, options),
-    store: opened.store,
     dir: options.dir,
     file: opened.file,
     existed: opened.existed,

@@ -1,4 +1,3 @@
-import type { SqlitePersistence } from '@troupe/sqlite';
 import type { Supervisor } from '@troupe/supervisor';
 import type { AgentTree } from './AgentTree.js';
 import type { Narrator } from './Narrator.js';
@@ -12,8 +11,6 @@ export interface StageParts {
   readonly out: Output;
   readonly tree: AgentTree;
   readonly person: Person;
-  /** The SQLite store the supervisor saves to. */
-  readonly store: SqlitePersistence;
   readonly dir: string;
   readonly file: string;
   /** True when the database was there before this run. */
@@ -24,7 +21,7 @@ export interface StageParts {
   readonly threads: number;
 }
 
-// Reading time per printed line and per scene, on a terminal only.
+// A moment to read a scene's last lines before the next begins (on a terminal only).
 const SCENE_PAUSE_MS = 600;
 
 /**
@@ -39,7 +36,6 @@ export class Stage implements StageParts {
   readonly out: Output;
   readonly tree: AgentTree;
   readonly person: Person;
-  readonly store: SqlitePersistence;
   readonly dir: string;
   readonly file: string;
   readonly existed: boolean;
@@ -52,7 +48,6 @@ export class Stage implements StageParts {
     this.out = parts.out;
     this.tree = parts.tree;
     this.person = parts.person;
-    this.store = parts.store;
     this.dir = parts.dir;
     this.file = parts.file;
     this.existed = parts.existed;
