@@ -87,11 +87,16 @@ async function runTask(req: IncomingMessage, res: ServerResponse): Promise<void>
   }
   const t0 = performance.now();
   try {
-    // The scope is validated, frozen and measured here, at the edge.
-    const agent = await supervisor.startAgent(coordinator, {
-      scope: { tenantId: input.tenantId, userId: input.userId, role: 'viewer', permissions: [] },
-      toolContext: { requestId },
+    // The scope is validated, frozen and measured here, at the edge: the
+    // request's fields are untrusted until the schema has read them (a bad
+    // one is a 400 naming the field).
+    const scope = TenantScope.parse({
+      tenantId: input.tenantId,
+      userId: input.userId,
+      role: 'viewer',
+      permissions: [],
     });
+    const agent = await supervisor.startAgent(coordinator, { scope, toolContext: { requestId } });
     log(`${requestId} started: ${agent.id}`);
     try {
       const result = await agent.send(input.message);

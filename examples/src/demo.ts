@@ -33,7 +33,8 @@ import { politeCancel } from './demo/scenes/politeCancel.js';
 import { question } from './demo/scenes/question.js';
 import { runaway } from './demo/scenes/runaway.js';
 import { scopeAtEdge } from './demo/scenes/scopeAtEdge.js';
-import { fig, unmarked, visibleLength, wrapText } from './demo/wrapText.js';
+import { startTracing, tracingMode } from './demo/tracing.js';
+import { fig, fitText, unmarked, visibleLength, wrapText } from './demo/wrapText.js';
 import { TenantScope } from './scope.js';
 
 const THREADS = 2;
@@ -158,20 +159,31 @@ async function main(): Promise<number> {
       ),
       ...wrapText(`database: ${opened.file} (${opened.existed ? 'from an earlier run' : 'new'})`, out.width),
     );
-    await fanOut(stage);
-    await runaway(stage, GRACE_MS);
-    await politeCancel(stage);
-    await question(stage);
-    await approval(stage, policy);
-    await durable(stage);
-    await scopeAtEdge(stage);
-    await crash(stage);
-    await liveTokens(stage, model, tour.figures.map((f) => `${f.label}: ${f.value} (${f.note})`).join('\n'));
-    await closeDown(stage);
+    // `--trace`: every scene in a span of its own, the supervisor's spans under it, the tree printed at the end.
+    const mode = tracingMode();
+    const tracing = mode === 'off' ? undefined : startTracing(supervisor, mode);
+    const scene = (name: string, work: () => Promise<void>): Promise<void> =>
+      tracing === undefined ? work() : tracing.scene(name, work);
+    await scene('scene 1: fan-out', () => fanOut(stage));
+    await scene('scene 2: runaway tool', () => runaway(stage, GRACE_MS));
+    await scene('scene 3: polite cancel', () => politeCancel(stage));
+    await scene('scene 4: question', () => question(stage));
+    await scene('scene 5: approval', () => approval(stage, policy));
+    await scene('scene 6: durable state', () => durable(stage));
+    await scene('scene 7: scope', () => scopeAtEdge(stage));
+    await scene('scene 8: crash', () => crash(stage));
+    const figures = tour.figures.map((f) => `${f.label}: ${f.value} (${f.note})`).join('\n');
+    await scene('scene 9: live tokens', () => liveTokens(stage, model, figures));
+    await scene('scene 10: close', () => closeDown(stage));
     tour.scene(`Measured on this machine just now (${tour.checks} claims checked):`);
     tour.summary();
-    await out.drain();
     out.print('', `${tour.checks} claims checked in ${formatDuration(performance.now() - started)}.`);
+    await out.drain();
+    if (tracing !== undefined) {
+      // Hundreds of lines for a developer: printed plain and at once, cut to 80 columns.
+      out.close();
+      await tracing.finish((line) => process.stdout.write(`${fitText(line, 80)}\n`));
+    }
     return 0;
   } catch (error) {
     if (interrupted) return 130;

@@ -13,7 +13,7 @@ supervisor.on('model.stop', (e) => {
 });
 
 const agent = await supervisor.startAgent(coordinator, {
-  scope: { tenantId: 'acme', userId: 'u-42' },
+  scope: { tenantId: 'acme', userId: 'u-42', role: 'oncall', permissions: ['incidents:read'] },
   toolContext: { region: 'eu-west-1', requestId: 'req-1' },
   metadata: { incident: 'INC-7' },
 });

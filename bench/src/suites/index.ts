@@ -3,6 +3,7 @@ import { abSuite } from './ab.js';
 import { cancelSuite } from './cancel.js';
 import { coreSuite } from './core.js';
 import { modelsSuite } from './models.js';
+import { otelSuite } from './otel.js';
 import { persistenceSuite } from './persistence.js';
 import { scopeSuite } from './scope.js';
 import { subagentSuite } from './subagent.js';
@@ -18,6 +19,7 @@ export const suites: readonly Suite[] = [
   scopeSuite,
   abSuite,
   modelsSuite,
+  otelSuite,
 ];
 
 /** Find a suite by name. */

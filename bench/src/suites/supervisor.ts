@@ -1,7 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import { type Agent, encodeSubagentTask } from '@troupe/core';
 import { WORKER_URL } from '@troupe/subagent';
-import { createSupervisor, systemClock } from '@troupe/supervisor';
+import { createSupervisor, type Supervisor, systemClock } from '@troupe/supervisor';
 import { CancellationTable } from '@troupe/supervisor/internal';
 import { Piscina } from 'piscina';
 import { asker, delegator, fanout100, trivial } from '../agents/overhead.js';
@@ -15,14 +15,30 @@ function gc(): void {
   (globalThis as { gc?: () => void }).gc?.();
 }
 
+/** Median milliseconds of one fan-out turn: straight on piscina, and through each supervisor variant. */
+export interface FanoutTrials {
+  readonly base: readonly number[];
+  readonly variants: readonly (readonly number[])[];
+  readonly trials: number;
+}
+
 /**
  * One parent turn delegating to 100 subagents on the two-thread pool, against
  * the same 100 subagent tasks posted straight to piscina (our worker entry,
- * no supervisor, no parent loop) in the same run.
+ * no supervisor, no parent loop) in the same run. Each variant is a
+ * supervisor prepared by its function (a tracing bridge installed, say);
+ * samples are interleaved so every variant sees the same machine.
  */
-async function fanout(ctx: SuiteContext): Promise<Figure[]> {
-  const supervisor = createSupervisor({ pool: { threads: 2 }, persistence: null });
-  await supervisor.pool.ready();
+export async function fanoutTrials(
+  ctx: SuiteContext,
+  variants: readonly ((supervisor: Supervisor) => void)[] = [() => {}],
+): Promise<FanoutTrials> {
+  const supervisors = variants.map((prepare) => {
+    const s = createSupervisor({ pool: { threads: 2 }, persistence: null });
+    prepare(s);
+    return s;
+  });
+  await Promise.all(supervisors.map((s) => s.pool.ready()));
   // The baseline: the worker entry on its own pool, with its own table.
   const table = new CancellationTable({});
   // Each thread gets the cancellation buffer with its first task, as the supervisor's dispatch does.
@@ -68,33 +84,41 @@ async function fanout(ctx: SuiteContext): Promise<Figure[]> {
     );
     for (let i = 0; i < 100; i++) table.release(`d${i}`);
   };
-  const parentRun = async (): Promise<void> => {
+  const parentRun = async (supervisor: Supervisor): Promise<void> => {
     const ref = await supervisor.startAgent(fanout100, { scope });
     const reply = await ref.send('go');
     if (reply.status !== 'done' || reply.text !== '100 done') throw new Error(`fan-out ended ${JSON.stringify(reply)}`);
     await supervisor.stopAgent(ref.id);
   };
   const trials = ctx.quick ? 20 : 100;
-  const ours: number[] = [];
+  const ours: number[][] = supervisors.map(() => []);
   const base: number[] = [];
   try {
     for (let i = 0; i < 10; i++) {
       await directRun();
-      await parentRun();
+      for (const s of supervisors) await parentRun(s);
     }
     for (let t = 0; t < trials; t++) {
-      if (t % 10 === 0) ctx.progress(`supervisor: fan-out ${t}/${trials}`);
-      let s = nowNs();
+      if (t % 10 === 0) ctx.progress(`fan-out ${t}/${trials}`);
+      let start = nowNs();
       await directRun();
-      base.push((nowNs() - s) / 1e6);
-      s = nowNs();
-      await parentRun();
-      ours.push((nowNs() - s) / 1e6);
+      base.push((nowNs() - start) / 1e6);
+      for (const [i, s] of supervisors.entries()) {
+        start = nowNs();
+        await parentRun(s);
+        ours[i]?.push((nowNs() - start) / 1e6);
+      }
     }
   } finally {
-    await supervisor.close();
+    await Promise.all(supervisors.map((s) => s.close()));
     await direct.close();
   }
+  return { base, variants: ours, trials };
+}
+
+async function fanout(ctx: SuiteContext): Promise<Figure[]> {
+  const { base, variants, trials } = await fanoutTrials(ctx);
+  const ours = variants[0] ?? [];
   const m = median(ours);
   const b = median(base);
   return [

@@ -1,9 +1,10 @@
 // A subagent that runs on a worker thread: it inspects one service and
 // reports what it saw of the three context channels.
 import { threadId } from 'node:worker_threads';
-import { ContextUpdate, defineAgent, defineTool, ToolResult } from '@troupe/core';
+import { ContextUpdate, defineAgent, defineTool, type ScopeOf, type ToolContext, ToolResult } from '@troupe/core';
 import { ScriptedModel } from '@troupe/core/testing';
 import { z } from 'zod';
+import type { TenantScope } from '../scope.js';
 import { lastUserMessage } from './lastUserMessage.js';
 import { demoModel } from './model.js';
 import { sharedNow } from './probe.js';
@@ -27,6 +28,12 @@ export interface Inspection {
   readonly startedAt: number;
   readonly endedAt: number;
 }
+
+/** What the analyst's tool reads: the tenant scope, and `region` and `requestId` from the host's toolContext. */
+type AnalystContext = ToolContext<
+  ScopeOf<typeof TenantScope>,
+  { readonly region?: string; readonly requestId: string }
+>;
 
 // About 100 ms of work on a 2020s core: long enough for the workers' runs to overlap visibly
 // and for a speed-up to stand above the noise of a shared machine.
@@ -53,19 +60,18 @@ export const inspectLogs = defineTool({
   name: 'inspect_logs',
   description: "Count the errors in a service's recent logs",
   parameters: z.object({ service: z.string().min(1) }),
-  execute: ({ service }, ctx) => {
+  execute: ({ service }, ctx: AnalystContext) => {
     const startedAt = sharedNow();
     const errors = countErrors(service);
-    const scope = ctx.scope as { readonly tenantId: string };
     const inspection: Inspection = {
       service,
       errors,
       agentId: ctx.agentId,
       parentAgentId: ctx.parentAgentId ?? null,
       threadId,
-      tenantId: scope.tenantId,
+      tenantId: ctx.scope.tenantId,
       region: String(ctx.region),
-      requestId: String(ctx.toolContext.requestId),
+      requestId: ctx.toolContext.requestId,
       incident: String(ctx.state.metadata.incident),
       startedAt,
       endedAt: sharedNow(),

@@ -5,7 +5,7 @@ import { defineAgent, defineTool } from '@troupe/core';
 import { ScriptedModel } from '@troupe/core/testing';
 import { z } from 'zod';
 import { demoModel } from './model.js';
-import { bump, Probe } from './probe.js';
+import { bump, Probe, type ProbeContext } from './probe.js';
 
 /** The runaway tool's own timeout: the watchdog kills its worker this long (plus the pool's grace) after it starts. */
 export const CRUNCH_TIMEOUT_MS = 100;
@@ -19,7 +19,7 @@ const validateInput = defineTool({
   description: 'Validate a form field with a (badly written) regular expression',
   parameters: z.object({ value: z.string() }),
   timeoutMs: CRUNCH_TIMEOUT_MS,
-  execute: ({ value }, ctx) => {
+  execute: ({ value }, ctx: ProbeContext) => {
     bump(ctx, Probe.crunchStarted);
     return RUNAWAY.test(value);
   },
@@ -46,7 +46,7 @@ const sumPrimes = defineTool({
   description: 'Sum primes until told to stop',
   parameters: z.object({}),
   timeoutMs: null,
-  execute: (_args, ctx) => {
+  execute: (_args, ctx: ProbeContext) => {
     bump(ctx, Probe.pollStarted);
     let sum = 0;
     let n = 2;

@@ -5,7 +5,7 @@ import { ScriptedModel } from '@troupe/core/testing';
 import { z } from 'zod';
 import { lastUserMessage } from './lastUserMessage.js';
 import { demoModel } from './model.js';
-import { bump, Probe } from './probe.js';
+import { bump, Probe, type ProbeContext } from './probe.js';
 
 const report = ({ lastToolResults }: { readonly lastToolResults: readonly { content: unknown; isError: boolean }[] }) =>
   JSON.stringify(lastToolResults.map((r) => (r.isError ? { error: r.content } : r.content)));
@@ -14,7 +14,7 @@ const deploy = defineTool({
   name: 'deploy',
   description: 'Deploy a service, asking a person where to',
   parameters: z.object({ service: z.string() }),
-  execute: ({ service }, ctx) => {
+  execute: ({ service }, ctx: ProbeContext) => {
     bump(ctx, Probe.deployRuns);
     // First run: no answer yet, so ask. The run stops here and its worker is
     // freed; when the host answers, this tool runs once more with `ctx.answer`.
@@ -49,7 +49,7 @@ const refund = defineTool({
   parameters: z.object({ order: z.string(), amount: z.number().positive() }),
   // The host's approval handler decides, on the supervisor thread, before anything runs.
   requiresApproval: true,
-  execute: ({ order, amount }, ctx) => {
+  execute: ({ order, amount }, ctx: ProbeContext) => {
     bump(ctx, Probe.refundRuns);
     return `refunded ${amount} on ${order}`;
   },

@@ -4,6 +4,7 @@
 // worker with Atomics (no message, no polling) — the way the tests
 // synchronise, never by sleeping.
 import { performance } from 'node:perf_hooks';
+import type { ToolContext } from '@troupe/core';
 
 /** Which counter means what. */
 export const Probe = Object.freeze({
@@ -29,6 +30,9 @@ const STAMPS = COUNTERS;
  */
 export const sharedNow = (): number => performance.timeOrigin + performance.now();
 
+/** What a tool that reports to the probe reads: `toolContext.probe`, when the host passed one. */
+export type ProbeContext = ToolContext<unknown, { readonly probe?: Int32Array }>;
+
 /** A fresh probe to pass as `toolContext.probe`: Int32 counters, then one Float64 stamp per counter. */
 export function createProbe(): Int32Array {
   const buffer = new SharedArrayBuffer(STAMPS_OFFSET + STAMPS * Float64Array.BYTES_PER_ELEMENT);
@@ -45,7 +49,7 @@ export function stampOf(probe: Int32Array, index: number): number {
  * host passed a probe. The stamp is written before the atomic add, so a host
  * that sees the counter move reads the stamp too.
  */
-export function bump(ctx: { readonly toolContext: Readonly<Record<string, unknown>> }, index: number): void {
+export function bump(ctx: ProbeContext, index: number): void {
   const probe = ctx.toolContext.probe;
   if (!(probe instanceof Int32Array)) return;
   new Float64Array(probe.buffer, STAMPS_OFFSET, STAMPS)[index] = sharedNow();

@@ -1,15 +1,18 @@
-import { ContextUpdate, defineAgent, defineTool, ToolResult } from '@troupe/core';
+import { ContextUpdate, defineAgent, defineTool, type ToolContext, ToolResult } from '@troupe/core';
 import { ScriptedModel } from '@troupe/core/testing';
 import { z } from 'zod';
+
+// What the tool reads of the scope and of the host's toolContext: the
+// supervisor that runs these agents must provide both (checked by tsc).
+type OrdersContext = ToolContext<{ tenantId: string }, { requestId: string }>;
 
 // A tool: zod parameters, one context holding the three channels, an optional ContextUpdate.
 const lookupOrder = defineTool({
   name: 'lookup_order',
   description: 'Find an order of the current tenant',
   parameters: z.object({ orderId: z.string() }),
-  execute: ({ orderId }, ctx) => {
-    const { tenantId } = ctx.scope as { tenantId: string };
-    const order = { orderId, tenantId, requestId: ctx.requestId, status: 'delivered' };
+  execute: ({ orderId }, ctx: OrdersContext) => {
+    const order = { orderId, tenantId: ctx.scope.tenantId, requestId: ctx.requestId, status: 'delivered' };
     return ToolResult.ok(order, ContextUpdate.empty().append('ordersSeen', orderId));
   },
 });

@@ -26,12 +26,14 @@ export class DemoUsageError extends Error {
   override readonly name = 'DemoUsageError';
 }
 
-export const USAGE = `usage: pnpm demo [--yes] [--plain] [--dir <directory>]
+export const USAGE = `usage: pnpm demo [--yes] [--plain] [--dir <directory>] [--trace]
 
   --yes, -y      answer the demo's questions automatically
   --plain        plain lines, as when the output is not a terminal
   --dir <path>   where the demo keeps its SQLite database
                  (also TROUPE_DEMO_DIR; default: <os temp dir>/troupe-demo)
+  --trace        print the supervisor's spans as a tree at the end (also
+                 TROUPE_DEMO_TRACE=1; OTEL_EXPORTER_OTLP_ENDPOINT exports them)
 
 Plain lines (no colour, no redraw, no pause) when stdout is not a terminal
 or CI is set; NO_COLOR turns colour off. TROUPE_MODEL_BASE_URL and
@@ -44,7 +46,7 @@ interface Streams {
 
 /** Parse `argv` (without node and the script) strictly: an unknown flag is a {@link DemoUsageError}. */
 export function parseDemoOptions(argv: readonly string[], env: NodeJS.ProcessEnv, streams: Streams): DemoOptions {
-  let values: { yes?: boolean; plain?: boolean; dir?: string; help?: boolean };
+  let values: { yes?: boolean; plain?: boolean; dir?: string; help?: boolean; trace?: boolean };
   try {
     ({ values } = parseArgs({
       args: [...argv],
@@ -55,6 +57,8 @@ export function parseDemoOptions(argv: readonly string[], env: NodeJS.ProcessEnv
         plain: { type: 'boolean' },
         dir: { type: 'string' },
         help: { type: 'boolean', short: 'h' },
+        // Read by tracing.ts from argv; declared so that it parses.
+        trace: { type: 'boolean' },
       },
     }));
   } catch (error) {

@@ -1,5 +1,5 @@
 import type { Model } from './Model.js';
-import type { AnyTool } from './Tool.js';
+import type { AnyTool, Tool } from './Tool.js';
 import { InvalidArgumentError } from './TroupeError.js';
 
 const AGENT = Symbol.for('troupe.agent');
@@ -7,8 +7,15 @@ const AGENT = Symbol.for('troupe.agent');
 /** Default turn limit of an agent's loop. */
 export const DEFAULT_MAX_TURNS = 16;
 
-/** What you pass to {@link defineAgent}. */
-export interface AgentDefinition {
+/**
+ * What you pass to {@link defineAgent}. `T` and `U` are its tools and
+ * subagents, as given: the agent's scope and `toolContext` types are what
+ * they read (see {@link Agent}).
+ */
+export interface AgentDefinition<
+  T extends readonly AnyTool[] = readonly AnyTool[],
+  U extends readonly Agent[] = readonly Agent[],
+> {
   /** Unique within its module; names the agent to parents and in events. `[A-Za-z0-9_-]{1,64}`. */
   readonly name: string;
   /** What the agent is for; a parent's model sees it when choosing a subagent. */
@@ -22,9 +29,9 @@ export interface AgentDefinition {
   /** The system prompt. */
   readonly instructions: string;
   readonly model: Model;
-  readonly tools?: readonly AnyTool[];
-  /** Agents this one may delegate to with its built-in `task` tool. */
-  readonly subagents?: readonly Agent[];
+  readonly tools?: T;
+  /** Agents this one may delegate to with its built-in `task` tool (they get its scope and toolContext). */
+  readonly subagents?: U;
   /**
    * Names of subagents whose metadata changes flow back into this agent's
    * metadata (through the one reducer) when their task is done. By default a
@@ -35,25 +42,62 @@ export interface AgentDefinition {
   readonly maxTurns?: number;
 }
 
-/** A defined agent. Export it from a module so workers can import it. */
-export interface Agent {
+/**
+ * A defined agent. Export it from a module so workers can import it.
+ *
+ * `S` and `TC` are the scope and the `toolContext` shape it needs: all that
+ * its tools and subagents read (their {@link ToolContext} types, intersected).
+ * A supervisor checks both when it starts or spawns the agent. A bare `Agent`
+ * is an agent of any scope and tool context. To hold an agent to a declared
+ * shape, annotate it: `export const orders: Agent<OrderScope, OrderToolContext> = defineAgent(...)`
+ * compiles only if its tools read no more than that.
+ */
+// biome-ignore lint/suspicious/noExplicitAny: a bare `Agent` holds agents of every scope and tool context.
+export interface Agent<S = any, TC extends object = any> {
   readonly [AGENT]: true;
   readonly name: string;
   readonly description: string;
   readonly module: string | undefined;
   readonly instructions: string;
   readonly model: Model;
-  readonly tools: readonly AnyTool[];
-  readonly subagents: readonly Agent[];
+  // biome-ignore lint/suspicious/noExplicitAny: tools of every argument and result type; only S and TC are checked.
+  readonly tools: readonly Tool<any, any, S, TC>[];
+  readonly subagents: readonly Agent<S, TC>[];
   readonly mergeMetadataFrom: ReadonlySet<string>;
   readonly maxTurns: number;
 }
+
+// What a list of tools and subagents reads, as one intersection: a union of
+// what each reads, turned into the parameter of a function (a contravariant
+// position, where inference intersects). A tool that declares nothing reads
+// `unknown` and no keys, which add nothing to the intersection.
+type ReadsOf<X> =
+  // biome-ignore lint/suspicious/noExplicitAny: a tool of any argument and result type.
+  X extends Tool<any, any, infer S, infer TC>
+    ? { scope: S; toolContext: TC }
+    : X extends Agent<infer S, infer TC>
+      ? { scope: S; toolContext: TC }
+      : never;
+type Intersected<R> = (R extends unknown ? (reads: R) => void : never) extends (reads: infer I) => void ? I : never;
+type Reads<T extends readonly AnyTool[], U extends readonly Agent[]> = Intersected<
+  ReadsOf<T[number]> | ReadsOf<U[number]> | { scope: unknown; toolContext: Record<never, never> }
+>;
+/** The scope an agent with these tools and subagents needs. */
+type ScopeNeeded<T extends readonly AnyTool[], U extends readonly Agent[]> =
+  Reads<T, U> extends { scope: infer S } ? S : unknown;
+/** The `toolContext` an agent with these tools and subagents needs. */
+type ToolContextNeeded<T extends readonly AnyTool[], U extends readonly Agent[]> =
+  Reads<T, U> extends { toolContext: infer TC extends object } ? TC : Record<never, never>;
 
 const NAME = /^[A-Za-z0-9_-]{1,64}$/;
 
 /**
  * Define an agent once, in a module, and export it. The supervisor names
  * agents by module URL; a worker imports each module once and caches it.
+ *
+ * The agent's type says what it needs: the scope and the `toolContext` keys
+ * that its tools and subagents read (their {@link ToolContext} types), so a
+ * supervisor can refuse at compile time to start it without them.
  *
  * @example
  * ```ts
@@ -66,7 +110,9 @@ const NAME = /^[A-Za-z0-9_-]{1,64}$/;
  * })
  * ```
  */
-export function defineAgent(definition: AgentDefinition): Agent {
+export function defineAgent<const T extends readonly AnyTool[] = [], const U extends readonly Agent[] = []>(
+  definition: AgentDefinition<T, U>,
+): Agent<ScopeNeeded<T, U>, ToolContextNeeded<T, U>> {
   const where = `defineAgent(${JSON.stringify(definition?.name)})`;
   if (typeof definition !== 'object' || definition === null)
     throw new InvalidArgumentError('defineAgent: pass a definition object');
@@ -79,10 +125,18 @@ export function defineAgent(definition: AgentDefinition): Agent {
     throw new InvalidArgumentError(`${where}: model must implement generate({ messages, tools, signal })`);
   }
   if (definition.module !== undefined) {
+    // Workers import the module from this machine's files: a path is not a URL,
+    // and an https: (or data:, node:) URL is not a file a worker can import.
+    let scheme: string | undefined;
     try {
-      new URL(definition.module);
+      scheme = new URL(definition.module).protocol;
     } catch {
-      throw new InvalidArgumentError(`${where}: module must be a URL; pass import.meta.url`);
+      scheme = undefined;
+    }
+    if (scheme !== 'file:') {
+      throw new InvalidArgumentError(
+        `${where}: module must be the file: URL of the module that defines the agent, got ${JSON.stringify(definition.module)}${scheme !== undefined ? ` (a ${scheme} URL)` : typeof definition.module === 'string' ? ' (a path, not a URL)' : ''}; pass import.meta.url`,
+      );
     }
   }
   const tools = [...(definition.tools ?? [])];

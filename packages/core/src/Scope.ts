@@ -29,9 +29,13 @@ export interface ScopeOptions {
   readonly budgetBytes?: number;
 }
 
-/** What {@link defineScope} returns: the integrator's schema plus Troupe's checks. */
-export interface ScopeDefinition<T> {
-  readonly schema: z.ZodType<T>;
+/**
+ * What {@link defineScope} returns: the integrator's schema plus Troupe's
+ * checks. `T` is the scope the schema produces (what tools read as
+ * `ctx.scope`), `I` what it accepts (what `startAgent` and `spawn` take).
+ */
+export interface ScopeDefinition<T, I = T> {
+  readonly schema: z.ZodType<T, I>;
   readonly budgetBytes: number;
   /**
    * Validate `input` with the schema, check it is structured-cloneable, measure
@@ -41,6 +45,19 @@ export interface ScopeDefinition<T> {
    */
   parse(input: unknown): Scope<T>;
 }
+
+/**
+ * The scope a {@link ScopeDefinition} produces, to declare what tools read:
+ * `ToolContext<ScopeOf<typeof TenantScope>>`.
+ *
+ * @example
+ * ```ts
+ * const TenantScope = defineScope(z.object({ tenantId: z.string() }))
+ * type TenantScope = ScopeOf<typeof TenantScope> // { tenantId: string }
+ * ```
+ */
+// biome-ignore lint/suspicious/noExplicitAny: any input type; only the output is read.
+export type ScopeOf<D extends ScopeDefinition<unknown, any>> = D extends ScopeDefinition<infer T, any> ? T : never;
 
 // A sealed scope is deep-frozen, so its size cannot change: measure it once.
 // Only values this module froze all the way down are cached: a value frozen
@@ -234,14 +251,25 @@ function formatBytes(n: number): string {
   return n < 1024 ? `${n} B` : `${(n / 1024).toFixed(1).replace(/\.0$/, '')} KiB`;
 }
 
+/** Where the budget of a scope sealed without a schema is set (`sealScope`'s default). */
+const SUPERVISOR_BUDGET_OPTION = 'createSupervisor({ scopeBudgetBytes })';
+/** Where the budget of a scope defined with a schema is set: the supervisor's option does not apply to it. */
+const DEFINITION_BUDGET_OPTION = 'defineScope(schema, { budgetBytes })';
+
 /**
- * Throw `ERR_SCOPE_OVER_BUDGET` when `bytes` exceeds `budgetBytes`.
- * The message gives the size and says to pass a lean projection.
+ * Throw `ERR_SCOPE_OVER_BUDGET` when `bytes` exceeds `budgetBytes`. The
+ * message gives the size, says to pass a lean projection, and names `option`,
+ * where this budget is raised (default `createSupervisor({ scopeBudgetBytes })`).
  */
-export function assertScopeBudget(bytes: number, budgetBytes: number, what = 'scope'): void {
+export function assertScopeBudget(
+  bytes: number,
+  budgetBytes: number,
+  what = 'scope',
+  option = SUPERVISOR_BUDGET_OPTION,
+): void {
   if (bytes > budgetBytes) {
     throw new InvalidArgumentError(
-      `${what} is ${formatBytes(bytes)}${bytes < 1024 ? '' : ` (${bytes} bytes)`}, over the ${formatBytes(budgetBytes)} budget: it is copied on every thread hop, so pass a lean projection (ids and role, not the preloaded user graph) or raise scopeBudgetBytes`,
+      `${what} is ${formatBytes(bytes)}${bytes < 1024 ? '' : ` (${bytes} bytes)`}, over the ${formatBytes(budgetBytes)} budget: it is copied on every thread hop, so pass a lean projection (ids and role, not the preloaded user graph) or raise the budget with ${option}`,
       { code: 'ERR_SCOPE_OVER_BUDGET' },
     );
   }
@@ -268,19 +296,28 @@ export function checkBudget(budgetBytes: unknown, name = 'budgetBytes'): number 
  * object — what the getter returns afterwards is not seen (one that answers
  * differently while the scope is sealed is refused).
  *
+ * `budgetOption` names, in the over-budget error, where the budget is set
+ * (default `createSupervisor({ scopeBudgetBytes })`, the budget of scopes
+ * given without a schema).
+ *
  * @throws InvalidArgumentError `ERR_NOT_CLONEABLE` (naming the path when
  *   there is one), `ERR_SCOPE_OVER_BUDGET` (giving the size).
  */
-export function sealScope<T>(value: T, budgetBytes = DEFAULT_SCOPE_BUDGET_BYTES): Scope<T> {
+export function sealScope<T>(
+  value: T,
+  budgetBytes = DEFAULT_SCOPE_BUDGET_BYTES,
+  budgetOption = SUPERVISOR_BUDGET_OPTION,
+): Scope<T> {
   // Sealed before (every spawn of a conversation passes the same scope): no
   // walk again, only the budget against the size known then.
   if (typeof value === 'object' && value !== null && sealed.has(value)) {
-    if (serializedSizeAtMost(value) > budgetBytes) assertScopeBudget(serializedSize(value), budgetBytes);
+    if (serializedSizeAtMost(value) > budgetBytes)
+      assertScopeBudget(serializedSize(value), budgetBytes, 'scope', budgetOption);
     return value as Scope<T>;
   }
   if (typeof value !== 'object' || value === null) {
     assertCloneable(value, 'scope');
-    assertScopeBudget(serializedSize(value), budgetBytes);
+    assertScopeBudget(serializedSize(value), budgetBytes, 'scope', budgetOption);
     return value as Scope<T>;
   }
   // One walk checks every value, lists every object and bounds the size; the
@@ -311,7 +348,7 @@ export function sealScope<T>(value: T, budgetBytes = DEFAULT_SCOPE_BUDGET_BYTES)
       // The walk accepts what it can see; serialization is the last word.
       throw notPlainData(`it cannot be cloned (${error instanceof Error ? error.message : String(error)})`, error);
     }
-    assertScopeBudget(bytes, budgetBytes);
+    assertScopeBudget(bytes, budgetBytes, 'scope', budgetOption);
   }
   sealed.add(value);
   return value as Scope<T>;
@@ -368,7 +405,7 @@ function freezeSeals(o: object): boolean {
  * const scope = AgentScope.parse({ userId: 'u1', orgId: 'o1', role: 'admin' })
  * ```
  */
-export function defineScope<T>(schema: z.ZodType<T>, options: ScopeOptions = {}): ScopeDefinition<T> {
+export function defineScope<T, I = T>(schema: z.ZodType<T, I>, options: ScopeOptions = {}): ScopeDefinition<T, I> {
   const budgetBytes = checkBudget(options.budgetBytes ?? DEFAULT_SCOPE_BUDGET_BYTES);
   return Object.freeze({
     schema,
@@ -382,7 +419,7 @@ export function defineScope<T>(schema: z.ZodType<T>, options: ScopeOptions = {})
           cause: result.error,
         });
       }
-      return sealScope(result.data, budgetBytes);
+      return sealScope(result.data, budgetBytes, DEFINITION_BUDGET_OPTION);
     },
   });
 }

@@ -19,15 +19,19 @@ export interface ToolSpec {
   readonly parameters: Readonly<Record<string, unknown>>;
 }
 
-/** What you pass to {@link defineTool}. */
-export interface ToolDefinition<P extends z.ZodType, R> {
+/**
+ * What you pass to {@link defineTool}. `S` and `TC` are the scope and the
+ * `toolContext` shape the tool reads, inferred from the type of `execute`'s
+ * `ctx` (see {@link ToolContext}); undeclared, they read as `unknown`.
+ */
+export interface ToolDefinition<P extends z.ZodType, R, S = unknown, TC extends object = Record<never, never>> {
   /** `[A-Za-z0-9_-]{1,64}`, unique within an agent. */
   readonly name: string;
   readonly description: string;
   /** zod schema of the arguments; the model's arguments are validated before `execute` runs. */
   readonly parameters: P;
   /** Runs the tool. Throw to be retried; return `ToolResult.error` to fail without retry. */
-  readonly execute: (args: z.output<P>, ctx: ToolContext) => ToolReturn<R> | Promise<ToolReturn<R>>;
+  readonly execute: (args: z.output<P>, ctx: ToolContext<S, TC>) => ToolReturn<R> | Promise<ToolReturn<R>>;
   /** Extra attempts after a thrown error (default 1; 0 makes one attempt). */
   readonly retries?: number;
   /** Per-attempt timeout in ms (default 30 000; 0 or null: none). A timeout is terminal. */
@@ -43,12 +47,21 @@ export interface ToolDefinition<P extends z.ZodType, R> {
   readonly idempotent?: boolean;
 }
 
-/** A defined tool: validated, frozen, with its model-facing spec. */
-export interface Tool<P extends z.ZodType = z.ZodType, R = unknown> {
+/**
+ * A defined tool: validated, frozen, with its model-facing spec. `S` and `TC`
+ * are what it reads from the scope and the `toolContext`: an agent holding it
+ * must provide at least that (see {@link ToolContext}).
+ */
+export interface Tool<
+  P extends z.ZodType = z.ZodType,
+  R = unknown,
+  S = unknown,
+  TC extends object = Record<never, never>,
+> {
   readonly name: string;
   readonly description: string;
   readonly parameters: P;
-  readonly execute: (args: z.output<P>, ctx: ToolContext) => ToolReturn<R> | Promise<ToolReturn<R>>;
+  readonly execute: (args: z.output<P>, ctx: ToolContext<S, TC>) => ToolReturn<R> | Promise<ToolReturn<R>>;
   readonly retries: number;
   /** `null` when the tool has no timeout. */
   readonly timeoutMs: number | null;
@@ -59,9 +72,9 @@ export interface Tool<P extends z.ZodType = z.ZodType, R = unknown> {
   readonly spec: ToolSpec;
 }
 
-/** A tool of any argument and result type, as agents hold them. */
+/** A tool of any argument, result, scope and tool-context type, as the runtime holds them. */
 // biome-ignore lint/suspicious/noExplicitAny: the variance of `execute` requires it for heterogeneous lists.
-export type AnyTool = Tool<any, any>;
+export type AnyTool = Tool<any, any, any, any>;
 
 const NAME = /^[A-Za-z0-9_-]{1,64}$/;
 
@@ -73,6 +86,10 @@ const NAME = /^[A-Za-z0-9_-]{1,64}$/;
  * validation failures are never retried; a thrown error is retried up to
  * `retries` times; a returned `ToolResult.error` is not; a timeout is terminal.
  *
+ * Annotate `ctx` with a {@link ToolContext} to declare the scope and the
+ * `toolContext` keys the tool reads: they are then typed in `execute`, and
+ * carried to every agent that holds the tool.
+ *
  * @example
  * ```ts
  * const add = defineTool({
@@ -83,7 +100,9 @@ const NAME = /^[A-Za-z0-9_-]{1,64}$/;
  * })
  * ```
  */
-export function defineTool<P extends z.ZodType, R>(definition: ToolDefinition<P, R>): Tool<P, R> {
+export function defineTool<P extends z.ZodType, R, S = unknown, TC extends object = Record<never, never>>(
+  definition: ToolDefinition<P, R, S, TC>,
+): Tool<P, R, S, TC> {
   const rawName: unknown = (definition as { name?: unknown } | null | undefined)?.name;
   // String() rather than JSON.stringify alone: a bigint name would make the message itself throw.
   const where = `defineTool(${typeof rawName === 'string' ? JSON.stringify(rawName) : String(rawName)})`;
@@ -108,7 +127,7 @@ export function defineTool<P extends z.ZodType, R>(definition: ToolDefinition<P,
   }
   const timeoutMs = rawTimeout === null || rawTimeout === 0 ? null : rawTimeout;
   let spec: ToolSpec | undefined;
-  const tool: Tool<P, R> = {
+  const tool: Tool<P, R, S, TC> = {
     name: definition.name,
     description: definition.description,
     parameters: definition.parameters,

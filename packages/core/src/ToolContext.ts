@@ -32,12 +32,16 @@ export const RESERVED_CONTEXT_KEYS = [
   'throwIfCancelled',
 ] as const;
 
-/** What Troupe puts in every tool's context. */
-export interface ReservedToolContext {
+/**
+ * What Troupe puts in every tool's context. `S` is the scope the tool reads
+ * (what the supervisor's scope schema produces), `TC` the shape of the
+ * caller's `toolContext`; see {@link ToolContext}.
+ */
+export interface ReservedToolContext<S = unknown, TC extends object = Record<never, never>> {
   /** Who the agent acts for: the parsed, frozen scope. */
-  readonly scope: Scope;
+  readonly scope: Scope<S>;
   /** The caller's static toolContext, whole (its keys are also merged flat). */
-  readonly toolContext: Readonly<Record<string, unknown>>;
+  readonly toolContext: Readonly<TC>;
   readonly state: AgentStateView;
   /** This agent's id (a subagent's is `<parentId>-sub-<n>`). */
   readonly agentId: AgentId;
@@ -64,12 +68,33 @@ export interface ReservedToolContext {
 /**
  * What a tool's `execute` receives: the caller's `toolContext` keys merged
  * flat, overridden by the {@link ReservedToolContext} keys.
+ *
+ * Both parameters are what the tool declares it reads: `S`, the scope
+ * (`ctx.scope` is a deep-readonly `S`), and `TC`, the `toolContext` keys (read
+ * flat, `ctx.requestId`, or whole, `ctx.toolContext`). Annotate `execute`'s
+ * `ctx` with it and `defineTool`, then `defineAgent`, carry both: a supervisor
+ * refuses at compile time to start the agent with a scope schema whose output
+ * lacks what the tools read, or a `toolContext` of another shape. Undeclared:
+ * `ctx.scope` is `unknown` and every flat key reads as `unknown`.
+ *
+ * Gotcha: these are compile-time promises. At run time the supervisor's scope
+ * schema is what checks the scope; a supervisor without one passes whatever
+ * plain data it is given.
+ *
+ * @example
+ * ```ts
+ * const OrderScope = defineScope(z.object({ tenantId: z.string(), userId: z.string() }))
+ * type OrderContext = ToolContext<ScopeOf<typeof OrderScope>, { requestId: string }>
+ * const whoAmI = defineTool({
+ *   name: 'who_am_i',
+ *   description: 'Say who the agent acts for',
+ *   parameters: z.object({}),
+ *   execute: (_args, ctx: OrderContext) => `${ctx.scope.tenantId}/${ctx.scope.userId} (${ctx.requestId})`,
+ * })
+ * ```
  */
-export type ToolContext<TC extends Record<string, unknown> = Record<string, unknown>> = Omit<
-  TC,
-  keyof ReservedToolContext
-> &
-  ReservedToolContext;
+export type ToolContext<S = unknown, TC extends object = Record<never, never>> = Omit<TC, keyof ReservedToolContext> &
+  ReservedToolContext<S, TC>;
 
 /** The per-run part of a tool context: fixed for every call of a run. */
 export interface RunContext {
@@ -97,7 +122,7 @@ const RESERVED: ReadonlySet<string> = new Set(RESERVED_CONTEXT_KEYS);
 const EMPTY_METADATA: Metadata = Object.freeze({});
 
 /** A tool-context constructor for one `toolContext`: its flat keys live on the prototype. */
-type ToolContextClass = new (run: RunContext, call: CallContext) => ToolContext;
+type ToolContextClass = new (run: RunContext, call: CallContext) => ToolContext<unknown, RunContext['toolContext']>;
 
 // One class per frozen toolContext (in practice: per run, shared by its calls).
 const classes = new WeakMap<object, ToolContextClass>();
@@ -115,7 +140,7 @@ const classes = new WeakMap<object, ToolContextClass>();
  * `signal` would otherwise shadow the getter).
  */
 function contextClass(toolContext: Readonly<Record<string, unknown>>): ToolContextClass {
-  const ToolContextObject = class implements ReservedToolContext {
+  const ToolContextObject = class implements ReservedToolContext<unknown, RunContext['toolContext']> {
     readonly #token: CancelToken;
     declare readonly scope: Scope;
     declare readonly toolContext: Readonly<Record<string, unknown>>;
@@ -190,7 +215,7 @@ function contextClass(toolContext: Readonly<Record<string, unknown>>): ToolConte
  * ctx.scope        // always run.scope, even if toolContext has a `scope` key
  * ```
  */
-export function buildToolContext(run: RunContext, call: CallContext): ToolContext {
+export function buildToolContext(run: RunContext, call: CallContext): ToolContext<unknown, RunContext['toolContext']> {
   const toolContext = run.toolContext;
   let Ctx = classes.get(toolContext);
   if (Ctx === undefined) {

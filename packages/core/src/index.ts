@@ -143,6 +143,7 @@ export {
   isDeepFrozen,
   type Scope,
   type ScopeDefinition,
+  type ScopeOf,
   type ScopeOptions,
   sealScope,
   serializedBytes,

@@ -4,5 +4,5 @@
  * default store of daemons.
  */
 
-export { SCHEMA_VERSION } from './internal/schema.js';
+export { SCHEMA_VERSION } from './internal/migrations.js';
 export { SqlitePersistence, type SqlitePersistenceOptions, sqlitePersistence } from './SqlitePersistence.js';

@@ -260,6 +260,7 @@ export class RunTree {
       track: (node) => {
         // From now on the run's capability is good on this thread's channel, and only there.
         if (node.capability !== undefined) this.#byCapability.set(node.capability, node);
+        node.dispatchedAt = this.#clock.now();
         this.#watchdog.track(node.id);
         if (this.table.isCancelled(node.id)) this.#watchdog.cancelled(node.id);
       },
@@ -276,6 +277,7 @@ export class RunTree {
     const node = this.#rootNode(spec);
     this.#begin(node);
     if (spec.kind === 'message') {
+      this.#emitRunStarted(node, false);
       void this.#runLocal(node, {
         input: spec.input === '' ? undefined : spec.input,
         state: spec.state as LoopState,
@@ -780,15 +782,17 @@ export class RunTree {
       // A parent already suspended (deferred, waiting on this run) learns of the question from here.
       this.#reconsider(node.parent);
     }
-    if (first !== undefined && node.parent !== undefined && this.#has('subagent.suspended')) {
+    if (first !== undefined && node.kind !== 'message' && this.#has('subagent.suspended')) {
       this.#events.emit('subagent.suspended', {
         agentId: node.agentId,
         runId: node.id,
-        parentAgentId: node.parent.agentId,
+        parentAgentId: node.parent?.agentId,
         requestId: first?.request.id ?? '',
         path: node.path,
         usage: node.usage,
         totalUsage: totalOf(node),
+        threadId: node.thread?.id,
+        dispatchedAt: node.dispatchedAt,
         at: this.#clock.now(),
       });
     }
@@ -807,6 +811,7 @@ export class RunTree {
     this.#begin(node);
     node.root.owner?.resumed?.(node.root);
     if (node.kind === 'message') {
+      this.#emitRunStarted(node, true);
       void this.#runLocal(node, {
         state,
         answer: input.answer,
@@ -1492,6 +1497,25 @@ export class RunTree {
       resumed,
       path: node.path,
       bytes,
+      toolCallId: node.toolCallId,
+      model: node.agent.model.name,
+      provider: node.agent.model.provider,
+      at: this.#clock.now(),
+    });
+  }
+
+  // A parent message's run starts (synchronously in the call that started it: listeners see its async context).
+  #emitRunStarted(node: RunNode, resumed: boolean): void {
+    if (!this.#has('agent.run.started')) return;
+    const model = node.agent.model;
+    this.#events.emit('agent.run.started', {
+      agentId: node.agentId,
+      runId: node.id,
+      path: node.path,
+      agent: node.agent.name,
+      resumed,
+      model: model.name,
+      provider: model.provider,
       at: this.#clock.now(),
     });
   }
@@ -1508,6 +1532,8 @@ export class RunTree {
       path: node.path,
       usage: node.usage,
       totalUsage: totalOf(node),
+      threadId: node.thread?.id,
+      dispatchedAt: node.dispatchedAt,
       at: this.#clock.now(),
     };
     switch (end.status) {

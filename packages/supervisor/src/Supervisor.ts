@@ -12,6 +12,7 @@ import {
   ClosedError,
   createId,
   DEFAULT_SCOPE_BUDGET_BYTES,
+  type DeepReadonly,
   deepFreeze,
   freezeReceived,
   InvalidArgumentError,
@@ -65,8 +66,11 @@ export interface PoolOptions {
   readonly floodLimit?: number;
 }
 
-/** Options of `createSupervisor`; validated and defaulted once. */
-export interface SupervisorOptions {
+/**
+ * Options of `createSupervisor`; validated and defaulted once. `S` and `I` are
+ * what the `scope` definition produces and accepts (see {@link Supervisor}).
+ */
+export interface SupervisorOptions<S = unknown, I = S> {
   /** Parent agents the host may start by name (optional: `startAgent` also takes an agent). */
   readonly agents?: readonly Agent[];
   /** The worker pool (threads, resourceLimits, maxQueue, graceMs, ...). */
@@ -98,7 +102,7 @@ export interface SupervisorOptions {
    */
   readonly clock?: Clock;
   /** Validates every scope at the edge (default: any cloneable plain data within the budget). */
-  readonly scope?: ScopeDefinition<unknown>;
+  readonly scope?: ScopeDefinition<S, I>;
   /** Serialized-size budget of a scope when no `scope` definition is given (default 4096). */
   readonly scopeBudgetBytes?: number;
   /** Messages a parent agent may hold waiting (default 256). */
@@ -109,11 +113,14 @@ export interface SupervisorOptions {
   readonly subagentTimeoutMs?: number;
 }
 
-/** Options of {@link Supervisor.startAgent}. */
-export interface StartAgentOptions {
+/**
+ * Options of {@link Supervisor.startAgent}: `I` is the scope it takes, `TC` the
+ * agent's `toolContext` (required when the agent's tools declare keys).
+ */
+export interface StartAgentOptions<I = unknown, TC extends object = Readonly<Record<string, unknown>>> {
   /** Who the agent acts for. Never persisted: re-supply it on restore. */
-  readonly scope: unknown;
-  readonly toolContext?: Readonly<Record<string, unknown>>;
+  readonly scope: I;
+  readonly toolContext?: TC;
   /** Groups the saved state; default: the agent id. */
   readonly conversationId?: string;
   /** Give the same id (and conversation) to restore a saved agent; default: a fresh id. */
@@ -134,11 +141,11 @@ export interface AnswerOptions {
   readonly toolContext?: Readonly<Record<string, unknown>>;
 }
 
-/** Options of {@link Supervisor.spawn}. */
-export interface SpawnOptions {
+/** Options of {@link Supervisor.spawn}: `I` and `TC` as in {@link StartAgentOptions}. */
+export interface SpawnOptions<I = unknown, TC extends object = Readonly<Record<string, unknown>>> {
   readonly input: string;
-  readonly scope: unknown;
-  readonly toolContext?: Readonly<Record<string, unknown>>;
+  readonly scope: I;
+  readonly toolContext?: TC;
   readonly metadata?: Metadata;
   /** Relative deadline of the run (default: the supervisor's `subagentTimeoutMs`). */
   readonly timeoutMs?: number;
@@ -236,8 +243,14 @@ const SPAWN_OWNER: RootOwner = Object.freeze({ settle: outcomeOf });
  * graceful and bounded, `destroy()` immediate, both idempotent;
  * `await using supervisor = createSupervisor(...)` closes it; every call
  * after close fails with a `ClosedError`.
+ *
+ * Types: `S` and `I` are what the supervisor's scope schema produces and
+ * accepts. `startAgent` and `spawn` take a scope of type `I`, and only an
+ * agent whose tools read no more than `S` (and whose `toolContext` is given,
+ * of the shape its tools declare). Without a schema (`S` unknown), the scope
+ * passed is what the tools get, so it must be what they read.
  */
-export class Supervisor extends EventEmitter<SupervisorEvents> {
+export class Supervisor<S = unknown, I = S> extends EventEmitter<SupervisorEvents> {
   /** The worker pool, as far as a host needs it. */
   readonly pool: { ready(): Promise<void>; stats(): SupervisorStats['pool'] };
   readonly #tree: RunTree;
@@ -274,7 +287,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
   #listeners = 0;
   #closed = false;
 
-  constructor(options: SupervisorOptions = {}) {
+  constructor(options: SupervisorOptions<S, I> = {}) {
     super();
     if (typeof options !== 'object' || options === null)
       throw new InvalidArgumentError('createSupervisor(options): pass an object');
@@ -461,6 +474,13 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
    * (with the scope given now: scope is never saved), including an open
    * request, which is listed by `pendingRequests()` again.
    */
+  startAgent<SA = unknown, TC extends object = Record<never, never>>(
+    agent: Agent<unknown extends S ? SA : S, TC>,
+    options: StartAgentOptions<DeepReadonly<unknown extends S ? SA : I>, TC> &
+      (Partial<TC> extends TC ? unknown : { readonly toolContext: TC }),
+  ): Promise<AgentHandle>;
+  /** Start (or restore) an agent given in `options.agents`, by name. */
+  startAgent(agent: string, options: StartAgentOptions<DeepReadonly<I>>): Promise<AgentHandle>;
   async startAgent(agent: Agent | string, options: StartAgentOptions): Promise<AgentHandle> {
     this.#assertOpen();
     const def = typeof agent === 'string' ? this.#agentsByName.get(agent) : agent;
@@ -813,7 +833,8 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
         { code: 'ERR_UNKNOWN_AGENT' },
       );
     }
-    await this.startAgent(def, {
+    // The stored agent and scope are untyped here: the typed overloads are for hosts.
+    await (this as Supervisor).startAgent(def, {
       agentId: record.agentId,
       conversationId: record.conversationId,
       scope,
@@ -827,6 +848,11 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
    * Resolves with its outcome once its whole tree has ended — or suspended:
    * answer its question and `answer()` resolves with what it did then.
    */
+  spawn<SA = unknown, TC extends object = Record<never, never>>(
+    agent: Agent<unknown extends S ? SA : S, TC>,
+    options: SpawnOptions<DeepReadonly<unknown extends S ? SA : I>, TC> &
+      (Partial<TC> extends TC ? unknown : { readonly toolContext: TC }),
+  ): Promise<SubagentOutcome>;
   async spawn(agent: Agent, options: SpawnOptions): Promise<SubagentOutcome> {
     this.#assertOpen();
     if (!isAgent(agent))
@@ -902,6 +928,16 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
         throw new InvalidArgumentError(error.message, { code: 'ERR_UNKNOWN_AGENT', cause: error });
       throw error;
     }
+  }
+
+  /**
+   * The scope a live run acts for (a parent agent's message, a subagent at
+   * any depth, a direct spawn), by agent id: for host code that derives
+   * something from it at the edge, such as a tracing bridge's tenant hash.
+   * `undefined` when no run of that agent is live.
+   */
+  scopeOf(agentId: string): Scope | undefined {
+    return this.#tree.nodeOf(agentId)?.scope;
   }
 
   /** Cancel a parent agent's message, a direct spawn or any running subagent, by agent id (its whole subtree). */
@@ -1145,6 +1181,6 @@ function isEndedRow(row: RunRecord): boolean {
  * const reply = await assistant.send('Summarise the open incidents')
  * ```
  */
-export function createSupervisor(options: SupervisorOptions = {}): Supervisor {
+export function createSupervisor<S = unknown, I = S>(options: SupervisorOptions<S, I> = {}): Supervisor<S, I> {
   return new Supervisor(options);
 }

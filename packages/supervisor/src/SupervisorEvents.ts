@@ -48,6 +48,19 @@ interface SubagentRef extends RunRef {
   readonly parentAgentId: AgentId | undefined;
 }
 
+/** Where a worker run's last dispatch ran: its thread, and when it got it (`undefined`: it never did). */
+export interface RunPlacement {
+  readonly threadId: number | undefined;
+  /** When the run was handed to its thread, in the Clock base (the queue wait ends here). */
+  readonly dispatchedAt: number | undefined;
+}
+
+/** The agent's model, as telemetry names it (`Model.name`, `Model.provider`). */
+export interface RunModel {
+  readonly model: string | undefined;
+  readonly provider: string | undefined;
+}
+
 /** A message refused on a worker's host channel or parentPort. */
 export interface HostRefusedEvent extends At {
   readonly threadId: number;
@@ -73,6 +86,8 @@ export interface WorkerRecycledEvent extends At {
 /** The supervisor's typed event map (eventemitter3: name → listener arguments). */
 export interface SupervisorEvents {
   'agent.started': [At & { readonly agentId: AgentId; readonly agent: string; readonly conversationId: string }];
+  /** A parent agent's message starts running (or runs again: `resumed`, after an answer), on the caller's async context. */
+  'agent.run.started': [At & RunRef & RunModel & { readonly agent: string; readonly resumed: boolean }];
   'agent.turn': [At & { readonly agentId: AgentId; readonly turn: number; readonly runId?: string }];
   /** A parent agent's message finished with an answer. */
   'agent.done': [At & RunRef & RunUsage & { readonly turns: number }];
@@ -86,6 +101,8 @@ export interface SupervisorEvents {
     },
   ];
   'agent.cancelled': [At & RunRef & RunUsage & { readonly reason: CancelReason }];
+  /** A parent agent's message is suspended throughout: its tree waits on `requestId` (and maybe more). */
+  'agent.suspended': [At & RunRef & RunUsage & { readonly requestId: string }];
   /** A parent agent's message reached its turn limit. */
   'agent.incomplete': [At & RunRef & RunUsage & { readonly turns: number }];
   /** The restart policy restarted the agent from its last saved state. */
@@ -108,14 +125,20 @@ export interface SupervisorEvents {
         readonly agent: string;
         readonly resumed: boolean;
         readonly bytes: ChannelBytes;
-      },
+        /** The parent's `task` call that spawned it (`undefined`: a direct spawn). */
+        readonly toolCallId: string | undefined;
+      } & RunModel,
   ];
-  'subagent.done': [At & SubagentRef & RunUsage & { readonly turns: number }];
-  'subagent.failed': [At & SubagentRef & RunUsage & { readonly error: Error }];
-  'subagent.crashed': [At & SubagentRef & RunUsage & { readonly exitCode: number | null; readonly error: Error }];
-  'subagent.cancelled': [At & SubagentRef & RunUsage & { readonly reason: CancelReason; readonly forced: boolean }];
-  'subagent.incomplete': [At & SubagentRef & RunUsage & { readonly turns: number }];
-  'subagent.suspended': [At & SubagentRef & RunUsage & { readonly requestId: string }];
+  'subagent.done': [At & SubagentRef & RunUsage & RunPlacement & { readonly turns: number }];
+  'subagent.failed': [At & SubagentRef & RunUsage & RunPlacement & { readonly error: Error }];
+  'subagent.crashed': [
+    At & SubagentRef & RunUsage & RunPlacement & { readonly exitCode: number | null; readonly error: Error },
+  ];
+  'subagent.cancelled': [
+    At & SubagentRef & RunUsage & RunPlacement & { readonly reason: CancelReason; readonly forced: boolean },
+  ];
+  'subagent.incomplete': [At & SubagentRef & RunUsage & RunPlacement & { readonly turns: number }];
+  'subagent.suspended': [At & SubagentRef & RunUsage & RunPlacement & { readonly requestId: string }];
   /** A request reached the host: one per question, whatever depth it came from, as soon as it is asked. */
   'request.opened': [
     At & {

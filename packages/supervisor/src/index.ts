@@ -75,6 +75,8 @@ export {
 export type {
   ChannelBytes,
   HostRefusedEvent,
+  RunModel,
+  RunPlacement,
   RunRef,
   RunUsage,
   SupervisorEvents,

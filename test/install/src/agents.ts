@@ -2,7 +2,7 @@
 // that installed Troupe from its tarballs. Its one tool says which thread
 // runs it and for whom, and records what it did through a ContextUpdate.
 import { threadId } from 'node:worker_threads';
-import { ContextUpdate, defineAgent, defineTool, ToolResult } from '@troupe/core';
+import { ContextUpdate, defineAgent, defineTool, type ToolContext, ToolResult } from '@troupe/core';
 import { ScriptedModel } from '@troupe/core/testing';
 import { z } from 'zod';
 
@@ -10,8 +10,9 @@ const whereAmI = defineTool({
   name: 'where_am_i',
   description: 'Say which thread runs this tool, and for which tenant',
   parameters: z.object({ label: z.string().min(1) }),
-  execute: ({ label }, ctx) => {
-    const { tenantId } = ctx.scope as { tenantId: string };
+  // The scope it reads: a supervisor whose scope lacks tenantId cannot run this agent (tsc says so).
+  execute: ({ label }, ctx: ToolContext<{ tenantId: string }>) => {
+    const { tenantId } = ctx.scope;
     return ToolResult.ok({ label, tenantId, threadId }, ContextUpdate.empty().append('labels', label));
   },
 });

@@ -13,8 +13,9 @@ const outcome: SubagentOutcome = await supervisor.spawn(probe, {
   input: 'Where do you run?',
   scope: { tenantId: 'acme', userId: 'u-1' },
 });
-// A scope the schema refuses never reaches a worker.
-const refused = await supervisor.spawn(probe, { input: 'again', scope: { tenantId: 42 } }).then(
+// A scope the schema refuses never reaches a worker. (Written as it arrives
+// from outside, untyped: tsc refuses { tenantId: 42 } written out.)
+const refused = await supervisor.spawn(probe, { input: 'again', scope: JSON.parse('{ "tenantId": 42 }') }).then(
   () => 'accepted',
   (error: unknown) => (isTroupeError(error) ? error.code : String(error)),
 );

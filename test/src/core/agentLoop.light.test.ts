@@ -14,6 +14,7 @@ import {
   type RunContext,
   runAgentLoop,
   sealScope,
+  type ToolContext,
   ToolResult,
 } from '@troupe/core';
 import { ManualClock, ScriptedModel } from '@troupe/core/testing';
@@ -27,7 +28,7 @@ function setup(toolContext: Record<string, unknown> = {}) {
     name: 'add_note',
     description: 'Remember a note',
     parameters: z.object({ note: z.string() }),
-    execute: ({ note }, ctx) => {
+    execute: ({ note }, ctx: ToolContext<unknown, { flag?: unknown }>) => {
       seen.push({ flag: ctx.flag, scope: ctx.scope, metadata: ctx.state.metadata });
       return ToolResult.ok(
         { added: note },

@@ -822,7 +822,7 @@ describe('executeTool: the context the tool sees', () => {
     const h = harness();
     const { tool, seen } = scripted(() => 'ok');
     await h.exec(tool, { n: 1 });
-    const ctx = seen[0] as ToolContext;
+    const ctx = seen[0] as ToolContext<unknown, { requestId?: unknown }>;
     assert.equal(ctx.agentId, agentId);
     assert.equal(ctx.parentAgentId, parentAgentId);
     assert.deepEqual(ctx.scope, { userId: 'u1' });

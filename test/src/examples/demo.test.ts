@@ -168,7 +168,7 @@ describe('examples/demo', { timeout: 180_000 }, () => {
     const run = await runDemo(['--fast']);
     assert.equal(run.code, 2);
     assert.match(run.stderr, /Unknown option '--fast'/);
-    assert.match(run.stderr, /usage: pnpm demo \[--yes\] \[--plain\] \[--dir <directory>\]/);
+    assert.match(run.stderr, /usage: pnpm demo \[--yes\] \[--plain\] \[--dir <directory>\] \[--trace\]/);
   });
 
   it('live tokens: a model server on 127.0.0.1 streams the writer’s words from a worker, shown as they come', async (t) => {

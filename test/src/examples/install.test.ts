@@ -4,12 +4,26 @@
 // fresh project in the system's temp directory, outside the workspace, and
 // that project compiles a small consumer, the README's quick start and every
 // package README's examples with `tsc --strict` and `skipLibCheck: false`,
-// then runs them: a subagent on a worker thread, from ESM and from CommonJS.
-// Nothing is kept between runs but npm's download cache.
+// then runs them: a subagent on a worker thread, from ESM and from CommonJS,
+// a conversation kept in SQLite across two supervisors, and a model on an
+// OpenAI-compatible server on 127.0.0.1. Nothing is kept between runs but
+// npm's download cache.
+//
+// better-sqlite3 (a dependency of @troupe/sqlite) is native. Its install
+// script first looks for a prebuilt binary, then builds from source (about
+// 45 s here: its release host is out of reach). The workspace's `pnpm install`
+// has just built that same version from source for the Node.js running this
+// test, so the test hands that binary to the consumer's install as a local
+// prebuild (better-sqlite3's install looks in npm_config_better_sqlite3_local_prebuilds
+// before downloading, and loads the binary to check it) instead of compiling
+// SQLite a second time. What the consumer installs is otherwise npm's own
+// resolution: if it picks another better-sqlite3 version, or the binary does
+// not load, the name does not match or the check fails and npm builds from
+// source as a user's install would; the test says which happened.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { isBuiltin } from 'node:module';
+import { createRequire, isBuiltin } from 'node:module';
 import { tmpdir } from 'node:os';
 import { delimiter, dirname, join, posix, relative } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -72,12 +86,22 @@ function childEnv(): NodeJS.ProcessEnv {
   return env;
 }
 
-function run(command: string, args: readonly string[], cwd: string): Promise<Ran> {
+function run(
+  command: string,
+  args: readonly string[],
+  cwd: string,
+  env: Readonly<Record<string, string>> = {},
+): Promise<Ran> {
   return new Promise((resolve) => {
-    execFile(command, args, { cwd, env: childEnv(), maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
-      const code = error === null ? 0 : typeof error.code === 'number' ? error.code : null;
-      resolve({ code, stdout, stderr: error !== null && code === null ? `${stderr}\n${error.message}` : stderr });
-    });
+    execFile(
+      command,
+      args,
+      { cwd, env: { ...childEnv(), ...env }, maxBuffer: 64 * 1024 * 1024 },
+      (error, stdout, stderr) => {
+        const code = error === null ? 0 : typeof error.code === 'number' ? error.code : null;
+        resolve({ code, stdout, stderr: error !== null && code === null ? `${stderr}\n${error.message}` : stderr });
+      },
+    );
   });
 }
 
@@ -113,6 +137,22 @@ function installSection(): string {
   return readme.slice(start, end < 0 ? undefined : end);
 }
 
+/**
+ * The workspace's better-sqlite3 binary as a prebuild tarball in `dir`, named
+ * as better-sqlite3's install script looks for it (name, version, Node ABI,
+ * platform, architecture); returns the version it was built from.
+ */
+async function workspaceSqlitePrebuild(dir: string): Promise<string> {
+  const manifest = createRequire(import.meta.url).resolve('better-sqlite3/package.json');
+  const { version } = readJson<Manifest>(manifest);
+  const binary = 'build/Release/better_sqlite3.node';
+  assert.ok(existsSync(join(dirname(manifest), binary)), `the workspace's better-sqlite3 is built (${binary})`);
+  mkdirSync(dir, { recursive: true });
+  const name = `better-sqlite3-v${version}-node-v${process.versions.modules}-${process.platform}-${process.arch}.tar.gz`;
+  assertRan(await run('tar', ['-czf', join(dir, name), '-C', dirname(manifest), binary], dir), `tar -czf ${name}`);
+  return version;
+}
+
 const workspaceManifest = readJson<Manifest>(`${root}package.json`);
 const workspacePackages = readdirSync(`${root}packages`)
   .map((dir) => ({ dir, manifest: readJson<Manifest>(`${root}packages/${dir}/package.json`) }))
@@ -124,6 +164,7 @@ describe('every package, packed and installed in a project outside the workspace
   const app = join(work, 'app');
   const packed: Packed[] = [];
   let installed: Ran | undefined;
+  let sqliteVersion = '';
 
   after(() => rmSync(work, { recursive: true, force: true }));
 
@@ -173,7 +214,11 @@ describe('every package, packed and installed in a project outside the workspace
         join(app, 'package.json'),
         JSON.stringify({ name: 'troupe-consumer', private: true, type: 'module', dependencies }, null, 2),
       );
-      installed = await run('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error'], app);
+      const prebuilds = join(work, 'prebuilds');
+      sqliteVersion = await workspaceSqlitePrebuild(prebuilds);
+      installed = await run('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error'], app, {
+        npm_config_better_sqlite3_local_prebuilds: prebuilds,
+      });
     },
     { timeout: 240_000 },
   );
@@ -299,7 +344,7 @@ describe('every package, packed and installed in a project outside the workspace
     }
   });
 
-  it('installs with npm, one copy of each package and peer', () => {
+  it('installs with npm, one copy of each package and peer', (t) => {
     assert.ok(installed !== undefined);
     assertRan(installed, 'npm install');
     const copies = new Map<string, string[]>();
@@ -320,6 +365,14 @@ describe('every package, packed and installed in a project outside the workspace
     for (const name of new Set(single)) {
       assert.equal(copies.get(name)?.length, 1, `${name} is installed once: ${copies.get(name)?.join(', ')}`);
     }
+    // node-gyp leaves its Makefile behind; a prebuild is the binary alone.
+    const sqlite = join(app, 'node_modules/better-sqlite3');
+    const { version } = readJson<Manifest>(join(sqlite, 'package.json'));
+    t.diagnostic(
+      existsSync(join(sqlite, 'build/Makefile'))
+        ? `better-sqlite3 ${version} was built from source by npm`
+        : `better-sqlite3 ${version}: the workspace's build of ${sqliteVersion} was used`,
+    );
   });
 
   it("compiles a consumer, the quick start and the packages' README examples with --strict and skipLibCheck: false", {
@@ -390,5 +443,26 @@ describe('every package, packed and installed in a project outside the workspace
     assertRan(ran, 'node dist/quickstart.js');
     assert.match(ran.stdout, /asks: Refund A-1\?/);
     assert.match(ran.stdout, /status: 'done',\s+text: 'refunded A-1'/);
+  });
+
+  it('runs the consumer with @troupe/sqlite: a conversation restored from the file by a new supervisor', {
+    timeout: 60_000,
+  }, async () => {
+    const ran = await run(process.execPath, ['dist/store.js'], app);
+    assertRan(ran, 'node dist/store.js');
+    assert.deepEqual(JSON.parse(ran.stdout), { status: 'done', file: true, restored: { labels: ['installed'] } });
+  });
+
+  it('runs the consumer with @troupe/openai: a worker streams an answer from a server on 127.0.0.1', {
+    timeout: 60_000,
+  }, async () => {
+    const ran = await run(process.execPath, ['dist/model.js'], app);
+    assertRan(ran, 'node dist/model.js');
+    assert.deepEqual(JSON.parse(ran.stdout), {
+      status: 'done',
+      result: 'hello from the server',
+      usage: { inputTokens: 7, outputTokens: 4 },
+      requests: [{ url: '/v1/chat/completions', model: 'consumer-model', authorization: 'Bearer consumer-key' }],
+    });
   });
 });

@@ -23,7 +23,12 @@ function file(): string {
 
 function child(args: string[]): { proc: ChildProcess; next(): Promise<unknown> } {
   const proc = fork(CHILD, args, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-  return { proc, next: async () => (await once(proc, 'message'))[0] };
+  // A child that dies before it answers (a store that cannot open) fails the test instead of hanging it.
+  const exited = once(proc, 'exit').then(([code, signal]) => {
+    throw new Error(`the store child exited (${signal ?? code}) before it answered`);
+  });
+  exited.catch(() => {});
+  return { proc, next: async () => (await Promise.race([once(proc, 'message'), exited]))[0] };
 }
 
 describe('SqlitePersistence across processes', () => {

@@ -99,9 +99,11 @@ describe('Supervisor: parent agents, delegation, propagation', () => {
       snapshot.events.map((e) => [e.type, e.agentId]),
       [['noted', `${ref.id}-sub-2`]],
     );
+    // Spawns, not resumes (middle gives its thread up while leaf waits for one, then resumes).
     const spawned = events
       .filter((e) => e.name === 'subagent.spawned')
-      .map((e) => e.payload as SupervisorEvents['subagent.spawned'][0]);
+      .map((e) => e.payload as SupervisorEvents['subagent.spawned'][0])
+      .filter((e) => !e.resumed);
     assert.deepEqual(
       spawned.map((s) => s.agentId).sort(),
       [`${ref.id}-sub-1`, `${ref.id}-sub-1-sub-1`, `${ref.id}-sub-2`].sort(),

@@ -37,7 +37,7 @@ export async function approval(stage: Stage, policy: ReturnType<typeof refundPol
     agentId: 'billing',
     conversationId: stage.run,
     scope: demoScope,
-    toolContext: { probe },
+    toolContext: { requestId: 'req-billing', probe },
   });
   const reply = await billing.send('refunds: A-1=40, A-2=2500, A-3=50000');
   const ranBefore = Atomics.load(probe, Probe.refundRuns);

@@ -14,6 +14,7 @@ export async function closeDown(stage: Stage): Promise<void> {
     agentId: 'late',
     conversationId: stage.run,
     scope: demoScope,
+    toolContext: { requestId: 'req-late' },
   });
   const inFlight = late.send('analyst: billing');
   const t0 = performance.now();
@@ -22,7 +23,7 @@ export async function closeDown(stage: Stage): Promise<void> {
   const reply = await inFlight;
   let refused: unknown;
   try {
-    await supervisor.startAgent(coordinator, { scope: demoScope });
+    await supervisor.startAgent(coordinator, { scope: demoScope, toolContext: { requestId: 'req-closed' } });
   } catch (error) {
     refused = error;
   }

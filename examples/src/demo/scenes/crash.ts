@@ -16,6 +16,7 @@ export async function crash(stage: Stage): Promise<void> {
     agentId: 'reports',
     conversationId: stage.run,
     scope: demoScope,
+    toolContext: { requestId: 'req-reports' },
   });
   const reply = await reports.send('exporter: weekly\nanalyst: search');
   const event = await crashed;

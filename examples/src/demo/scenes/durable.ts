@@ -49,7 +49,12 @@ export async function durable(stage: Stage): Promise<void> {
   // What the store has open for this conversation, before anything of it is started here.
   const open = await supervisor.listRequests(demoScope, { conversationId: DESK });
   const spawned = collect(supervisor, 'subagent.spawned');
-  const desk = await supervisor.startAgent(coordinator, { agentId: DESK, conversationId: DESK, scope: demoScope });
+  const desk = await supervisor.startAgent(coordinator, {
+    agentId: DESK,
+    conversationId: DESK,
+    scope: demoScope,
+    toolContext: { requestId: 'req-desk' },
+  });
   const history = desk
     .snapshot()
     .messages.map(transcriptLine)

@@ -17,7 +17,7 @@ async function cancelPoliteRun(supervisor: Supervisor, agentId: string, conversa
     agentId,
     conversationId,
     scope: demoScope,
-    toolContext: { probe },
+    toolContext: { requestId: `req-${agentId}`, probe },
   });
   const cancelled = nextEvent(supervisor, 'subagent.cancelled', (e) => e.parentAgentId === agentId);
   const replied = math.send('cruncher: sum primes');

@@ -30,7 +30,7 @@ export async function question(stage: Stage): Promise<void> {
     agentId: 'release',
     conversationId: stage.run,
     scope: demoScope,
-    toolContext: { probe },
+    toolContext: { requestId: 'req-release', probe },
   });
   const reply = await release.send('deployer: checkout-api');
   const prompt = reply.status === 'suspended' ? reply.request.prompt : '';

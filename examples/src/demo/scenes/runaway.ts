@@ -24,7 +24,7 @@ export async function runaway(stage: Stage, graceMs: number): Promise<void> {
     agentId: 'forms',
     conversationId: stage.run,
     scope: demoScope,
-    toolContext: { probe },
+    toolContext: { requestId: 'req-forms', probe },
   });
   const failed = nextEvent(supervisor, 'subagent.failed', (e) => e.parentAgentId === 'forms');
   const recycled = nextEvent(supervisor, 'worker.recycled', (e) => e.agentId === 'forms-sub-1');

@@ -19,7 +19,11 @@ export async function scopeAtEdge(stage: Stage): Promise<void> {
   const before = supervisor.stats();
   let refused: unknown;
   try {
-    await supervisor.startAgent(coordinator, { scope: heavy, conversationId: stage.run });
+    await supervisor.startAgent(coordinator, {
+      scope: heavy,
+      conversationId: stage.run,
+      toolContext: { requestId: 'req-heavy' },
+    });
   } catch (error) {
     refused = error;
   }

@@ -1,3 +1,4 @@
+import { AsyncResource } from 'node:async_hooks';
 import {
   type Agent,
   type AgentId,
@@ -71,6 +72,8 @@ interface Job {
   detach: (() => void) | undefined;
   /** Set for `resume()`: the interrupted message it finishes. */
   readonly resume: InterruptedMessage | undefined;
+  /** A job that waited in the mailbox starts in the async context of its `send` (a host's trace, its logger's request id). */
+  context: ((start: () => RunNode) => RunNode) | undefined;
 }
 
 /**
@@ -226,7 +229,16 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
     this.#interrupted = undefined;
     this.#status = 'idle';
     return new Promise<AgentReply>((resolve, reject) => {
-      const job: Job = { input: '', signal, onDeltas: undefined, resolve, reject, detach: undefined, resume: message };
+      const job: Job = {
+        input: '',
+        signal,
+        onDeltas: undefined,
+        resolve,
+        reject,
+        detach: undefined,
+        resume: message,
+        context: undefined,
+      };
       this.#watch(job);
       this.#mailbox.unshift(job);
       this.#deps.busy(this);
@@ -247,8 +259,18 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
     const refused = this.#refuse(message, signal);
     if (refused !== undefined) return Promise.reject(refused);
     return new Promise<AgentReply>((resolve, reject) => {
-      const job: Job = { input: message, signal, onDeltas, resolve, reject, detach: undefined, resume: undefined };
+      const job: Job = {
+        input: message,
+        signal,
+        onDeltas,
+        resolve,
+        reject,
+        detach: undefined,
+        resume: undefined,
+        context: undefined,
+      };
       this.#watch(job);
+      if (this.#status !== 'idle' || this.#mailbox.length > 0) job.context = AsyncResource.bind((start) => start());
       this.#mailbox.push(job);
       this.#deps.busy(this);
       this.#pump();
@@ -337,23 +359,25 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
     }
     let root: RunNode;
     try {
-      root = this.#deps.tree.startRoot({
-        kind: 'message',
-        agent: this.#agent,
-        agentId: this.id,
-        scope: this.#scope,
-        toolContext: this.#toolContext,
-        owner: this,
-        state: resume?.state ?? this.#state,
-        input: resume === undefined ? job.input : '',
-        nextChild: this.#children,
-        onDeltas: job.onDeltas,
-        conversation: this.#conversation(),
-        beforeRun,
-        runId: resume?.runId as never,
-        attempt: resume?.attempt,
-        interrupted: resume === undefined ? undefined : { started: new Set(resume.started.map((c) => c.toolCallId)) },
-      });
+      const start = (): RunNode =>
+        this.#deps.tree.startRoot({
+          kind: 'message',
+          agent: this.#agent,
+          agentId: this.id,
+          scope: this.#scope,
+          toolContext: this.#toolContext,
+          owner: this,
+          state: resume?.state ?? this.#state,
+          input: resume === undefined ? job.input : '',
+          nextChild: this.#children,
+          onDeltas: job.onDeltas,
+          conversation: this.#conversation(),
+          beforeRun,
+          runId: resume?.runId as never,
+          attempt: resume?.attempt,
+          interrupted: resume === undefined ? undefined : { started: new Set(resume.started.map((c) => c.toolCallId)) },
+        });
+      root = job.context === undefined ? start() : job.context(start);
     } catch (error) {
       this.#status = resume === undefined ? 'idle' : 'interrupted';
       if (resume !== undefined) this.#interrupted = resume;
@@ -389,6 +413,7 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
       this.#state = root.state as LoopState;
       this.#status = this.#status === 'stopped' ? 'stopped' : 'suspended';
       const first = firstOpenRequest(root);
+      events.emit('agent.suspended', { ...ref, usage, totalUsage: total, requestId: first?.request.id ?? '', at });
       // The run tree saved the runs and their questions; this saves the conversation.
       await this.#save(root, 'suspended', undefined, undefined);
       if (first === undefined) {

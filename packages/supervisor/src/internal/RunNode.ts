@@ -157,6 +157,8 @@ export class RunNode {
   /** Its current dispatch: the capability its host calls present and the thread it was sent to. */
   capability: string | undefined = undefined;
   thread: ThreadInfo | undefined = undefined;
+  /** When its current dispatch was handed to `thread` (telemetry: the end of its queue wait). */
+  dispatchedAt: number | undefined = undefined;
   /** Incremented on every (re)dispatch: a fencing token for what is saved of it. */
   attempt = 0;
   /** Its current dispatch, while it waits for or runs on a thread (to withdraw it from the queue). */

@@ -1,0 +1,83 @@
+// The schema as data only, apart from the code that applies it: the public
+// SCHEMA_VERSION comes from here, so the package's type declarations do not
+// reach better-sqlite3's (which a consumer need not install).
+
+/**
+ * Numbered migrations, applied in order at open inside one transaction. A
+ * migration is never edited once shipped: a change is a new entry. The
+ * fixture database of every shipped version is checked in under
+ * `test/src/persistence/fixtures/` and read by a test.
+ *
+ * Every table is keyed by `tenant` first (the integrator's tenant key); the
+ * scope itself has no column anywhere. Rows hang off their conversation so a
+ * deletion cascades. Tables holding JSON documents keep a rowid: a
+ * `WITHOUT ROWID` table stores less of a large row per page, so a 10 KB
+ * state would spill into more overflow pages.
+ */
+export const MIGRATIONS: readonly string[] = [
+  // 1: the first schema.
+  `
+  CREATE TABLE troupe_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+  CREATE TABLE owners (
+    owner_id TEXT PRIMARY KEY, pid INTEGER NOT NULL, pid_start TEXT NOT NULL, opened_at REAL NOT NULL
+  ) WITHOUT ROWID;
+  CREATE TABLE conversations (
+    tenant TEXT NOT NULL, conversation_id TEXT NOT NULL,
+    agent_id TEXT, agent_name TEXT, status TEXT, updated_at REAL,
+    PRIMARY KEY (tenant, conversation_id)
+  ) WITHOUT ROWID;
+  CREATE INDEX conversations_by_time ON conversations (tenant, updated_at DESC, conversation_id);
+  CREATE TABLE states (
+    tenant TEXT NOT NULL, conversation_id TEXT NOT NULL, agent_id TEXT NOT NULL,
+    version INTEGER NOT NULL, json TEXT NOT NULL,
+    PRIMARY KEY (tenant, conversation_id, agent_id),
+    FOREIGN KEY (tenant, conversation_id) REFERENCES conversations ON DELETE CASCADE
+  );
+  CREATE TABLE messages (
+    id INTEGER PRIMARY KEY, tenant TEXT NOT NULL, conversation_id TEXT NOT NULL, agent_id TEXT NOT NULL,
+    json TEXT NOT NULL,
+    FOREIGN KEY (tenant, conversation_id) REFERENCES conversations ON DELETE CASCADE
+  );
+  CREATE INDEX messages_by_agent ON messages (tenant, conversation_id, agent_id, id);
+  CREATE TABLE runs (
+    tenant TEXT NOT NULL, run_id TEXT NOT NULL, conversation_id TEXT NOT NULL,
+    status TEXT NOT NULL, attempt INTEGER NOT NULL, updated_at REAL NOT NULL, owner_id TEXT NOT NULL,
+    json TEXT NOT NULL,
+    PRIMARY KEY (tenant, run_id),
+    FOREIGN KEY (tenant, conversation_id) REFERENCES conversations ON DELETE CASCADE
+  );
+  CREATE INDEX runs_by_conversation ON runs (tenant, conversation_id, status);
+  CREATE INDEX runs_by_status ON runs (status, updated_at);
+  CREATE TABLE tool_calls (
+    tenant TEXT NOT NULL, run_id TEXT NOT NULL, tool_call_id TEXT NOT NULL, attempt INTEGER NOT NULL,
+    conversation_id TEXT NOT NULL, tool_name TEXT NOT NULL, idempotent INTEGER NOT NULL,
+    started_at REAL NOT NULL, status TEXT NOT NULL, committed_at REAL,
+    PRIMARY KEY (tenant, run_id, tool_call_id, attempt),
+    FOREIGN KEY (tenant, conversation_id) REFERENCES conversations ON DELETE CASCADE
+  ) WITHOUT ROWID;
+  CREATE INDEX tool_calls_by_conversation ON tool_calls (tenant, conversation_id);
+  CREATE INDEX tool_calls_by_status ON tool_calls (status, committed_at);
+  CREATE TABLE requests (
+    tenant TEXT NOT NULL, request_id TEXT NOT NULL, conversation_id TEXT NOT NULL,
+    status TEXT NOT NULL, opened_at REAL NOT NULL, closed_at REAL, json TEXT NOT NULL,
+    PRIMARY KEY (tenant, request_id),
+    FOREIGN KEY (tenant, conversation_id) REFERENCES conversations ON DELETE CASCADE
+  );
+  CREATE INDEX requests_open ON requests (tenant, status, opened_at, request_id);
+  CREATE INDEX requests_by_conversation ON requests (tenant, conversation_id, status);
+  CREATE INDEX requests_closed ON requests (status, closed_at);
+  `,
+];
+
+/**
+ * The schema version this code creates and reads: the number of migrations.
+ * A file with a higher version was written by a newer Troupe and is refused
+ * at open with `ERR_STORE_VERSION`.
+ *
+ * @example
+ * ```ts
+ * import { SCHEMA_VERSION } from '@troupe/sqlite'
+ * console.log(`this build reads SQLite stores up to schema version ${SCHEMA_VERSION}`)
+ * ```
+ */
+export const SCHEMA_VERSION = MIGRATIONS.length;
