@@ -4,7 +4,7 @@ import { createStyle, type Style } from './Style.js';
 import { fitText, paint } from './wrapText.js';
 
 /** How often the live region is redrawn, and a queued line printed. */
-const TICK_MS = 70;
+const TICK_MS = 55;
 
 /**
  * A terminal: printed lines scroll up one per tick (a reader can follow

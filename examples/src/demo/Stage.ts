@@ -22,7 +22,7 @@ export interface StageParts {
 }
 
 // A moment to read a scene's last lines before the next begins (on a terminal only).
-const SCENE_PAUSE_MS = 600;
+const SCENE_PAUSE_MS = 500;
 
 /**
  * The scenes' common ground. A scene opens with `begin` (its title; the

@@ -9,6 +9,12 @@ export interface LoopCost<T> {
   readonly maxDelayMs: number;
   /** CPU time the whole process (every thread) spent meanwhile. */
   readonly cpuMs: number;
+  /**
+   * The share of the time this thread's event loop was running code rather
+   * than waiting for events (0–1). Unlike the longest delay it does not count
+   * the time the OS gave the thread's CPU to someone else while it waited.
+   */
+  readonly busyShare: number;
 }
 
 /** CPU time of the process so far (user + system, every thread), in ms. */
@@ -31,13 +37,15 @@ export async function measureLoop<T>(work: () => Promise<T>): Promise<LoopCost<T
   // The histogram's timer must have fired once: a loop held before that records nothing.
   await new Promise((resolve) => setTimeout(resolve, RESOLUTION_MS * 2));
   const c0 = cpuNow();
+  const e0 = performance.eventLoopUtilization();
   const t0 = performance.now();
   const value = await work();
   const wallMs = performance.now() - t0;
+  const busyShare = performance.eventLoopUtilization(e0).utilization;
   const cpuMs = cpuNow() - c0;
   // Let the histogram's timer fire once more: a loop held until now records its delay when it runs again.
   await new Promise((resolve) => setTimeout(resolve, RESOLUTION_MS * 2));
   histogram.disable();
   // The histogram counts the timer's own period in; take it out.
-  return { value, wallMs, cpuMs, maxDelayMs: Math.max(0, histogram.max / 1e6 - RESOLUTION_MS) };
+  return { value, wallMs, cpuMs, busyShare, maxDelayMs: Math.max(0, histogram.max / 1e6 - RESOLUTION_MS) };
 }
