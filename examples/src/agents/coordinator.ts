@@ -5,20 +5,13 @@ import { defineAgent } from '@troupe/core';
 import { ScriptedModel } from '@troupe/core/testing';
 import { analyst } from './analyst.js';
 import { cruncher, validator } from './cpu.js';
+import { delegateLines } from './delegateLines.js';
 import { fetcher } from './fetcher.js';
 import { exporter } from './flaky.js';
-import { lastUserMessage } from './lastUserMessage.js';
 import { demoModel } from './model.js';
 import { deployer, refunds } from './people.js';
 
-/** A failed task as the model sees it: the error's message and code. */
-export interface TaskError {
-  readonly error: string;
-  readonly code?: string;
-}
-
-/** One delegated task's result as the coordinator reports it. */
-export type TaskReport = { readonly ok: string } | { readonly error: TaskError };
+export type { TaskError, TaskReport } from './delegateLines.js';
 
 /**
  * Delegates every line `<subagent>: <instructions>` of the user's message as
@@ -42,27 +35,7 @@ export const coordinator = defineAgent({
   mergeMetadataFrom: ['analyst'],
   model: demoModel(
     new ScriptedModel(
-      [
-        ({ messages, lastToolResults }) => {
-          // The last message is a tool result: the delegated tasks are back.
-          if (messages[messages.length - 1]?.role === 'tool') {
-            return JSON.stringify(
-              lastToolResults.map(
-                (r): TaskReport => (r.isError ? { error: r.content as TaskError } : { ok: String(r.content) }),
-              ),
-            );
-          }
-          const toolCalls = lastUserMessage(messages)
-            .split('\n')
-            .map((line) => line.split(':'))
-            .filter((parts) => parts.length >= 2)
-            .map(([subagent = '', ...rest]) => ({
-              name: 'task',
-              arguments: { subagent: subagent.trim(), instructions: rest.join(':').trim() },
-            }));
-          return toolCalls.length === 0 ? 'nothing to delegate' : { toolCalls };
-        },
-      ],
+      [delegateLines],
       // One step, read from the transcript: the same script serves every message.
       { whenExhausted: 'repeat-last' },
     ),
