@@ -361,14 +361,13 @@ export class SqlitePersistence implements PersistenceAdapter {
     const tenant = this.#tenant(scope);
     const { limit, after } = R.page(options);
     const from = after === undefined ? undefined : R.parseCursor(after);
+    const at = from?.at ?? null;
+    const key = from?.key ?? null;
+    const conversation = options.conversationId;
     const rows = this.#read('listing requests', () =>
-      this.#s.listRequests.all({
-        tenant,
-        conversation: options.conversationId ?? null,
-        at: from?.at ?? null,
-        key: from?.key ?? null,
-        limit: limit + 1,
-      }),
+      conversation === undefined
+        ? this.#s.listRequests.all({ tenant, at, key, limit: limit + 1 })
+        : this.#s.listConversationRequests.all({ tenant, conversation, at, key, limit: limit + 1 }),
     ) as { openedAt: number; requestId: string; json: string }[];
     const page = rows.slice(0, limit);
     const last = page[page.length - 1];

@@ -793,8 +793,9 @@ export class Supervisor<S = unknown, I = S> extends EventEmitter<SupervisorEvent
       );
     }
     assertCloneable(parsed.data.data, 'answer.data');
-    if (!this.#tree.hasOpenRequest(requestId) && options?.scope !== undefined && this.#persistence !== undefined) {
-      await this.#restoreFor(requestId, options);
+    if (options?.scope !== undefined && this.#persistence !== undefined) {
+      // Answered as someone: only a request of their tenant (the store keeps requests by tenant key).
+      await this.#restoreFor(requestId, options, this.#tree.hasOpenRequest(requestId));
     }
     const root = await this.#tree.answer(requestId, parsed.data);
     const reply = await this.#tree.whenQuiet(root);
@@ -803,12 +804,18 @@ export class Supervisor<S = unknown, I = S> extends EventEmitter<SupervisorEvent
   }
 
   // A request the store has open, of a conversation not started here: start (restore) it with the caller's scope.
-  async #restoreFor(requestId: string, options: AnswerOptions): Promise<void> {
+  async #restoreFor(requestId: string, options: AnswerOptions, open: boolean): Promise<void> {
     const store = this.#persistence as PersistenceAdapter;
     const scope = this.#sealScope(options.scope);
     await this.#recover();
     const record = await store.getRequest(scope, requestId);
-    if (record === undefined) return;
+    if (record === undefined) {
+      // Not this tenant's (or never saved): the same answer as for an id nobody knows.
+      throw new InvalidArgumentError(`no pending request ${requestId} for this scope: see listRequests(scope)`, {
+        code: 'ERR_UNKNOWN_REQUEST',
+      });
+    }
+    if (open && record.status === 'open') return;
     if (record.status === 'answered') {
       throw new InvalidArgumentError(`request ${requestId} was already answered: an answer is taken once`, {
         code: 'ERR_REQUEST_ALREADY_ANSWERED',
@@ -1031,7 +1038,7 @@ export class Supervisor<S = unknown, I = S> extends EventEmitter<SupervisorEvent
       // Bounded: what was cancelled ends cooperatively or is killed after the grace period.
       await tree.whenIdle();
       await Promise.all([...this.#agents.values()].map((a) => a.stop()));
-      this.#agents.clear();
+      this.#letGo();
       tree.endSuspendedSpawns();
       await tree.closeTransport();
       await this.#persistence?.close?.();
@@ -1053,11 +1060,18 @@ export class Supervisor<S = unknown, I = S> extends EventEmitter<SupervisorEvent
       await tree.destroyTransport();
       await tree.whenIdle();
       await Promise.all([...this.#agents.values()].map((a) => a.stop()));
-      this.#agents.clear();
+      this.#letGo();
       tree.endSuspendedSpawns();
     })();
     this.#closing ??= this.#destroying;
     return this.#destroying;
+  }
+
+  // A closed supervisor holds no agent (something of the pool may outlive close() for a while).
+  #letGo(): void {
+    this.#agents.clear();
+    this.#idleAgents.clear();
+    this.#released.clear();
   }
 
   /** `await using supervisor = createSupervisor(...)` calls `close()`. */

@@ -297,8 +297,6 @@ class Scenario {
   readonly #changed: (() => void)[] = [];
   #scheduled = false;
   #answers = 0;
-  /** The root the last action started or acted on. */
-  #touched: MRoot | undefined;
 
   constructor(persist: boolean) {
     this.supervisor = createSupervisor({
@@ -356,7 +354,6 @@ class Scenario {
 
   /** A new action begins (see `quietSoon`). */
   next(): void {
-    this.#touched = undefined;
   }
 
   /** Whether the model says nothing will run once the last action has taken effect. */
@@ -383,7 +380,6 @@ class Scenario {
       : prune(generated, via === 'spawn', { left: Math.max(0, THREADS - 1 - this.#holding()) });
     const plan = label(shape, `r${this.roots.length}`, this.clock.now() + EXPIRY_MS);
     this.roots.push(root);
-    this.#touched = root;
     const input = JSON.stringify(plan);
     if (via === 'message') {
       const handle = await this.supervisor.startAgent(tree0, { scope: {} });
@@ -443,7 +439,6 @@ class Scenario {
       return;
     }
     node.answer = { ok, expired, data };
-    this.#touched = node.root;
     this.#track(node.root, `answer ${node.plan.label}`, this.supervisor.answer(request.id, { ok, data }));
   }
 
@@ -475,7 +470,6 @@ class Scenario {
     }
     if (live) tally.cancels++;
     else tally.cancelsOfEnded++;
-    this.#touched = node.root;
     const changed = this.supervisor.cancel(node.agentId);
     assert.equal(changed, live, `cancel(${node.plan.label}) returned ${changed}; the model says ${node.phase}`);
   }

@@ -40,7 +40,12 @@ const SQL = {
   closeRequest: `UPDATE requests SET status = ?, closed_at = ?, json = ?
        WHERE tenant = ? AND request_id = ? AND status = 'open'`,
   listRequests: `SELECT opened_at AS openedAt, request_id AS requestId, json FROM requests
-       WHERE tenant = @tenant AND status = 'open' AND (@conversation IS NULL OR conversation_id = @conversation)
+       WHERE tenant = @tenant AND status = 'open'
+         AND (@at IS NULL OR opened_at > @at OR (opened_at = @at AND request_id > @key))
+       ORDER BY opened_at, request_id LIMIT @limit`,
+  // One conversation's: its own statement, so the conversation index is used (a restore asks once per conversation).
+  listConversationRequests: `SELECT opened_at AS openedAt, request_id AS requestId, json FROM requests
+       WHERE tenant = @tenant AND conversation_id = @conversation AND status = 'open'
          AND (@at IS NULL OR opened_at > @at OR (opened_at = @at AND request_id > @key))
        ORDER BY opened_at, request_id LIMIT @limit`,
   listConversations: `SELECT c.conversation_id AS conversationId, c.agent_id AS agentId, c.agent_name AS agentName, c.status,

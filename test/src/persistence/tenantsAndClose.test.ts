@@ -1,7 +1,5 @@
-// Failing cases found while building the example daemon (issue 13 items 7-8).
-// Not compiled (.txt): copy into test/src/persistence/ as a .test.ts to run.
-// Cases 1 and 3 were run as node:test tests (copied to a .test.ts) on main at 1a667f1 (merged into
-// this branch): each fails as described.
+// Found while building the example daemon (issue 13 items 7-8), fixed since: an answer under another
+// tenant's scope, and a closed supervisor holding its agents.
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
@@ -35,17 +33,13 @@ describe('supervisor.answer and tenants', () => {
     assert.equal(reply.status, 'suspended');
     const id = (reply as { request: { id: string } }).request.id;
     const evil = { org: 'evil', userId: 'mallory' };
-    assert.equal((await supervisor.listRequests(evil)).items.length, 0); // passes
-    await assert.rejects(
-      supervisor.answer(id, { ok: true, data: { env: 'evil' } }, { scope: evil }),
-      (e) => isTroupeError(e, 'ERR_UNKNOWN_REQUEST'),
-    ); // FAILS: resolves { status: 'done', text: '... released api to evil for alice ...' }
+    assert.equal((await supervisor.listRequests(evil)).items.length, 0);
+    await assert.rejects(supervisor.answer(id, { ok: true, data: { env: 'evil' } }, { scope: evil }), (e) =>
+      isTroupeError(e, 'ERR_UNKNOWN_REQUEST'),
+    );
     await supervisor.close();
   });
 });
-
-// 2. (Removed: a question two levels down with pool.threads 1 never settled at d2ce99c; fixed on
-//    main by 426d200, "No deadlock in trees deeper than the pool" — the case passes after the merge.)
 
 describe('a closed supervisor lets go of its agents', () => {
   // 3. After close() resolves, the supervisor stays reachable for 30 s: piscina's close() races the
@@ -74,17 +68,6 @@ describe('a closed supervisor lets go of its agents', () => {
       gc();
       await new Promise((resolve) => setImmediate(resolve));
     }
-    assert.equal(weak?.deref(), undefined); // FAILS for 30 s after close()
+    assert.equal(weak?.deref(), undefined, 'nothing of the closed supervisor holds the agent');
   });
 });
-
-// 4. Not a test (timing): restoring n suspended conversations is O(n²) on SQLite. Each restore
-//    (Supervisor.#restore) pages `store.listRequests(scope, { conversationId })` to withdraw the
-//    questions of runs that did not come back. Its statement's `(@conversation IS NULL OR
-//    conversation_id = @conversation)` keeps SQLite off requests_by_conversation: EXPLAIN QUERY PLAN
-//    says `SEARCH requests USING INDEX requests_open (tenant=? AND status=?)`, i.e. every open
-//    request of the tenant is read and filtered. Measured with the store alone: 169 µs per call with
-//    1,000 open requests, 445 µs with 5,000 (loadState: 1–10 µs). Of the 1,000-conversation restore
-//    (~600 ms, CPU profile), better-sqlite3's `all` is 42 %. A second prepared statement for the
-//    conversation case (WHERE tenant = ? AND conversation_id = ? AND status = 'open' ORDER BY
-//    opened_at, request_id) would make each restore independent of how many others are open.
