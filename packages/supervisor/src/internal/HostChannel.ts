@@ -58,11 +58,25 @@ export interface HostChannelOptions {
   readonly lookup: (capability: string, thread: ThreadInfo) => HostLookup;
   readonly recycle: (thread: ThreadInfo, reason: string) => void;
   readonly refused: (refusal: HostRefusal) => void;
-  /** Messages a thread may send within a second before it counts as a flood (default 50,000). */
+  /**
+   * Work a thread may send within a second before it counts as a flood
+   * (default 50,000): each message counts one, and a batch counts each of
+   * its events and model deltas.
+   */
   readonly floodLimit?: number | undefined;
 }
 
 const FLOOD_WINDOW_MS = 1000;
+
+/**
+ * The most questions one dispatch of a run may ask. A tool that returns
+ * `pending` is done for that dispatch, and the run suspends at the end of
+ * the turn: an honest run asks at most one question per call of its last
+ * turn. Each question is a request the supervisor keeps until it is answered
+ * or the run ends, so without a bound a worker could fill the supervisor's
+ * memory at any rate under the flood limit.
+ */
+export const MAX_QUESTIONS_PER_DISPATCH = 1024;
 
 /**
  * The supervisor's end of every worker's host channel: it serves the named
@@ -71,7 +85,8 @@ const FLOOD_WINDOW_MS = 1000;
  * port it came in on (the port was bound to that thread from the `Worker`
  * it came out of). Anything else — a malformed message, an unknown
  * operation, arguments that fail their schema, a capability this thread was
- * never given, a flood — is refused with a typed error to the worker (when
+ * never given, a flood (counted in messages, events and deltas), more
+ * questions than one dispatch can ask — is refused with a typed error to the worker (when
  * it asked for a reply), a `host.refused` event, and the thread is
  * recycled. A late message of a run that has ended is refused without
  * recycling. Nothing a worker sends runs code here beyond these handlers.
@@ -79,6 +94,8 @@ const FLOOD_WINDOW_MS = 1000;
 export class HostChannel {
   readonly #o: HostChannelOptions;
   readonly #floodLimit: number;
+  /** Questions asked under a run's current capability (a resumed run starts again). */
+  readonly #asked = new WeakMap<HostRun, { capability: string; count: number }>();
   #refusals = 0;
 
   constructor(options: HostChannelOptions) {
@@ -105,8 +122,8 @@ export class HostChannel {
       thread.floodStart = now;
       thread.floodCount = 0;
     }
-    if (++thread.floodCount > this.#floodLimit) {
-      this.#refuse(thread, port, undefined, `a flood: over ${this.#floodLimit} messages within a second`, true);
+    if (this.#charge(thread, 1)) {
+      this.#refuse(thread, port, replySeq(raw), this.#floodReason(), true);
       return;
     }
     const call = parseHostCall(raw);
@@ -152,6 +169,29 @@ export class HostChannel {
           this.#refuse(thread, port, call, `a malformed event batch: ${events}`, true, run);
           return;
         }
+        // The message counted one; its events and deltas count too (a batch of 512
+        // questions costs 512 requests, not one message).
+        let items = events.length - 1;
+        let questions = 0;
+        for (const e of events) {
+          if (e[0] === 'd') items += e[1].length;
+          else if (e[0] === 'q') questions++;
+        }
+        if (items > 0 && this.#charge(thread, items)) {
+          this.#refuse(thread, port, call, this.#floodReason(), true, run);
+          return;
+        }
+        if (questions > 0 && !this.#ask(run, call.capability, questions)) {
+          this.#refuse(
+            thread,
+            port,
+            call,
+            `over ${MAX_QUESTIONS_PER_DISPATCH} questions in one dispatch of a run`,
+            true,
+            run,
+          );
+          return;
+        }
         run.events(events);
         return;
       }
@@ -172,6 +212,27 @@ export class HostChannel {
       default:
         call.op satisfies never;
     }
+  }
+
+  // Count `n` against the thread's flood window; true once it is over the limit.
+  #charge(thread: ThreadInfo, n: number): boolean {
+    thread.floodCount += n;
+    return thread.floodCount > this.#floodLimit;
+  }
+
+  #floodReason(): string {
+    return `a flood: over ${this.#floodLimit} messages, events and deltas within a second`;
+  }
+
+  // Count questions of `run` under `capability`; false once over the bound.
+  #ask(run: HostRun, capability: string, n: number): boolean {
+    let asked = this.#asked.get(run);
+    if (asked === undefined || asked.capability !== capability) {
+      asked = { capability, count: 0 };
+      this.#asked.set(run, asked);
+    }
+    asked.count += n;
+    return asked.count <= MAX_QUESTIONS_PER_DISPATCH;
   }
 
   #answer(port: MessagePort, seq: number, value: Promise<unknown>): void {
