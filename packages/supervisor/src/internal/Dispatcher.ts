@@ -260,25 +260,38 @@ export class Dispatcher {
   }
 
   #fromResult(raw: unknown, node: RunNode): WorkerEnd {
-    const parsed = decodeSubagentResult(raw);
-    if (parsed.error !== undefined) {
-      // A worker that answers with something that is not a result is broken (or
-      // hostile): a defect, and the thread does not run anything else.
-      const thread = node.thread;
-      if (thread !== undefined) this.#o.pool.recycle(thread, `it returned a malformed result (${parsed.error})`);
-      return {
-        end: {
-          status: 'crashed',
-          exitCode: null,
-          error: new WorkerCrashedError(
-            `the worker running ${node.agentId} returned a malformed result (${parsed.error}); it was recycled`,
-            null,
-          ),
-        },
-        usage: NO_USAGE,
-        sent: 0,
-      };
+    try {
+      return this.#readResult(raw, node);
+    } catch (error) {
+      // What a worker sends must never throw here (this is every run's way back: a throw
+      // would leave the run hanging and reject unhandled), whatever it holds: a cause
+      // chain deeper than the checks' stack, say.
+      return this.#malformed(node, `it cannot be read: ${error instanceof Error ? error.message : String(error)}`);
     }
+  }
+
+  // A worker that answers with something that is not a result is broken (or
+  // hostile): a defect, and the thread does not run anything else.
+  #malformed(node: RunNode, why: string): WorkerEnd {
+    const thread = node.thread;
+    if (thread !== undefined) this.#o.pool.recycle(thread, `it returned a malformed result (${why})`);
+    return {
+      end: {
+        status: 'crashed',
+        exitCode: null,
+        error: new WorkerCrashedError(
+          `the worker running ${node.agentId} returned a malformed result (${why}); it was recycled`,
+          null,
+        ),
+      },
+      usage: NO_USAGE,
+      sent: 0,
+    };
+  }
+
+  #readResult(raw: unknown, node: RunNode): WorkerEnd {
+    const parsed = decodeSubagentResult(raw);
+    if (parsed.error !== undefined) return this.#malformed(node, parsed.error);
     const r = parsed.result;
     const events = r.events ?? NO_EVENTS;
     const usage = r.usage ?? NO_USAGE;

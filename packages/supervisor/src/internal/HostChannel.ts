@@ -111,6 +111,12 @@ export class HostChannel {
   /** Serve `thread`'s channel. */
   bind(thread: ThreadInfo, port: MessagePort): void {
     port.on('message', (raw: unknown) => this.#onMessage(thread, port, raw));
+    // A message this thread cannot deserialize (nested deeper than its stack allows, a worker's
+    // being larger) never arrives as one: refused all the same, never silently lost.
+    port.on('messageerror', (error: Error) => {
+      if (thread.recycled !== undefined) return;
+      this.#refuse(thread, port, undefined, `a message that cannot be read here (${error.message})`, true);
+    });
     // The port must not keep the process alive (the pool decides when threads end).
     port.unref();
   }
@@ -205,7 +211,16 @@ export class HostChannel {
         return;
       }
       case HostOp.holding: {
-        const wrong = run.holding(call.payload);
+        let wrong: string | undefined;
+        try {
+          wrong = run.holding(call.payload);
+        } catch (error) {
+          // Reading a result must not throw out of this handler (an uncaught exception on
+          // the supervisor thread) whatever it holds: a cause chain deeper than the
+          // check's stack, say. (Only the reading is guarded: a host's event listener that
+          // throws is the host's error, not the worker's.)
+          wrong = `it cannot be read (${error instanceof Error ? error.message : String(error)})`;
+        }
         if (wrong !== undefined) this.#refuse(thread, port, call, `a malformed held result: ${wrong}`, true, run);
         return;
       }

@@ -165,6 +165,12 @@ export class WorkerPool {
     this.#threads.set(id, thread);
     guardTaskPort(handle, thread, (reason) => this.#options.onViolation(thread, reason));
     worker.on('message', (message: unknown) => this.#onThreadMessage(thread, message));
+    // One this thread cannot deserialize (deeper than its stack: a worker's is larger) is refused, not lost.
+    worker.on('messageerror', (error: Error) => {
+      if (thread.recycled === undefined) {
+        this.#options.onViolation(thread, `a parentPort message that cannot be read here (${error.message})`);
+      }
+    });
     worker.on('error', (error: unknown) => {
       thread.error ??= error instanceof Error ? error : new Error(String(error));
     });
@@ -335,7 +341,9 @@ export class WorkerPool {
 /** The part of piscina's per-thread record (`WorkerInfo`) that {@link guardTaskPort} wraps. */
 interface PiscinaWorkerInfo {
   onMessage: (message: unknown) => void;
+  processPendingMessages: () => void;
   readonly taskInfos: ReadonlyMap<unknown, unknown>;
+  readonly port: MessagePort;
 }
 
 /**
@@ -351,6 +359,12 @@ interface PiscinaWorkerInfo {
  * included: the task rejects when the thread exits, so a run whose worker
  * broke the protocol never ends on what that worker said after.
  *
+ * A message that cannot be deserialized here is a violation too, whether
+ * the port's event reports it (`messageerror`: piscina would never hear of
+ * it, and its task would wait for ever) or piscina's synchronous drain
+ * throws on it (an exception on this thread, in the middle of another
+ * thread's result).
+ *
  * Both of piscina's delivery paths (the port's `message` event and its
  * synchronous drain with `receiveMessageOnPort`) call the record's
  * `onMessage`, so wrapping that one property guards them both. The record is
@@ -360,9 +374,40 @@ interface PiscinaWorkerInfo {
 function guardTaskPort(handle: object, thread: ThreadInfo, violation: (reason: string) => void): void {
   const symbol = Object.getOwnPropertySymbols(handle).find((s) => s.description === 'Piscina.kWorkerData');
   const info = symbol === undefined ? undefined : ((handle as Record<symbol, unknown>)[symbol] as PiscinaWorkerInfo);
-  if (info === undefined || typeof info.onMessage !== 'function' || !(info.taskInfos instanceof Map)) {
-    throw new Error('piscina changed: its WorkerInfo has no onMessage/taskInfos to guard the task port with');
+  if (
+    info === undefined ||
+    typeof info.onMessage !== 'function' ||
+    typeof info.processPendingMessages !== 'function' ||
+    !(info.taskInfos instanceof Map) ||
+    !(info.port instanceof MessagePort)
+  ) {
+    throw new Error(
+      'piscina changed: its WorkerInfo has no onMessage/processPendingMessages/taskInfos/port to guard the task port with',
+    );
   }
+  // A response this thread cannot deserialize (deeper than its stack: a worker's is
+  // larger) never reaches piscina: its task would wait for ever. Refused instead: the
+  // thread is recycled and the task rejects when it exits.
+  const unreadable = (error: unknown): void => {
+    if (thread.recycled === undefined && thread.exitCode === undefined) {
+      violation(
+        `a task-port message that cannot be read here (${error instanceof Error ? error.message : String(error)})`,
+      );
+    }
+  };
+  info.port.on('messageerror', unreadable);
+  // piscina also drains every thread's task port with receiveMessageOnPort after each
+  // result (of any thread), which throws for such a message — inside the handler of
+  // another thread's result, on this thread: the process would die. Caught here, and
+  // the thread whose port it was is the one refused.
+  const drain = info.processPendingMessages.bind(info);
+  info.processPendingMessages = (): void => {
+    try {
+      drain();
+    } catch (error) {
+      unreadable(error);
+    }
+  };
   const deliver = info.onMessage;
   info.onMessage = (message: unknown): void => {
     if (thread.recycled !== undefined || thread.exitCode !== undefined) return;
