@@ -9,7 +9,7 @@ import { HOST_OPEN, HostOp, WORKER_READY } from '@troupe/core';
 import { MAX_QUESTIONS_PER_DISPATCH } from '@troupe/supervisor/internal';
 import { echo } from '../fixtures/agents/basic.js';
 import { intruder } from '../fixtures/agents/hostile.js';
-import { type Hostile, hostileSupervisor, newBoard, nextEvent, processFaults } from './hostileSupervisor.js';
+import { type Hostile, hostileSupervisor, newBoard, nextEvent, nextFault, processFaults } from './hostileSupervisor.js';
 
 const scope = Object.freeze({ tenant: 't-host' });
 const SEQ = 1_000_000_001;
@@ -395,6 +395,45 @@ describe('parentPort and piscina task port: nothing but the protocol', () => {
       { tool: 'attack', args: { on: 'parent', message: { [HOST_OPEN]: 1 }, hold: true } },
       /unknown parentPort message/,
     );
+  });
+
+  // Deeper than this thread's stack can read back (a worker's is larger): the message
+  // never arrives as one ('messageerror'), and must still be refused, not lost.
+  it('refuses a message this thread cannot read back, on the host channel', async () => {
+    await refused(
+      h,
+      onHost([HostOp.events, 0, '$cap', [['t', 'agent.turn', { deep: '$deep' }]]], { deep: 5_000 }),
+      /cannot be read/,
+    );
+  });
+
+  it('refuses a message this thread cannot read back, on parentPort', async () => {
+    await refused(
+      h,
+      { tool: 'attack', args: { on: 'parent', message: '$deep', deep: 5_000, hold: true } },
+      /cannot be read/,
+    );
+  });
+
+  it('refuses a result this thread cannot read back: the run ends crashed instead of hanging', async () => {
+    await refused(h, { tool: 'forgeResult', args: { deep: 5_000 }, bait: false }, /cannot be read/);
+  });
+
+  it('a message it cannot read, queued behind a result on the task port, crashes nothing', async () => {
+    // piscina drains a thread's task port with receiveMessageOnPort after each result, which
+    // throws for a message that cannot be deserialized — inside the handler of that result.
+    const faults = processFaults.uncaught.length;
+    const unreadable = nextEvent(h.supervisor, 'host.refused', (r) => /cannot be read/.test(r.reason));
+    const fault = nextFault().then((f) => ({ fault: f }));
+    // (busy: the worker has piscina count its result while this thread reads a large event,
+    // so piscina drains the port — and meets the unreadable message — when it handles the result.)
+    const { outcome } = await intrude(h, { tool: 'forgeResult', args: { deep: 5_000, after: true, busy: true } });
+    assert.equal(outcome.status, 'done', 'the real result came first');
+    const refusal = await Promise.race([unreadable, fault]);
+    assert.equal(processFaults.uncaught.length, faults, 'nothing thrown on the supervisor thread');
+    assert.ok('recycled' in refusal && refusal.recycled);
+    const ok = await h.supervisor.spawn(echo, { input: 'after the unreadable', scope });
+    assert.equal(ok.status === 'done' && ok.result, 'echo: after the unreadable');
   });
 
   it('after all of it the supervisor serves normal runs, with nothing leaked and nothing uncaught', async () => {

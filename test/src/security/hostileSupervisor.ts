@@ -6,8 +6,20 @@ import { createSupervisor, type Supervisor, type SupervisorEvents, type Supervis
 
 /** Uncaught exceptions and unhandled rejections in this process since it loaded this module. */
 export const processFaults: { uncaught: unknown[]; unhandled: unknown[] } = { uncaught: [], unhandled: [] };
-process.on('uncaughtException', (error) => processFaults.uncaught.push(error));
-process.on('unhandledRejection', (reason) => processFaults.unhandled.push(reason));
+const faultWaiters: ((fault: unknown) => void)[] = [];
+process.on('uncaughtException', (error) => {
+  processFaults.uncaught.push(error);
+  for (const resolve of faultWaiters.splice(0)) resolve(error);
+});
+process.on('unhandledRejection', (reason) => {
+  processFaults.unhandled.push(reason);
+  for (const resolve of faultWaiters.splice(0)) resolve(reason);
+});
+
+/** Resolves with the next uncaught exception or unhandled rejection (to race a promise that one would leave pending). */
+export function nextFault(): Promise<unknown> {
+  return new Promise((resolve) => faultWaiters.push(resolve));
+}
 
 export type Refusal = SupervisorEvents['host.refused'][0];
 export type Recycle = SupervisorEvents['worker.recycled'][0];
