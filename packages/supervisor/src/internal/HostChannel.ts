@@ -79,6 +79,28 @@ const FLOOD_WINDOW_MS = 1000;
 export const MAX_QUESTIONS_PER_DISPATCH = 1024;
 
 /**
+ * What one dispatch of a run has asked (a resumed run is a new dispatch,
+ * with a new capability). An honest run asks the approval handler about a
+ * call once and a question for a call once: a second one would open a
+ * second request for the same call, and the first would outlive the run
+ * (the supervisor keeps one request per call and withdraws that one when
+ * the run ends).
+ */
+interface Asked {
+  readonly capability: string;
+  /** Requests opened: questions, and approvals the handler answered with `ask`. */
+  count: number;
+  /** Calls the approval handler was asked about. */
+  readonly approvals: Set<string>;
+  /** Calls a question was asked for. */
+  readonly questions: Set<string>;
+}
+
+function isAsk(decision: unknown): boolean {
+  return typeof decision === 'object' && decision !== null && (decision as { decision?: unknown }).decision === 'ask';
+}
+
+/**
  * The supervisor's end of every worker's host channel: it serves the named
  * operations of {@link HostOp} and nothing else. Each message is parsed by
  * hand; its capability must name a run in flight on the very thread whose
@@ -86,7 +108,8 @@ export const MAX_QUESTIONS_PER_DISPATCH = 1024;
  * it came out of). Anything else — a malformed message, an unknown
  * operation, arguments that fail their schema, a capability this thread was
  * never given, a flood (counted in messages, events and deltas), more
- * questions than one dispatch can ask — is refused with a typed error to the worker (when
+ * questions than one dispatch can ask or a second one for the same call —
+ * is refused with a typed error to the worker (when
  * it asked for a reply), a `host.refused` event, and the thread is
  * recycled. A late message of a run that has ended is refused without
  * recycling. Nothing a worker sends runs code here beyond these handlers.
@@ -94,8 +117,8 @@ export const MAX_QUESTIONS_PER_DISPATCH = 1024;
 export class HostChannel {
   readonly #o: HostChannelOptions;
   readonly #floodLimit: number;
-  /** Questions asked under a run's current capability (a resumed run starts again). */
-  readonly #asked = new WeakMap<HostRun, { capability: string; count: number }>();
+  /** What each run asked under its current capability (a resumed run starts again). */
+  readonly #asked = new WeakMap<HostRun, Asked>();
   #refusals = 0;
 
   constructor(options: HostChannelOptions) {
@@ -157,7 +180,21 @@ export class HostChannel {
           this.#refuse(thread, port, call, 'a malformed approval request', true, run);
           return;
         }
-        this.#answer(port, call.seq, run.approve(parsed.data));
+        const asked = this.#dispatch(run, call.capability);
+        const toolCallId = parsed.data.toolCallId;
+        if (asked.approvals.has(toolCallId)) {
+          this.#refuse(thread, port, call, `a second approval of call ${toolCallId} in one dispatch`, true, run);
+          return;
+        }
+        asked.approvals.add(toolCallId);
+        const decided = run.approve(parsed.data).then((decision) => {
+          // An `ask` opened a request: it counts as a question.
+          if (isAsk(decision) && ++asked.count > MAX_QUESTIONS_PER_DISPATCH) {
+            this.#refuse(thread, port, undefined, this.#questionsReason(), true, run);
+          }
+          return decision;
+        });
+        this.#answer(port, call.seq, decided);
         return;
       }
       case HostOp.task: {
@@ -178,24 +215,25 @@ export class HostChannel {
         // The message counted one; its events and deltas count too (a batch of 512
         // questions costs 512 requests, not one message).
         let items = events.length - 1;
-        let questions = 0;
+        let asked: Asked | undefined;
         for (const e of events) {
           if (e[0] === 'd') items += e[1].length;
-          else if (e[0] === 'q') questions++;
+          else if (e[0] === 'q') {
+            asked ??= this.#dispatch(run, call.capability);
+            if (asked.questions.has(e[1])) {
+              this.#refuse(thread, port, call, `a second question for call ${e[1]} in one dispatch`, true, run);
+              return;
+            }
+            asked.questions.add(e[1]);
+            asked.count++;
+          }
         }
         if (items > 0 && this.#charge(thread, items)) {
           this.#refuse(thread, port, call, this.#floodReason(), true, run);
           return;
         }
-        if (questions > 0 && !this.#ask(run, call.capability, questions)) {
-          this.#refuse(
-            thread,
-            port,
-            call,
-            `over ${MAX_QUESTIONS_PER_DISPATCH} questions in one dispatch of a run`,
-            true,
-            run,
-          );
+        if (asked !== undefined && asked.count > MAX_QUESTIONS_PER_DISPATCH) {
+          this.#refuse(thread, port, call, this.#questionsReason(), true, run);
           return;
         }
         run.events(events);
@@ -239,15 +277,18 @@ export class HostChannel {
     return `a flood: over ${this.#floodLimit} messages, events and deltas within a second`;
   }
 
-  // Count questions of `run` under `capability`; false once over the bound.
-  #ask(run: HostRun, capability: string, n: number): boolean {
+  #questionsReason(): string {
+    return `over ${MAX_QUESTIONS_PER_DISPATCH} questions in one dispatch of a run`;
+  }
+
+  // What `run` asked under `capability` (its current dispatch).
+  #dispatch(run: HostRun, capability: string): Asked {
     let asked = this.#asked.get(run);
     if (asked === undefined || asked.capability !== capability) {
-      asked = { capability, count: 0 };
+      asked = { capability, count: 0, approvals: new Set(), questions: new Set() };
       this.#asked.set(run, asked);
     }
-    asked.count += n;
-    return asked.count <= MAX_QUESTIONS_PER_DISPATCH;
+    return asked;
   }
 
   #answer(port: MessagePort, seq: number, value: Promise<unknown>): void {
