@@ -33,7 +33,7 @@ async function intrude(h: Hostile, input: Record<string, unknown>) {
  * names the recycled thread, and the approval handler was asked about
  * nothing but the bait.
  */
-async function refused(h: Hostile, input: Record<string, unknown>, reason: RegExp) {
+async function refused(h: Hostile, input: Record<string, unknown>, reason: RegExp, askedAbout: readonly string[] = []) {
   const from = h.refused.length;
   const { outcome, board } = await intrude(h, input);
   assert.equal(outcome.status, 'crashed', `expected the run to be recycled, it ended ${outcome.status}`);
@@ -48,9 +48,9 @@ async function refused(h: Hostile, input: Record<string, unknown>, reason: RegEx
     'worker.recycled names the thread that sent it',
   );
   assert.deepEqual(
-    h.approvals.filter((a) => a.toolName !== 'bait').map((a) => a.toolName),
+    h.approvals.filter((a) => a.toolName !== 'bait' && !askedAbout.includes(a.toolName)).map((a) => a.toolName),
     [],
-    'the approval handler was asked about nothing but the bait',
+    'the approval handler was asked about nothing but the bait (and what the test names)',
   );
   return { outcome, board, refusal };
 }
@@ -227,6 +227,34 @@ describe('host channel: named operations only', () => {
       assert.equal(h.supervisor.pendingRequests().length, 0);
     } finally {
       h.supervisor.off('request.opened', count);
+    }
+  });
+
+  it('refuses a second approval of the same call in one dispatch', async () => {
+    const ask = [HostOp.approve, SEQ, '$cap', { toolName: 'bait', toolCallId: 'twice', arguments: {} }];
+    await refused(h, onHost(ask, { times: 2 }), /a second approval of call twice/);
+  });
+
+  it('refuses a second question for the same call in one dispatch (a request that would outlive its run)', async () => {
+    const q = (id: string) => ['q', 'call-twice', { id, kind: 'input', prompt: 'again?' }];
+    await refused(
+      h,
+      onHost([HostOp.events, 0, '$cap', [q('first'), q('second')]]),
+      /a second question for call call-twice/,
+    );
+  });
+
+  it(`counts approvals the handler answers with "ask" as questions: past ${MAX_QUESTIONS_PER_DISPATCH}, refused`, async () => {
+    const asking = await hostileSupervisor({ pool: { threads: 1 } }, () => ({ decision: 'ask', prompt: 'allow?' }));
+    try {
+      let opened = 0;
+      asking.supervisor.on('request.opened', () => opened++);
+      const ask = [HostOp.approve, SEQ, '$cap', { toolName: 'drop_table', toolCallId: '$n', arguments: {} }];
+      await refused(asking, onHost(ask, { times: 2_000 }), /over 1024 questions in one dispatch/, ['drop_table']);
+      assert.ok(opened <= MAX_QUESTIONS_PER_DISPATCH + 1, `${opened} requests opened`);
+      assert.equal(asking.supervisor.pendingRequests().length, 0, 'none outlives the run');
+    } finally {
+      await asking.supervisor.destroy();
     }
   });
 

@@ -1,7 +1,7 @@
 // Shared setup of the hostile-worker suite: a supervisor whose approval
 // handler records what it was asked, the boundary events it emitted, and a
 // process-wide count of uncaught errors and unhandled rejections.
-import type { ApprovalRequest } from '@troupe/core';
+import type { ApprovalDecision, ApprovalRequest } from '@troupe/core';
 import { createSupervisor, type Supervisor, type SupervisorEvents, type SupervisorOptions } from '@troupe/supervisor';
 
 /** Uncaught exceptions and unhandled rejections in this process since it loaded this module. */
@@ -32,15 +32,21 @@ export interface Hostile {
   readonly recycled: Recycle[];
 }
 
-/** A supervisor for hostile runs: the approval handler approves `bait` only, and records every request. */
-export async function hostileSupervisor(options: SupervisorOptions = {}): Promise<Hostile> {
+/**
+ * A supervisor for hostile runs: the approval handler approves `bait`, decides
+ * every other call with `others` (default: reject), and records every request.
+ */
+export async function hostileSupervisor(
+  options: SupervisorOptions = {},
+  others: (request: ApprovalRequest) => ApprovalDecision = () => ({ decision: 'reject', reason: 'no' }),
+): Promise<Hostile> {
   const approvals: ApprovalRequest[] = [];
   const supervisor = createSupervisor({
     ...options,
     pool: { threads: 2, graceMs: 200, ...options.pool },
     approval: (request) => {
       approvals.push(request);
-      return request.toolName === 'bait' ? { decision: 'approve' } : { decision: 'reject', reason: 'no' };
+      return request.toolName === 'bait' ? { decision: 'approve' } : others(request);
     },
   });
   const refused: Refusal[] = [];
