@@ -90,8 +90,13 @@ interface Asked {
   readonly capability: string;
   /** Requests opened: questions, and approvals the handler answered with `ask`. */
   count: number;
-  /** Calls the approval handler was asked about. */
-  readonly approvals: Set<string>;
+  /**
+   * Calls the approval handler was asked about: `open` until it decides;
+   * after an `ask`, the id of the request it opened (the call does not run:
+   * the only question that can follow is that request itself, which the
+   * worker passes on as the call's question); `decided` otherwise.
+   */
+  readonly approvals: Map<string, 'open' | 'decided' | { readonly requestId: unknown }>;
   /** Calls a question was asked for. */
   readonly questions: Set<string>;
 }
@@ -186,12 +191,20 @@ export class HostChannel {
           this.#refuse(thread, port, call, `a second approval of call ${toolCallId} in one dispatch`, true, run);
           return;
         }
-        asked.approvals.add(toolCallId);
+        if (asked.questions.has(toolCallId)) {
+          // A call asks its question after it ran, and it runs after its approval.
+          this.#refuse(thread, port, call, `an approval of call ${toolCallId} after its question`, true, run);
+          return;
+        }
+        asked.approvals.set(toolCallId, 'open');
         const decided = run.approve(parsed.data).then((decision) => {
-          // An `ask` opened a request: it counts as a question.
-          if (isAsk(decision) && ++asked.count > MAX_QUESTIONS_PER_DISPATCH) {
-            this.#refuse(thread, port, undefined, this.#questionsReason(), true, run);
-          }
+          if (isAsk(decision)) {
+            // An `ask` opened a request: it counts as a question.
+            asked.approvals.set(toolCallId, { requestId: (decision as { requestId?: unknown }).requestId });
+            if (++asked.count > MAX_QUESTIONS_PER_DISPATCH) {
+              this.#refuse(thread, port, undefined, this.#questionsReason(), true, run);
+            }
+          } else asked.approvals.set(toolCallId, 'decided');
           return decision;
         });
         this.#answer(port, call.seq, decided);
@@ -224,8 +237,15 @@ export class HostChannel {
               this.#refuse(thread, port, call, `a second question for call ${e[1]} in one dispatch`, true, run);
               return;
             }
+            const approval = asked.approvals.get(e[1]);
             asked.questions.add(e[1]);
-            asked.count++;
+            if (approval === undefined || approval === 'decided') asked.count++;
+            else if (approval === 'open' || approval.requestId !== e[2].id) {
+              // Undecided, or a person is asked about it: the call has not run, and has no question of its own.
+              this.#refuse(thread, port, call, `a question for call ${e[1]}, which waits on its approval`, true, run);
+              return;
+            }
+            // (Else it is the approval's own request, passed on by the worker: counted with the `ask`.)
           }
         }
         if (items > 0 && this.#charge(thread, items)) {
@@ -285,7 +305,7 @@ export class HostChannel {
   #dispatch(run: HostRun, capability: string): Asked {
     let asked = this.#asked.get(run);
     if (asked === undefined || asked.capability !== capability) {
-      asked = { capability, count: 0, approvals: new Set(), questions: new Set() };
+      asked = { capability, count: 0, approvals: new Map(), questions: new Set() };
       this.#asked.set(run, asked);
     }
     return asked;
