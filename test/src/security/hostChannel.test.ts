@@ -9,7 +9,15 @@ import { HOST_OPEN, HostOp, WORKER_READY } from '@troupe/core';
 import { MAX_QUESTIONS_PER_DISPATCH } from '@troupe/supervisor/internal';
 import { echo } from '../fixtures/agents/basic.js';
 import { intruder } from '../fixtures/agents/hostile.js';
-import { type Hostile, hostileSupervisor, newBoard, nextEvent, nextFault, processFaults } from './hostileSupervisor.js';
+import {
+  alive,
+  type Hostile,
+  hostileSupervisor,
+  newBoard,
+  nextEvent,
+  nextFault,
+  processFaults,
+} from './hostileSupervisor.js';
 
 const scope = Object.freeze({ tenant: 't-host' });
 const SEQ = 1_000_000_001;
@@ -244,6 +252,31 @@ describe('host channel: named operations only', () => {
     );
   });
 
+  it('refuses a question for a call that waits on its approval, and an approval after a question', async () => {
+    const asking = await hostileSupervisor({ pool: { threads: 1 } }, () => ({ decision: 'ask', prompt: 'allow?' }));
+    try {
+      const approve = [HostOp.approve, SEQ, '$cap', { toolName: 'drop_table', toolCallId: 'X', arguments: {} }];
+      const question = [HostOp.events, 0, '$cap', [['q', 'X', { id: 'mine', kind: 'input', prompt: 'p' }]]];
+      // (The approval's reply first: the handler has said `ask` when the question comes.)
+      await refused(
+        asking,
+        { tool: 'attack', args: { on: 'host', message: [approve, question], sequence: true, hold: true } },
+        /a question for call X, which waits on its approval/,
+        ['drop_table'],
+      );
+      assert.equal(asking.supervisor.pendingRequests().length, 0, 'none outlives the run');
+      await refused(
+        asking,
+        { tool: 'attack', args: { on: 'host', message: [question, approve], sequence: true, hold: true } },
+        /an approval of call X after its question/,
+        ['drop_table'],
+      );
+      assert.equal(asking.supervisor.pendingRequests().length, 0);
+    } finally {
+      await asking.supervisor.destroy();
+    }
+  });
+
   it(`counts approvals the handler answers with "ask" as questions: past ${MAX_QUESTIONS_PER_DISPATCH}, refused`, async () => {
     const asking = await hostileSupervisor({ pool: { threads: 1 } }, () => ({ decision: 'ask', prompt: 'allow?' }));
     try {
@@ -425,12 +458,14 @@ describe('parentPort and piscina task port: nothing but the protocol', () => {
     );
   });
 
-  // Deeper than this thread's stack can read back (a worker's is larger): the message
-  // never arrives as one ('messageerror'), and must still be refused, not lost.
+  // Deeper than this thread's stack can read back (a worker's, 4 MB, is four times
+  // the main thread's: 10,000 levels serialize there, with room, and cannot be
+  // deserialized here, with room): the message never arrives as one
+  // ('messageerror'), and must still be refused, not lost.
   it('refuses a message this thread cannot read back, on the host channel', async () => {
     await refused(
       h,
-      onHost([HostOp.events, 0, '$cap', [['t', 'agent.turn', { deep: '$deep' }]]], { deep: 5_000 }),
+      onHost([HostOp.events, 0, '$cap', [['t', 'agent.turn', { deep: '$deep' }]]], { deep: 10_000 }),
       /cannot be read/,
     );
   });
@@ -438,13 +473,13 @@ describe('parentPort and piscina task port: nothing but the protocol', () => {
   it('refuses a message this thread cannot read back, on parentPort', async () => {
     await refused(
       h,
-      { tool: 'attack', args: { on: 'parent', message: '$deep', deep: 5_000, hold: true } },
+      { tool: 'attack', args: { on: 'parent', message: '$deep', deep: 10_000, hold: true } },
       /cannot be read/,
     );
   });
 
   it('refuses a result this thread cannot read back: the run ends crashed instead of hanging', async () => {
-    await refused(h, { tool: 'forgeResult', args: { deep: 5_000 }, bait: false }, /cannot be read/);
+    await refused(h, { tool: 'forgeResult', args: { deep: 10_000 }, bait: false }, /cannot be read/);
   });
 
   it('a message it cannot read, queued behind a result on the task port, crashes nothing', async () => {
@@ -455,9 +490,9 @@ describe('parentPort and piscina task port: nothing but the protocol', () => {
     const fault = nextFault().then((f) => ({ fault: f }));
     // (busy: the worker has piscina count its result while this thread reads a large event,
     // so piscina drains the port — and meets the unreadable message — when it handles the result.)
-    const { outcome } = await intrude(h, { tool: 'forgeResult', args: { deep: 5_000, after: true, busy: true } });
+    const { outcome } = await intrude(h, { tool: 'forgeResult', args: { deep: 10_000, after: true, busy: true } });
     assert.equal(outcome.status, 'done', 'the real result came first');
-    const refusal = await Promise.race([unreadable, fault]);
+    const refusal = await alive(Promise.race([unreadable, fault]));
     assert.equal(processFaults.uncaught.length, faults, 'nothing thrown on the supervisor thread');
     assert.ok('recycled' in refusal && refusal.recycled);
     const ok = await h.supervisor.spawn(echo, { input: 'after the unreadable', scope });

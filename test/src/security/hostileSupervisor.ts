@@ -78,6 +78,20 @@ export async function changed(board: Int32Array, index: number, from = 0): Promi
   }
 }
 
+/**
+ * `promise`, holding the event loop open until it settles: for what arrives
+ * after a run has ended (the supervisor's ports and idle workers do not keep
+ * a process alive, and the test runner would end the test as stuck).
+ */
+export async function alive<T>(promise: Promise<T>): Promise<T> {
+  const keepAlive = setInterval(() => {}, 2 ** 30);
+  try {
+    return await promise;
+  } finally {
+    clearInterval(keepAlive);
+  }
+}
+
 /** Resolves with the first event `name` for which `match` holds. */
 export function nextEvent<K extends keyof SupervisorEvents>(
   supervisor: Supervisor,
