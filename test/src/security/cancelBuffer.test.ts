@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { Worker } from 'node:worker_threads';
-import { CancelSlots } from '@troupe/core';
+import { CancelSlots, isTroupeError } from '@troupe/core';
 import { echo } from '../fixtures/agents/basic.js';
 import { Board, intruder } from '../fixtures/agents/hostile.js';
 import { changed, type Hostile, hostileSupervisor, newBoard, nextEvent, processFaults } from './hostileSupervisor.js';
@@ -62,6 +62,22 @@ describe('the cancellation buffer a worker holds', () => {
     if (outcome.status !== 'cancelled') return;
     assert.equal(outcome.reason, 'deadline');
     assert.equal(outcome.forced, true, 'it never yielded: the watchdog killed it');
+  });
+
+  it('a call deadline forged in its own lane can only end its own run early, as a forced tool timeout', async () => {
+    const board = newBoard();
+    // Tool 0 of the intruder is `bait`: the forged lane names it as the call.
+    const outcome = await h.supervisor.spawn(intruder, {
+      input: JSON.stringify({ tool: 'forgeCallDeadline', args: { tool: 0 }, bait: false }),
+      scope: { tenant: 'early' },
+      toolContext: { board },
+    });
+    assert.equal(Atomics.load(board, Board.readBack), 1, 'the forged deadline was written');
+    assert.equal(outcome.status, 'failed');
+    if (outcome.status !== 'failed') return;
+    assert.ok(isTroupeError(outcome.error, 'ERR_TOOL_TIMEOUT'), String(outcome.error));
+    assert.equal((outcome.error as { forced?: unknown }).forced, true);
+    assert.equal((outcome.error as { toolName?: unknown }).toolName, 'bait', 'named as the worker wrote');
   });
 
   it("garbage in every word of one thread's buffer reaches no run on another thread and crashes nothing", async () => {
