@@ -12,7 +12,9 @@ import {
   decodeSubagentResult,
   encodeError,
   HostApprovalRequest,
+  type HostCheckpoint,
   type HostEvent,
+  parseHostCheckpoint,
   TELEMETRY_EVENTS,
   TroupeError,
 } from '@troupe/core';
@@ -40,7 +42,7 @@ function once<T>(worker: Worker, match: (m: unknown) => m is T): Promise<T> {
 describe('HostChannel fuzz', () => {
   it(`refuses or serves each of ${COUNT} generated messages exactly once, and replies to every call`, async () => {
     const faultsBefore = processFaults.uncaught.length + processFaults.unhandled.length;
-    const served = { approve: 0, task: 0, events: 0, holding: 0 };
+    const served = { approve: 0, task: 0, events: 0, holding: 0, checkpoint: 0 };
     const approved = new Set<string>();
     const markers = new Set<string>();
     const refusals: HostRefusal[] = [];
@@ -87,6 +89,12 @@ describe('HostChannel fuzz', () => {
             if (typeof marker === 'string') markers.add(marker);
           }
         }
+      },
+      checkpoint: async (checkpoint: HostCheckpoint) => {
+        served.checkpoint++;
+        tick();
+        if (parseHostCheckpoint(checkpoint) !== checkpoint) wrong.push(`checkpoint ${JSON.stringify(checkpoint)}`);
+        return true;
       },
       holding: (raw: unknown) => {
         const error = decodeSubagentResult(raw).error;

@@ -80,8 +80,17 @@ for (let i = 0; i < messages.length; i++) {
     markers.push(id);
     post([HostOp.events, 0, data.capability, [['t', 'agent.turn', { turn: i, marker: id }]]]);
   }
-  // Every 100th, a well-formed held result.
-  if (i % 100 === 0) post([HostOp.holding, 0, data.capability, ['done', 3, 1, null, null, 0, `held ${i}`, null]]);
+  // Every 100th, a well-formed held result and a well-formed checkpoint.
+  if (i % 100 === 0) {
+    post([HostOp.holding, 0, data.capability, ['done', 3, 1, null, null, 0, `held ${i}`, null]]);
+    const state = { agentId: 'agent_fuzz', messages: [], metadata: {} };
+    post([
+      HostOp.checkpoint,
+      ++seq,
+      data.capability,
+      { phase: 'before', state, calls: [{ id: `c${i}`, name: 'bait', idempotent: false }] },
+    ]);
+  }
   // Every 500th, things that are not data: a live MessagePort and a SharedArrayBuffer where data belongs.
   if (i % 500 === 0) {
     const { port1, port2 } = new MessageChannel();

@@ -21,6 +21,7 @@ import {
 
 const scope = Object.freeze({ tenant: 't-host' });
 const SEQ = 1_000_000_001;
+const LAST_OP = Math.max(...Object.values(HostOp));
 
 /** Spawn the intruder on `input`; its outcome and its board. */
 async function intrude(h: Hostile, input: Record<string, unknown>) {
@@ -102,7 +103,11 @@ describe('host channel: named operations only', () => {
       /unknown host operation string/,
     ],
     ['an operation named "constructor"', ['constructor', SEQ, '$cap', {}], /unknown host operation string/],
-    ['an operation number past the last', [HostOp.holding + 1, SEQ, '$cap', {}], /unknown host operation 5/],
+    [
+      'an operation number past the last',
+      [LAST_OP + 1, SEQ, '$cap', {}],
+      new RegExp(`unknown host operation ${LAST_OP + 1}`),
+    ],
     [
       'a call that asks no reply',
       [HostOp.approve, 0, '$cap', { toolName: 'bait', toolCallId: 'c', arguments: {} }],
@@ -176,6 +181,16 @@ describe('host channel: named operations only', () => {
       /malformed event batch/,
     ],
     ['a held result that is not a result', [HostOp.holding, 0, '$cap', { status: 'done' }], /malformed held result/],
+    [
+      'a checkpoint without a state',
+      [HostOp.checkpoint, SEQ, '$cap', { phase: 'before', calls: [] }],
+      /malformed checkpoint/,
+    ],
+    [
+      'a checkpoint of an unknown phase',
+      [HostOp.checkpoint, SEQ, '$cap', { phase: 'during', state: { agentId: 'a', messages: [] }, calls: [] }],
+      /malformed checkpoint/,
+    ],
   ] as const) {
     it(`refuses ${what} and names the run its capability named`, async () => {
       const { outcome, refusal } = await refused(h, onHost(message), reason);
