@@ -68,7 +68,6 @@ const RUN = 0;
 const ACTIVITY = 1;
 const LANE0 = 3;
 const WAITERS = 1 << 16;
-const LANE_BITS = 0xffff;
 const MAX_DEADLINE_US = BigInt(Number.MAX_SAFE_INTEGER);
 
 function codeOf(reason: CancelReason): number {
@@ -174,6 +173,13 @@ export class CancelSlots {
   readonly maxCapacity: number;
   readonly #strideWords: number;
   readonly #stride64: number;
+  /**
+   * The activity bits that name this buffer's lanes. The activity word is
+   * written by the thread running the slot's run: a bit past the last lane
+   * would make a canceller CAS (and the watchdog read) words outside the
+   * slot's lanes — its call info, its deadlines, the next slot's run word.
+   */
+  readonly #laneMask: number;
   readonly #deadline64: number;
   readonly #header: Int32Array;
   readonly #doorbell: Int32Array;
@@ -198,6 +204,7 @@ export class CancelSlots {
     this.#strideWords = strideBytes / 4;
     this.#stride64 = strideBytes / 8;
     this.#deadline64 = intBytesOf(this.lanes) / 8;
+    this.#laneMask = (1 << this.lanes) - 1;
     this.#covered = -1;
     this.#capacity = owned?.capacity ?? -1;
     this.#generations = owned === undefined ? undefined : new Uint32Array(owned.capacity);
@@ -417,7 +424,7 @@ export class CancelSlots {
     const live = handle.generation << CODE_BITS;
     if (Atomics.compareExchange(words, base + RUN, live, live | code) !== live) return false; // (a)
     let activity = Atomics.load(words, base + ACTIVITY); // (b)
-    const lanes = activity & LANE_BITS;
+    const lanes = activity & this.#laneMask;
     let open = lanes;
     while (open !== 0) {
       const lane = lowestBit(open);
@@ -474,7 +481,7 @@ export class CancelSlots {
     const words = this.#words;
     const base = handle.index * this.#strideWords;
     const activity = Atomics.load(words, base + ACTIVITY);
-    let open = activity & LANE_BITS;
+    let open = activity & this.#laneMask;
     if (open === 0) return;
     const nowUs = toMicros(now);
     const d = handle.index * this.#stride64 + this.#deadline64 + 1;

@@ -89,7 +89,10 @@ const REBUILD: Record<string, Rebuild> = {
   // code and fields (status, attempts, retryAfterMs, serverCode), and passes them on at the next hop.
   ModelError: (s) => {
     const error = new TroupeError(s.message, { code: s.code as ErrorCode });
-    const data = { ...(s.data ?? {}) };
+    // Own keys as data: a `__proto__` key (a shape from another thread may carry one)
+    // would set the error's prototype through Object.assign.
+    const data: Record<string, unknown> = {};
+    for (const [key, value] of Object.entries(s.data ?? {})) if (key !== '__proto__') data[key] = value;
     Object.assign(error, data);
     Object.defineProperty(error, 'name', { value: 'ModelError' });
     Object.defineProperty(error, 'toData', { value: () => data });
@@ -103,7 +106,9 @@ const REBUILD: Record<string, Rebuild> = {
  * code and stack.
  */
 export function decodeError(shape: ErrorShape): Error {
-  const rebuild = REBUILD[shape.name];
+  // Own entries only: a name such as "constructor" or "toString" (a shape from another
+  // thread names what it likes) would find Object.prototype's methods.
+  const rebuild = Object.hasOwn(REBUILD, shape.name) ? REBUILD[shape.name] : undefined;
   let error: Error;
   if (rebuild !== undefined && (shape.name === 'TroupeError' || shape.code !== undefined || shape.data !== undefined)) {
     error = rebuild(shape);

@@ -61,14 +61,27 @@ export interface DispatcherOptions {
 
 /** A scope as it crosses (see Dispatcher#scopeWire). */
 interface ScopeWire {
-  /** The scope, or its serialized bytes over a SharedArrayBuffer. */
+  /**
+   * The scope, or its serialized bytes over a SharedArrayBuffer. A versioned
+   * scope's bytes never cross themselves: each thread gets its own copy of
+   * them (see `copies`).
+   */
   readonly scope: unknown;
   /** 0: not versioned (the scope can still change). */
   readonly version: number;
   readonly serialized: boolean;
+  /**
+   * A versioned serialized scope's bytes, one copy per thread it was sent
+   * to. Any thread can write any byte of a SharedArrayBuffer it holds: were
+   * one buffer posted to every thread, a tool could rewrite the scope
+   * another thread's run decodes next (another tenant, another role). With
+   * a copy each, what a thread rewrites reaches that thread only (whose
+   * realm its code owns anyway).
+   */
+  readonly copies: WeakMap<ThreadInfo, Uint8Array> | undefined;
 }
 
-const NO_SCOPE: ScopeWire = Object.freeze({ scope: undefined, version: 0, serialized: false });
+const NO_SCOPE: ScopeWire = Object.freeze({ scope: undefined, version: 0, serialized: false, copies: undefined });
 
 /** From this serialized size a scope crosses as shared bytes (see #scopeWire). */
 const SERIALIZED_SCOPE_MIN_BYTES = 8 * 1024;
@@ -82,6 +95,19 @@ const mintCapability = customAlphabet(
   'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-',
   CAPABILITY_LENGTH,
 );
+
+/** Where a task tuple carries its scope (see `SubagentTaskWire`). */
+const SCOPE = 7;
+
+/** `thread`'s own copy of a versioned scope's bytes, made the first time the scope goes there. */
+function scopeCopyFor(wire: ScopeWire, thread: ThreadInfo): Uint8Array {
+  const copies = wire.copies as WeakMap<ThreadInfo, Uint8Array>;
+  const known = copies.get(thread);
+  if (known !== undefined) return known;
+  const own = sharedCopy(wire.scope as Uint8Array);
+  copies.set(thread, own);
+  return own;
+}
 
 /** `bytes` copied into a SharedArrayBuffer: posting it copies nothing. */
 function sharedCopy(bytes: Uint8Array): Uint8Array {
@@ -100,13 +126,15 @@ class Ticket implements DispatchTicket {
   readonly #node: RunNode;
   readonly #task: unknown[];
   readonly #dispatcher: Dispatcher;
-  constructor(node: RunNode, task: unknown[], dispatcher: Dispatcher) {
+  readonly #wire: ScopeWire;
+  constructor(node: RunNode, task: unknown[], dispatcher: Dispatcher, wire: ScopeWire) {
     this.#node = node;
     this.#task = task;
     this.#dispatcher = dispatcher;
+    this.#wire = wire;
   }
   onDispatch(thread: ThreadInfo): void {
-    this.#dispatcher.bind(this.#node, this.#task, thread);
+    this.#dispatcher.bind(this.#node, this.#task, thread, this.#wire);
   }
 }
 
@@ -172,7 +200,8 @@ export class Dispatcher {
       slot: 0,
       generation: 0,
       host: features | (wire.serialized ? TaskFlag.serializedScope : 0),
-      scope: wire.scope,
+      // A versioned scope's bytes are filled in at dispatch, as that thread's own copy.
+      scope: wire.copies === undefined ? wire.scope : null,
       scopeVersion: wire.version === 0 ? undefined : wire.version,
       input: input.resume === undefined ? input.input : undefined,
       capability,
@@ -180,7 +209,7 @@ export class Dispatcher {
     // The extras go in as one object the ticket may still add the time left to.
     task[10] = extras;
     // One `then`, not an async function: this is every run's way back.
-    const ticket = new Ticket(node, task, this);
+    const ticket = new Ticket(node, task, this, wire);
     node.ticket = ticket;
     return this.#o.pool.run(task, ticket).then(
       (raw) => this.#fromResult(raw, node),
@@ -201,10 +230,11 @@ export class Dispatcher {
   }
 
   /** The dispatch moment (called by the ticket, inside piscina's balancer: must not throw). */
-  bind(node: RunNode, task: unknown[], thread: ThreadInfo): void {
+  bind(node: RunNode, task: unknown[], thread: ThreadInfo, wire: ScopeWire = NO_SCOPE): void {
     const { table, clock } = this.#o;
     node.thread = thread;
     if (node.phase === 'queued') node.phase = 'running';
+    if (wire.copies !== undefined) task[SCOPE] = scopeCopyFor(wire, thread);
     try {
       const handle = table.bind(node.id, thread.segment);
       task[TaskSlot.slot] = handle.index;
@@ -230,25 +260,38 @@ export class Dispatcher {
   }
 
   #fromResult(raw: unknown, node: RunNode): WorkerEnd {
-    const parsed = decodeSubagentResult(raw);
-    if (parsed.error !== undefined) {
-      // A worker that answers with something that is not a result is broken (or
-      // hostile): a defect, and the thread does not run anything else.
-      const thread = node.thread;
-      if (thread !== undefined) this.#o.pool.recycle(thread, `it returned a malformed result (${parsed.error})`);
-      return {
-        end: {
-          status: 'crashed',
-          exitCode: null,
-          error: new WorkerCrashedError(
-            `the worker running ${node.agentId} returned a malformed result (${parsed.error}); it was recycled`,
-            null,
-          ),
-        },
-        usage: NO_USAGE,
-        sent: 0,
-      };
+    try {
+      return this.#readResult(raw, node);
+    } catch (error) {
+      // What a worker sends must never throw here (this is every run's way back: a throw
+      // would leave the run hanging and reject unhandled), whatever it holds: a cause
+      // chain deeper than the checks' stack, say.
+      return this.#malformed(node, `it cannot be read: ${error instanceof Error ? error.message : String(error)}`);
     }
+  }
+
+  // A worker that answers with something that is not a result is broken (or
+  // hostile): a defect, and the thread does not run anything else.
+  #malformed(node: RunNode, why: string): WorkerEnd {
+    const thread = node.thread;
+    if (thread !== undefined) this.#o.pool.recycle(thread, `it returned a malformed result (${why})`);
+    return {
+      end: {
+        status: 'crashed',
+        exitCode: null,
+        error: new WorkerCrashedError(
+          `the worker running ${node.agentId} returned a malformed result (${why}); it was recycled`,
+          null,
+        ),
+      },
+      usage: NO_USAGE,
+      sent: 0,
+    };
+  }
+
+  #readResult(raw: unknown, node: RunNode): WorkerEnd {
+    const parsed = decodeSubagentResult(raw);
+    if (parsed.error !== undefined) return this.#malformed(node, parsed.error);
     const r = parsed.result;
     const events = r.events ?? NO_EVENTS;
     const usage = r.usage ?? NO_USAGE;
@@ -338,9 +381,10 @@ export class Dispatcher {
 
   /**
    * How a sealed scope crosses. A heavy one as bytes: serialized once per
-   * scope into a SharedArrayBuffer (posting it copies nothing) — structured
-   * clone would serialize the whole graph on this thread on every hop. A lean
-   * one (the norm) as it is. A scope that can never change (`isDeepFrozen`)
+   * scope, into a SharedArrayBuffer per thread it goes to (posting it copies
+   * nothing; one buffer for all threads would let one rewrite what the others
+   * decode) — structured clone would serialize the whole graph on this
+   * thread on every hop. A lean one (the norm) as it is. A scope that can never change (`isDeepFrozen`)
    * gets a version, and its wire form is kept: a worker decodes or freezes
    * each version once and reuses it. One that can (it holds anything but
    * plain objects, arrays and primitives: a Map, a Date...) is looked at
@@ -348,22 +392,23 @@ export class Dispatcher {
    */
   #scopeWire(scope: unknown): ScopeWire {
     if (scope === undefined) return NO_SCOPE;
-    if (typeof scope !== 'object' || scope === null) return { scope, version: 0, serialized: false };
+    if (typeof scope !== 'object' || scope === null) return { scope, version: 0, serialized: false, copies: undefined };
     const known = this.#scopeWires.get(scope);
     if (known !== undefined) return known;
     if (!isDeepFrozen(scope)) {
       // It can change: what it holds now, serialized once (its size is never remembered).
       const encoded = serializedBytes(scope);
       return encoded.byteLength < SERIALIZED_SCOPE_MIN_BYTES
-        ? { scope, version: 0, serialized: false }
-        : { scope: sharedCopy(encoded), version: 0, serialized: true };
+        ? { scope, version: 0, serialized: false, copies: undefined }
+        : { scope: sharedCopy(encoded), version: 0, serialized: true, copies: undefined };
     }
     // A bound under the threshold settles it without serializing a lean scope;
     // a heavy one was measured when sealed, and the bytes made then are used.
     const wire: ScopeWire =
       serializedSizeAtMost(scope) < SERIALIZED_SCOPE_MIN_BYTES || serializedSize(scope) < SERIALIZED_SCOPE_MIN_BYTES
-        ? { scope, version: ++this.#scopeVersions, serialized: false }
-        : { scope: sharedCopy(serializedBytes(scope)), version: ++this.#scopeVersions, serialized: true };
+        ? { scope, version: ++this.#scopeVersions, serialized: false, copies: undefined }
+        : // Kept here, never posted: each thread gets a copy (see ScopeWire.copies).
+          { scope: serializedBytes(scope), version: ++this.#scopeVersions, serialized: true, copies: new WeakMap() };
     this.#scopeWires.set(scope, wire);
     return wire;
   }

@@ -58,11 +58,52 @@ export interface HostChannelOptions {
   readonly lookup: (capability: string, thread: ThreadInfo) => HostLookup;
   readonly recycle: (thread: ThreadInfo, reason: string) => void;
   readonly refused: (refusal: HostRefusal) => void;
-  /** Messages a thread may send within a second before it counts as a flood (default 50,000). */
+  /**
+   * Work a thread may send within a second before it counts as a flood
+   * (default 50,000): each message counts one, and a batch counts each of
+   * its events and model deltas.
+   */
   readonly floodLimit?: number | undefined;
 }
 
 const FLOOD_WINDOW_MS = 1000;
+
+/**
+ * The most questions one dispatch of a run may ask. A tool that returns
+ * `pending` is done for that dispatch, and the run suspends at the end of
+ * the turn: an honest run asks at most one question per call of its last
+ * turn. Each question is a request the supervisor keeps until it is answered
+ * or the run ends, so without a bound a worker could fill the supervisor's
+ * memory at any rate under the flood limit.
+ */
+export const MAX_QUESTIONS_PER_DISPATCH = 1024;
+
+/**
+ * What one dispatch of a run has asked (a resumed run is a new dispatch,
+ * with a new capability). An honest run asks the approval handler about a
+ * call once and a question for a call once: a second one would open a
+ * second request for the same call, and the first would outlive the run
+ * (the supervisor keeps one request per call and withdraws that one when
+ * the run ends).
+ */
+interface Asked {
+  readonly capability: string;
+  /** Requests opened: questions, and approvals the handler answered with `ask`. */
+  count: number;
+  /**
+   * Calls the approval handler was asked about: `open` until it decides;
+   * after an `ask`, the id of the request it opened (the call does not run:
+   * the only question that can follow is that request itself, which the
+   * worker passes on as the call's question); `decided` otherwise.
+   */
+  readonly approvals: Map<string, 'open' | 'decided' | { readonly requestId: unknown }>;
+  /** Calls a question was asked for. */
+  readonly questions: Set<string>;
+}
+
+function isAsk(decision: unknown): boolean {
+  return typeof decision === 'object' && decision !== null && (decision as { decision?: unknown }).decision === 'ask';
+}
 
 /**
  * The supervisor's end of every worker's host channel: it serves the named
@@ -71,7 +112,9 @@ const FLOOD_WINDOW_MS = 1000;
  * port it came in on (the port was bound to that thread from the `Worker`
  * it came out of). Anything else — a malformed message, an unknown
  * operation, arguments that fail their schema, a capability this thread was
- * never given, a flood — is refused with a typed error to the worker (when
+ * never given, a flood (counted in messages, events and deltas), more
+ * questions than one dispatch can ask or a second one for the same call —
+ * is refused with a typed error to the worker (when
  * it asked for a reply), a `host.refused` event, and the thread is
  * recycled. A late message of a run that has ended is refused without
  * recycling. Nothing a worker sends runs code here beyond these handlers.
@@ -79,6 +122,8 @@ const FLOOD_WINDOW_MS = 1000;
 export class HostChannel {
   readonly #o: HostChannelOptions;
   readonly #floodLimit: number;
+  /** What each run asked under its current capability (a resumed run starts again). */
+  readonly #asked = new WeakMap<HostRun, Asked>();
   #refusals = 0;
 
   constructor(options: HostChannelOptions) {
@@ -94,6 +139,12 @@ export class HostChannel {
   /** Serve `thread`'s channel. */
   bind(thread: ThreadInfo, port: MessagePort): void {
     port.on('message', (raw: unknown) => this.#onMessage(thread, port, raw));
+    // A message this thread cannot deserialize (nested deeper than its stack allows, a worker's
+    // being larger) never arrives as one: refused all the same, never silently lost.
+    port.on('messageerror', (error: Error) => {
+      if (thread.recycled !== undefined) return;
+      this.#refuse(thread, port, undefined, `a message that cannot be read here (${error.message})`, true);
+    });
     // The port must not keep the process alive (the pool decides when threads end).
     port.unref();
   }
@@ -105,8 +156,8 @@ export class HostChannel {
       thread.floodStart = now;
       thread.floodCount = 0;
     }
-    if (++thread.floodCount > this.#floodLimit) {
-      this.#refuse(thread, port, undefined, `a flood: over ${this.#floodLimit} messages within a second`, true);
+    if (this.#charge(thread, 1)) {
+      this.#refuse(thread, port, replySeq(raw), this.#floodReason(), true);
       return;
     }
     const call = parseHostCall(raw);
@@ -134,7 +185,29 @@ export class HostChannel {
           this.#refuse(thread, port, call, 'a malformed approval request', true, run);
           return;
         }
-        this.#answer(port, call.seq, run.approve(parsed.data));
+        const asked = this.#dispatch(run, call.capability);
+        const toolCallId = parsed.data.toolCallId;
+        if (asked.approvals.has(toolCallId)) {
+          this.#refuse(thread, port, call, `a second approval of call ${toolCallId} in one dispatch`, true, run);
+          return;
+        }
+        if (asked.questions.has(toolCallId)) {
+          // A call asks its question after it ran, and it runs after its approval.
+          this.#refuse(thread, port, call, `an approval of call ${toolCallId} after its question`, true, run);
+          return;
+        }
+        asked.approvals.set(toolCallId, 'open');
+        const decided = run.approve(parsed.data).then((decision) => {
+          if (isAsk(decision)) {
+            // An `ask` opened a request: it counts as a question.
+            asked.approvals.set(toolCallId, { requestId: (decision as { requestId?: unknown }).requestId });
+            if (++asked.count > MAX_QUESTIONS_PER_DISPATCH) {
+              this.#refuse(thread, port, undefined, this.#questionsReason(), true, run);
+            }
+          } else asked.approvals.set(toolCallId, 'decided');
+          return decision;
+        });
+        this.#answer(port, call.seq, decided);
         return;
       }
       case HostOp.task: {
@@ -152,6 +225,37 @@ export class HostChannel {
           this.#refuse(thread, port, call, `a malformed event batch: ${events}`, true, run);
           return;
         }
+        // The message counted one; its events and deltas count too (a batch of 512
+        // questions costs 512 requests, not one message).
+        let items = events.length - 1;
+        let asked: Asked | undefined;
+        for (const e of events) {
+          if (e[0] === 'd') items += e[1].length;
+          else if (e[0] === 'q') {
+            asked ??= this.#dispatch(run, call.capability);
+            if (asked.questions.has(e[1])) {
+              this.#refuse(thread, port, call, `a second question for call ${e[1]} in one dispatch`, true, run);
+              return;
+            }
+            const approval = asked.approvals.get(e[1]);
+            asked.questions.add(e[1]);
+            if (approval === undefined || approval === 'decided') asked.count++;
+            else if (approval === 'open' || approval.requestId !== e[2].id) {
+              // Undecided, or a person is asked about it: the call has not run, and has no question of its own.
+              this.#refuse(thread, port, call, `a question for call ${e[1]}, which waits on its approval`, true, run);
+              return;
+            }
+            // (Else it is the approval's own request, passed on by the worker: counted with the `ask`.)
+          }
+        }
+        if (items > 0 && this.#charge(thread, items)) {
+          this.#refuse(thread, port, call, this.#floodReason(), true, run);
+          return;
+        }
+        if (asked !== undefined && asked.count > MAX_QUESTIONS_PER_DISPATCH) {
+          this.#refuse(thread, port, call, this.#questionsReason(), true, run);
+          return;
+        }
         run.events(events);
         return;
       }
@@ -165,13 +269,46 @@ export class HostChannel {
         return;
       }
       case HostOp.holding: {
-        const wrong = run.holding(call.payload);
+        let wrong: string | undefined;
+        try {
+          wrong = run.holding(call.payload);
+        } catch (error) {
+          // Reading a result must not throw out of this handler (an uncaught exception on
+          // the supervisor thread) whatever it holds: a cause chain deeper than the
+          // check's stack, say. (Only the reading is guarded: a host's event listener that
+          // throws is the host's error, not the worker's.)
+          wrong = `it cannot be read (${error instanceof Error ? error.message : String(error)})`;
+        }
         if (wrong !== undefined) this.#refuse(thread, port, call, `a malformed held result: ${wrong}`, true, run);
         return;
       }
       default:
         call.op satisfies never;
     }
+  }
+
+  // Count `n` against the thread's flood window; true once it is over the limit.
+  #charge(thread: ThreadInfo, n: number): boolean {
+    thread.floodCount += n;
+    return thread.floodCount > this.#floodLimit;
+  }
+
+  #floodReason(): string {
+    return `a flood: over ${this.#floodLimit} messages, events and deltas within a second`;
+  }
+
+  #questionsReason(): string {
+    return `over ${MAX_QUESTIONS_PER_DISPATCH} questions in one dispatch of a run`;
+  }
+
+  // What `run` asked under `capability` (its current dispatch).
+  #dispatch(run: HostRun, capability: string): Asked {
+    let asked = this.#asked.get(run);
+    if (asked === undefined || asked.capability !== capability) {
+      asked = { capability, count: 0, approvals: new Map(), questions: new Set() };
+      this.#asked.set(run, asked);
+    }
+    return asked;
   }
 
   #answer(port: MessagePort, seq: number, value: Promise<unknown>): void {

@@ -138,11 +138,11 @@ export class WorkerPool {
     });
     // Without an 'error' listener an error in an idle worker would crash the process.
     this.#piscina.on('error', () => {});
-    this.#piscina.on('workerCreate', (w: { id: number }) => this.#hook(w.id));
+    this.#piscina.on('workerCreate', (w: { id: number }) => this.#hook(w.id, w));
   }
 
   // Learn a new thread from piscina: its Worker object is its identity from now on.
-  #hook(id: number): void {
+  #hook(id: number, handle: object): void {
     if (this.#threads.has(id)) return;
     const worker = this.#piscina.threads.find((t) => t.threadId === id);
     if (worker === undefined) return;
@@ -163,7 +163,14 @@ export class WorkerPool {
       floodStart: 0,
     };
     this.#threads.set(id, thread);
+    guardTaskPort(handle, thread, (reason) => this.#options.onViolation(thread, reason));
     worker.on('message', (message: unknown) => this.#onThreadMessage(thread, message));
+    // One this thread cannot deserialize (deeper than its stack: a worker's is larger) is refused, not lost.
+    worker.on('messageerror', (error: Error) => {
+      if (thread.recycled === undefined) {
+        this.#options.onViolation(thread, `a parentPort message that cannot be read here (${error.message})`);
+      }
+    });
     worker.on('error', (error: unknown) => {
       thread.error ??= error instanceof Error ? error : new Error(String(error));
     });
@@ -180,6 +187,8 @@ export class WorkerPool {
 
   // A message on a thread's parentPort: the boot signal, its host channel, piscina's own; nothing else.
   #onThreadMessage(thread: ThreadInfo, message: unknown): void {
+    // A thread being recycled broke the protocol already: nothing it sends counts.
+    if (thread.recycled !== undefined) return;
     if (typeof message !== 'object' || message === null) {
       this.#options.onViolation(thread, 'a parentPort message that is not an object');
       return;
@@ -327,6 +336,92 @@ export class WorkerPool {
       t.port = undefined;
     }
   }
+}
+
+/** The part of piscina's per-thread record (`WorkerInfo`) that {@link guardTaskPort} wraps. */
+interface PiscinaWorkerInfo {
+  onMessage: (message: unknown) => void;
+  processPendingMessages: () => void;
+  readonly taskInfos: ReadonlyMap<unknown, unknown>;
+  readonly port: MessagePort;
+}
+
+/**
+ * Put a check in front of piscina's handler of a thread's task port. A
+ * worker's code can post anything on that port (it can capture the port by
+ * patching `MessagePort.prototype.postMessage`), and piscina 5.3.2 takes
+ * every message there for a task response: it destructures `null` (a
+ * TypeError thrown on this thread: the process dies) and frees the thread
+ * for a response to a task it never ran. Only an object answering a task
+ * piscina is waiting for on that thread gets through; anything else is
+ * dropped and reported with `violation` (the thread is recycled). Once the
+ * thread is being recycled nothing of it gets through, its task's result
+ * included: the task rejects when the thread exits, so a run whose worker
+ * broke the protocol never ends on what that worker said after.
+ *
+ * A message that cannot be deserialized here is a violation too, whether
+ * the port's event reports it (`messageerror`: piscina would never hear of
+ * it, and its task would wait for ever) or piscina's synchronous drain
+ * throws on it (an exception on this thread, in the middle of another
+ * thread's result).
+ *
+ * Both of piscina's delivery paths (the port's `message` event and its
+ * synchronous drain with `receiveMessageOnPort`) call the record's
+ * `onMessage`, so wrapping that one property guards them both. The record is
+ * reached through piscina's own symbol on the handle it passes to
+ * `workerCreate` (piscina is pinned; a version without it fails loudly here).
+ */
+function guardTaskPort(handle: object, thread: ThreadInfo, violation: (reason: string) => void): void {
+  const symbol = Object.getOwnPropertySymbols(handle).find((s) => s.description === 'Piscina.kWorkerData');
+  const info = symbol === undefined ? undefined : ((handle as Record<symbol, unknown>)[symbol] as PiscinaWorkerInfo);
+  if (
+    info === undefined ||
+    typeof info.onMessage !== 'function' ||
+    typeof info.processPendingMessages !== 'function' ||
+    !(info.taskInfos instanceof Map) ||
+    !(info.port instanceof MessagePort)
+  ) {
+    throw new Error(
+      'piscina changed: its WorkerInfo has no onMessage/processPendingMessages/taskInfos/port to guard the task port with',
+    );
+  }
+  // A response this thread cannot deserialize (deeper than its stack: a worker's is
+  // larger) never reaches piscina: its task would wait for ever. Refused instead: the
+  // thread is recycled and the task rejects when it exits.
+  const unreadable = (error: unknown): void => {
+    if (thread.recycled === undefined && thread.exitCode === undefined) {
+      violation(
+        `a task-port message that cannot be read here (${error instanceof Error ? error.message : String(error)})`,
+      );
+    }
+  };
+  info.port.on('messageerror', unreadable);
+  // piscina also drains every thread's task port with receiveMessageOnPort after each
+  // result (of any thread), which throws for such a message — inside the handler of
+  // another thread's result, on this thread: the process would die. Caught here, and
+  // the thread whose port it was is the one refused.
+  const drain = info.processPendingMessages.bind(info);
+  info.processPendingMessages = (): void => {
+    try {
+      drain();
+    } catch (error) {
+      unreadable(error);
+    }
+  };
+  const deliver = info.onMessage;
+  info.onMessage = (message: unknown): void => {
+    if (thread.recycled !== undefined || thread.exitCode !== undefined) return;
+    if (typeof message !== 'object' || message === null) {
+      violation('a task-port message that is not an object');
+      return;
+    }
+    const taskId: unknown = (message as { taskId?: unknown }).taskId;
+    if (!info.taskInfos.has(taskId)) {
+      violation('a task-port message for no task of this thread');
+      return;
+    }
+    deliver(message);
+  };
 }
 
 // A transferred port arrives as a MessagePort of this realm; anything else merely shaped like one is refused.

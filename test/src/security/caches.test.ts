@@ -1,0 +1,91 @@
+// Issue 11, item 6: no data crosses runs through Troupe's own caches — the
+// scope copies a worker keeps per scope version, the bytes a heavy scope
+// crosses in, module caches, anything kept between tasks on a worker.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { createSupervisor } from '@troupe/supervisor';
+import { contextProbe, scopeIdentity } from '../fixtures/agents/basic.js';
+import { Board, intruder } from '../fixtures/agents/hostile.js';
+import { changed, newBoard } from './hostileSupervisor.js';
+
+describe("caches: one run never sees another run's data through them", () => {
+  it("a heavy scope's bytes rewritten by a worker reach no run on another thread", async () => {
+    // Heavy (over 8 KiB: it crosses as bytes in a SharedArrayBuffer) and sealed (versioned: kept).
+    const supervisor = createSupervisor({ pool: { threads: 2, graceMs: 200 }, scopeBudgetBytes: 64 * 1024 });
+    try {
+      await supervisor.pool.ready();
+      const scope = { tag: 'role-reader', padding: 'p'.repeat(12_000) };
+      const board = newBoard();
+      // The hostile run decodes the scope on its thread, rewrites its bytes, and holds that thread.
+      const hostile = supervisor.spawn(intruder, {
+        input: JSON.stringify({ tool: 'tamperScope', args: { from: 'role-reader', to: 'role-writer' }, bait: false }),
+        scope,
+        toolContext: { board },
+      });
+      await changed(board, Board.stashed);
+      // The same scope object (one conversation's), on the other thread, seen for the first time there.
+      const honest = await supervisor.spawn(scopeIdentity, { input: 'look', scope });
+      Atomics.store(board, Board.release, 1);
+      Atomics.notify(board, Board.release);
+      const h = await hostile;
+      assert.equal(h.status === 'done' && h.result, 'rewrote 1', 'the attack reached the bytes it was sent');
+      assert.equal(honest.status, 'done');
+      const seen = JSON.parse(honest.status === 'done' ? honest.result : '{}') as { tag?: string };
+      assert.equal(seen.tag, 'role-reader');
+    } finally {
+      await supervisor.destroy();
+    }
+  });
+
+  it('what one run writes into its channels on a worker reaches no later run there; kept copies stay its own', async () => {
+    const supervisor = createSupervisor({ pool: { threads: 1 } });
+    try {
+      await supervisor.pool.ready();
+      const a = { tag: 'tenant-a', nested: { deep: 'a' } };
+      const b = { tag: 'tenant-b', nested: { deep: 'b' } };
+      // The hostile run gets scope a (sealed: versioned, so the worker keeps its copy), a toolContext and metadata.
+      const hostile = await supervisor.spawn(intruder, {
+        input: JSON.stringify({ tool: 'mutate', bait: false }),
+        scope: a,
+        toolContext: { requestId: 'req-a' },
+        metadata: { note: 'a' },
+      });
+      assert.equal(hostile.status, 'done');
+      const tried = JSON.parse(hostile.status === 'done' ? hostile.result : '{}') as Record<string, string>;
+      assert.deepEqual(tried, {
+        scope: 'refused',
+        scopeNested: 'refused',
+        toolContext: 'refused',
+        metadata: 'refused',
+        prototype: 'refused',
+      });
+      // Later runs on the same thread: scope a again (the kept copy), scope b, and no channels at all.
+      const probe = async (
+        scope: unknown,
+        extra: { toolContext?: Record<string, unknown>; metadata?: Record<string, unknown> },
+      ) => {
+        const out = await supervisor.spawn(contextProbe, { input: 'probe', scope, ...extra });
+        assert.equal(out.status, 'done');
+        return JSON.parse(out.status === 'done' ? out.result : '{}') as {
+          scope: unknown;
+          toolContext: unknown;
+          metadata: unknown;
+        };
+      };
+      const again = await probe(a, {});
+      assert.deepEqual(again.scope, { tag: 'tenant-a', nested: { deep: 'a' } });
+      assert.deepEqual(again.toolContext, {});
+      assert.deepEqual(again.metadata, {});
+      const other = await probe(b, { toolContext: { requestId: 'req-b' }, metadata: { note: 'b' } });
+      assert.deepEqual(other.scope, { tag: 'tenant-b', nested: { deep: 'b' } });
+      assert.deepEqual(other.toolContext, { requestId: 'req-b' });
+      assert.deepEqual(other.metadata, { note: 'b' });
+      const bare = await probe({ tag: 'tenant-c' }, {});
+      assert.deepEqual(bare.scope, { tag: 'tenant-c' });
+      assert.deepEqual(bare.toolContext, {});
+      assert.deepEqual(bare.metadata, {});
+    } finally {
+      await supervisor.destroy();
+    }
+  });
+});

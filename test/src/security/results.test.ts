@@ -1,0 +1,102 @@
+// What a worker hands back as its run's result is the worker's word about
+// its own run, nothing more: a forged result may end that run as it says,
+// but it never throws on the supervisor thread, leaves a run hanging, or
+// gives the supervisor objects that are not what they claim.
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { HostOp, PROTOCOL_VERSION } from '@troupe/core';
+import { echo } from '../fixtures/agents/basic.js';
+import { intruder } from '../fixtures/agents/hostile.js';
+import { type Hostile, hostileSupervisor, nextFault, processFaults } from './hostileSupervisor.js';
+
+const failed = (error: unknown) => ['failed', PROTOCOL_VERSION, 1, null, null, 0, error];
+
+describe('a forged result', () => {
+  let h: Hostile;
+  before(async () => {
+    h = await hostileSupervisor({ pool: { threads: 2 } });
+  });
+  after(async () => {
+    await h.supervisor.destroy();
+  });
+
+  for (const name of ['toString', 'constructor', '__proto__', 'hasOwnProperty', 'valueOf']) {
+    it(`failing with an error named "${name}" ends the run failed, with an Error`, async () => {
+      const unhandled = processFaults.unhandled.length;
+      const outcome = await h.supervisor.spawn(intruder, {
+        input: JSON.stringify({
+          tool: 'forgeResult',
+          args: { result: failed({ name, message: 'forged', code: 'ERR_FORGED' }) },
+          bait: false,
+        }),
+        scope: { tenant: 'forger' },
+      });
+      assert.equal(outcome.status, 'failed');
+      if (outcome.status !== 'failed') return;
+      assert.ok(outcome.error instanceof Error, 'the supervisor rebuilt an Error');
+      assert.equal(outcome.error.message, 'forged');
+      assert.equal(outcome.error.name, name);
+      assert.equal(processFaults.unhandled.length, unhandled);
+      assert.equal(h.supervisor.stats().runs, 0);
+    });
+  }
+
+  it('an error whose data carries a __proto__ key keeps its class', async () => {
+    const shape = JSON.parse(
+      '{"name":"ModelError","message":"forged","code":"ERR_MODEL","data":{"__proto__":{"forged":true},"status":500}}',
+    );
+    const outcome = await h.supervisor.spawn(intruder, {
+      input: JSON.stringify({ tool: 'forgeResult', args: { result: failed(shape) }, bait: false }),
+      scope: { tenant: 'forger' },
+    });
+    assert.equal(outcome.status, 'failed');
+    if (outcome.status !== 'failed') return;
+    assert.ok(outcome.error instanceof Error);
+    assert.equal((outcome.error as { forged?: unknown }).forged, undefined);
+    assert.equal((outcome.error as { status?: unknown }).status, 500);
+  });
+
+  it('an error with a cause chain deeper than the supervisor checks ends the run crashed, not hanging', async () => {
+    const fault = nextFault().then((f) => ({ fault: f }));
+    const outcome = await Promise.race([
+      h.supervisor.spawn(intruder, {
+        input: JSON.stringify({ tool: 'forgeResult', args: { causes: 1_500 }, bait: false }),
+        scope: { tenant: 'forger' },
+      }),
+      fault,
+    ]);
+    assert.equal('status' in outcome && outcome.status, 'crashed');
+    assert.equal(h.supervisor.stats().runs, 0);
+  });
+
+  it('the same, held: a held result with that error is refused and its worker recycled', async () => {
+    const from = h.refused.length;
+    const fault = nextFault().then((f) => ({ fault: f }));
+    const outcome = await Promise.race([
+      h.supervisor.spawn(intruder, {
+        input: JSON.stringify({
+          tool: 'attack',
+          args: {
+            on: 'host',
+            message: [HostOp.holding, 0, '$cap', ['failed', PROTOCOL_VERSION, 1, null, null, 0, '$causes']],
+            deep: 1_500,
+            hold: true,
+          },
+        }),
+        scope: { tenant: 'holder' },
+        timeoutMs: 20_000,
+      }),
+      fault,
+    ]);
+    assert.equal('status' in outcome && outcome.status, 'crashed');
+    assert.ok(h.refused.slice(from).some((r) => r.recycled));
+  });
+
+  it('after them, normal runs go on and nothing is left', async () => {
+    const ok = await h.supervisor.spawn(echo, { input: 'after', scope: { tenant: 'x' } });
+    assert.equal(ok.status === 'done' && ok.result, 'echo: after');
+    const stats = h.supervisor.stats();
+    assert.equal(stats.runs, 0);
+    assert.equal(stats.pool.tableSize, 0);
+  });
+});
