@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { LoopState } from './AgentLoop.js';
-import type { Operation, SessionEvent } from './ContextUpdate.js';
+import { findNotJson, type Operation, type SessionEvent } from './ContextUpdate.js';
 import { ErrorShape } from './ErrorShape.js';
 import type { Usage } from './Model.js';
 import { Answer, Request } from './Request.js';
@@ -339,9 +339,15 @@ export function decodeSubagentTask(
   };
 }
 
+// Metadata is JSON (an honest worker's ContextUpdate refuses anything else): an operation holding
+// more — a view over shared memory its worker could go on writing — is not one.
 const OperationSchema = z.custom<Operation>(
-  (v) => typeof v === 'object' && v !== null && typeof (v as { op?: unknown }).op === 'string',
-  { message: 'not an operation' },
+  (v) =>
+    typeof v === 'object' &&
+    v !== null &&
+    typeof (v as { op?: unknown }).op === 'string' &&
+    findNotJson(v) === undefined,
+  { message: 'not an operation (plain JSON)' },
 );
 const SessionEventSchema = z.custom<SessionEvent>(
   (v) =>

@@ -754,8 +754,9 @@ export class RunTree {
         continue;
       }
       let entry = node.requests.get(id);
-      if (entry === undefined && call.request !== undefined)
-        entry = this.#open(node, id, call.request, call.approval === true);
+      // A question the run reported (an approval is opened here, when the handler says ask):
+      // what a worker's state claims about approval is never taken.
+      if (entry === undefined && call.request !== undefined) entry = this.#open(node, id, call.request, false);
       // The state names the question by the host's id from now on (the answer, and what is saved, carry it).
       if (entry !== undefined) state = renameRequest(state, id, hostRequest(entry));
       if (answer === undefined && entry?.answer !== undefined) answer = entry;

@@ -653,7 +653,8 @@ export class Supervisor<S = unknown, I = S> extends EventEmitter<SupervisorEvent
             id,
             toolCallId: p.call.id,
             local,
-            approval: p.approval === true,
+            // Whether it asks for an approval is what the supervisor saved, never what a run's state says.
+            approval: record?.approval ?? old?.approval ?? false,
             runId: runId === '' ? undefined : runId,
           });
           kept.add(id);

@@ -353,8 +353,7 @@ class Scenario {
   }
 
   /** A new action begins (see `quietSoon`). */
-  next(): void {
-  }
+  next(): void {}
 
   /** Whether the model says nothing will run once the last action has taken effect. */
   quietSoon(): boolean {
