@@ -183,6 +183,8 @@ export function initialLoopState(agentId: AgentId, instructions: string, metadat
     usage: ZERO_USAGE,
     childUsage: ZERO_USAGE,
     failedTurns: 0,
+    // Present from the start: a state keeps one shape through every spread (a key added later costs µs per run).
+    messageStartTurn: 0,
     pending: undefined,
   };
 }
