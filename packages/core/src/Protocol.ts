@@ -369,6 +369,13 @@ export type SubagentResult = {
    * that many: every event of a run is delivered before its outcome.
    */
   readonly sent?: number | undefined;
+  /**
+   * The run's last events, not posted on the host channel: they travel with
+   * the result (one message less per run) and are delivered after the
+   * batches it posted, before its outcome. Checked by the supervisor like
+   * any batch (`parseHostEvents`).
+   */
+  readonly tail?: readonly unknown[] | undefined;
 } & (
   | { readonly status: 'done'; readonly text: string; readonly updates?: readonly Operation[] | undefined }
   | { readonly status: 'failed'; readonly error: ErrorShape }
@@ -381,6 +388,22 @@ export type SubagentResult = {
 
 /** Encode a result for the wire (see {@link SubagentTaskWire} for why a tuple). */
 export function encodeSubagentResult(result: SubagentResult): unknown[] {
+  const wire = encodeResultBody(result);
+  // The tail, when there is one, is the tuple's last element (after its status's own).
+  if (result.tail !== undefined && result.tail.length > 0) wire.push(result.tail);
+  return wire;
+}
+
+/** Elements of a result tuple before its tail, by status. */
+const RESULT_LENGTH: Readonly<Record<string, number>> = {
+  done: 8,
+  failed: 7,
+  incomplete: 6,
+  cancelled: 7,
+  suspended: 8,
+};
+
+function encodeResultBody(result: SubagentResult): unknown[] {
   const usage = result.usage ?? null;
   const events = result.events ?? null;
   const sent = result.sent ?? 0;
@@ -446,6 +469,26 @@ export function decodeSubagentResult(
   if (!isIndex(sent)) return { error: 'sent must be a non-negative integer' };
   const u = (usage ?? undefined) as Usage | undefined;
   const e = events ?? undefined;
+  const body = typeof status === 'string' ? RESULT_LENGTH[status] : undefined;
+  let tail: unknown[] | undefined;
+  if (body !== undefined && raw.length > body) {
+    const t: unknown = raw[body];
+    if (raw.length > body + 1 || !Array.isArray(t)) return { error: 'a result holds one tail of events at most' };
+    tail = t;
+  }
+  const decoded = decodeResultBody(raw, status, turns as number, u, e as SessionEvent[] | undefined, sent as number);
+  if (tail !== undefined && decoded.result !== undefined) return { result: { ...decoded.result, tail } };
+  return decoded;
+}
+
+function decodeResultBody(
+  raw: unknown[],
+  status: unknown,
+  turns: number,
+  u: Usage | undefined,
+  e: SessionEvent[] | undefined,
+  sent: number,
+): { result: SubagentResult; error?: never } | { result?: never; error: string } {
   switch (status) {
     case 'done': {
       const text: unknown = raw[6];

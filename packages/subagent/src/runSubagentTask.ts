@@ -301,8 +301,10 @@ async function runTask(raw: unknown): Promise<SubagentResult> {
       // The watchdog bounds a model that ignores its signal here (it kills the worker after the grace).
       raceModel: false,
     });
-    host.flush();
+    // The last events ride with the result (one message less per run).
+    const tail = host.take();
     result = toResult(outcome, host.sent);
+    if (tail !== undefined) result = { ...result, tail };
   } catch (error) {
     host.flush();
     result = { ...failedResult(error), sent: host.sent };
@@ -313,6 +315,11 @@ async function runTask(raw: unknown): Promise<SubagentResult> {
     // next run: keep the thread (the task stays open) until it settles. The
     // supervisor has the result now, and recycles the worker if it does not
     // settle within its grace period.
+    // The supervisor may take this run's end from the held result or from the task: its last events go as a batch.
+    if (result.tail !== undefined) {
+      host.post(result.tail);
+      result = { ...result, tail: undefined };
+    }
     const held = encodeSubagentResult(result);
     host.holding(held);
     host.close();

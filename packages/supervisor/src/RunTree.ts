@@ -24,6 +24,7 @@ import {
   type Metadata,
   type ModelDelta,
   openCalls,
+  parseHostEvents,
   type Request,
   type RunId,
   renameRequest,
@@ -591,6 +592,8 @@ export class RunTree {
         node.expectTimer = timer;
       });
     }
+    // Its last events came with the result: after the batches it posted, before its outcome.
+    if (we.tail !== undefined && thread?.recycled === undefined) this.#workerTail(node, we.tail);
     const held = node.held;
     node.held = undefined;
     let end = we.end;
@@ -1426,6 +1429,22 @@ export class RunTree {
     }
   }
 
+  // A result's tail of events: telemetry and deltas only (a worker posts a question at once, never
+  // in a tail), at most MAX_TAIL_DELTAS deltas; anything else drops the tail (telemetry is best-effort).
+  #workerTail(node: RunNode, tail: readonly unknown[]): void {
+    const events = parseHostEvents(tail);
+    if (typeof events === 'string') return;
+    let deltas = 0;
+    for (const e of events) {
+      if (e[0] === 'q') return;
+      if (e[0] === 'd' && (deltas += e[1].length) > MAX_TAIL_DELTAS) return;
+    }
+    for (const e of events) {
+      if (e[0] === 't') this.#telemetry(node, e[1], e[2]);
+      else if (e[0] === 'd') this.#deltas(node, e[1]);
+    }
+  }
+
   #workerEvents(node: RunNode, events: readonly HostEvent[]): void {
     for (const e of events) {
       switch (e[0]) {
@@ -1742,13 +1761,28 @@ function channelBytes(
   return { scope: s, toolContext: t, metadata: m, total: s + t + m };
 }
 
+// The size of a frozen value is measured once (a scope, a toolContext, a metadata snapshot are
+// frozen, and every spawn of a fan-out carries the same ones).
+const sizes = new WeakMap<object, number>();
+
 function sizeOf(value: unknown): number {
-  try {
-    return serializedSize(value);
-  } catch {
-    return 0;
+  const cacheable = typeof value === 'object' && value !== null && Object.isFrozen(value);
+  if (cacheable) {
+    const known = sizes.get(value);
+    if (known !== undefined) return known;
   }
+  let size: number;
+  try {
+    size = serializedSize(value);
+  } catch {
+    size = 0;
+  }
+  if (cacheable) sizes.set(value, size);
+  return size;
 }
+
+/** Deltas a result's tail may carry (a worker batches at most 64 per message it posts). */
+const MAX_TAIL_DELTAS = 4096;
 
 /** The request kind of a deferred task call (its child waits for a thread; nobody is asked anything). */
 const DEFERRED_KIND = 'deferred';

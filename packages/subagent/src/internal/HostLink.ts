@@ -170,6 +170,26 @@ export class HostLink {
     });
   }
 
+  /** Take what is queued without posting it (it goes with the run's result: see `SubagentResult.tail`). */
+  take(): unknown[] | undefined {
+    if (this.#scheduled !== undefined) {
+      clearImmediate(this.#scheduled);
+      this.#scheduled = undefined;
+    }
+    this.#endDeltas();
+    this.#pendingDeltas = 0;
+    if (this.#buffer.length === 0) return undefined;
+    const batch = this.#buffer;
+    this.#buffer = [];
+    return batch;
+  }
+
+  /** Post `batch` (events taken by `take`) as one batch. */
+  post(batch: readonly unknown[]): void {
+    this.#buffer.push(...(batch as HostEvent[]));
+    this.flush();
+  }
+
   /** Post what is queued now, as one batch. */
   flush(): void {
     if (this.#scheduled !== undefined) {

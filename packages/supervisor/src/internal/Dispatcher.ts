@@ -48,6 +48,8 @@ export interface WorkerEnd {
   readonly usage: Usage;
   /** Event batches the worker says it posted for the run (the tree waits for them). */
   readonly sent: number;
+  /** The run's last events, carried by its result (delivered after the posted batches). */
+  readonly tail?: readonly unknown[] | undefined;
 }
 
 /** Options of {@link Dispatcher}. */
@@ -297,17 +299,23 @@ export class Dispatcher {
     const usage = r.usage ?? NO_USAGE;
     const turns = r.turns;
     const sent = r.sent ?? 0;
+    const tail = r.tail;
     switch (r.status) {
       case 'done':
-        return { usage, sent, end: { status: 'done', text: r.text, updates: r.updates ?? NO_UPDATES, events, turns } };
+        return {
+          usage,
+          sent,
+          tail,
+          end: { status: 'done', text: r.text, updates: r.updates ?? NO_UPDATES, events, turns },
+        };
       case 'failed':
-        return { usage, sent, end: { status: 'failed', error: decodeError(r.error), events, turns } };
+        return { usage, sent, tail, end: { status: 'failed', error: decodeError(r.error), events, turns } };
       case 'incomplete':
-        return { usage, sent, end: { status: 'incomplete', events, turns } };
+        return { usage, sent, tail, end: { status: 'incomplete', events, turns } };
       case 'cancelled':
-        return { usage, sent, end: { status: 'cancelled', reason: r.reason, forced: false } };
+        return { usage, sent, tail, end: { status: 'cancelled', reason: r.reason, forced: false } };
       case 'suspended':
-        return { usage, sent, end: { status: 'suspended', state: r.state, events, turns } };
+        return { usage, sent, tail, end: { status: 'suspended', state: r.state, events, turns } };
     }
   }
 
