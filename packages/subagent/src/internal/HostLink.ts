@@ -127,9 +127,11 @@ export class HostLink {
 
   /**
    * Queue an event of the run (sent with the next batch). A question, and
-   * the start of a tool or model call, go at once with what is queued: user
-   * code is about to run, and it may hold the thread (a CPU-bound tool never
-   * lets a scheduled flush happen).
+   * the start of a tool call, go at once with what is queued: user code is
+   * about to run, and it may hold the thread (a CPU-bound tool never lets a
+   * scheduled flush happen). A model call's start waits for the batch: a
+   * model awaits its server (the scheduled flush runs then), and a run whose
+   * model answers at once sends its events with its result.
    */
   event(event: HostEvent): void {
     if (this.#closed) return;
@@ -137,7 +139,7 @@ export class HostLink {
     this.#buffer.push(event);
     if (
       event[0] === 'q' ||
-      (event[0] === 't' && (event[1] === 'tool.execute.start' || event[1] === 'model.start')) ||
+      (event[0] === 't' && event[1] === 'tool.execute.start') ||
       this.#buffer.length >= MAX_HOST_EVENTS
     ) {
       this.flush();
