@@ -433,9 +433,8 @@ export class CancellationTable {
    */
   isLaneHeld(key: string, lane: number, call: number): boolean {
     const node = this.#nodes.get(key);
-    return (
-      node?.handle !== undefined && node.segment !== undefined && node.segment.slots.isLaneHeld(node.handle, lane, call)
-    );
+    if (node?.handle === undefined || node.segment === undefined) return false;
+    return node.segment.slots.isLaneHeld(node.handle, lane, call);
   }
 
   /** What the call on `lane` of run `key` is, as the run's thread said (for error messages only). */

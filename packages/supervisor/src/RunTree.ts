@@ -1437,7 +1437,9 @@ export class RunTree {
     let deltas = 0;
     for (const e of events) {
       if (e[0] === 'q') return;
-      if (e[0] === 'd' && (deltas += e[1].length) > MAX_TAIL_DELTAS) return;
+      if (e[0] !== 'd') continue;
+      deltas += e[1].length;
+      if (deltas > MAX_TAIL_DELTAS) return;
     }
     for (const e of events) {
       if (e[0] === 't') this.#telemetry(node, e[1], e[2]);
