@@ -2,6 +2,7 @@ import type { Suite } from '../Suite.js';
 import { abSuite } from './ab.js';
 import { cancelSuite } from './cancel.js';
 import { coreSuite } from './core.js';
+import { hostSuite } from './host.js';
 import { modelsSuite } from './models.js';
 import { otelSuite } from './otel.js';
 import { persistenceSuite } from './persistence.js';
@@ -13,6 +14,7 @@ import { supervisorSuite } from './supervisor.js';
 export const suites: readonly Suite[] = [
   coreSuite,
   cancelSuite,
+  hostSuite,
   subagentSuite,
   supervisorSuite,
   persistenceSuite,
