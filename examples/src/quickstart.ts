@@ -20,7 +20,7 @@ while (reply.status === 'suspended') {
   // Nothing runs while a person decides; answering resumes the run on a worker.
   reply = await supervisor.answer(reply.request.id, { ok: true });
 }
-console.log(reply); // { status: 'done', text: 'refunded A-1', turns: 2 }
+console.log(reply); // { status: 'done', text: 'refunded A-1', turns: 2, usage, totalUsage }
 console.log(agent.snapshot().metadata); // { channel: 'email', ordersSeen: ['A-1'] }
 
 await supervisor.close({ timeoutMs: 5000 }); // finish what runs, then stop every worker
