@@ -31,7 +31,7 @@ import { EventEmitter } from 'eventemitter3';
 import { z } from 'zod';
 import type { AgentHandle, AgentReply } from './AgentHandle.js';
 import { Durability } from './internal/Durability.js';
-import { ParentAgent } from './internal/ParentAgent.js';
+import { ParentAgent, type ParentAgentDeps } from './internal/ParentAgent.js';
 import { firstOpenRequest, type RootOwner, type RunNode, totalOf } from './internal/RunNode.js';
 import { MemoryPersistence } from './MemoryPersistence.js';
 import type {
@@ -208,6 +208,12 @@ const PoolSchema = z
   .strict();
 
 const EMPTY_CONTEXT: Readonly<Record<string, unknown>> = Object.freeze({});
+
+// A parent agent's toolContext: a frozen copy (the caller's object stays theirs); one shared
+// frozen empty object for every agent given none.
+function frozenToolContext(toolContext: Readonly<Record<string, unknown>>): Readonly<Record<string, unknown>> {
+  return Object.keys(toolContext).length === 0 ? EMPTY_CONTEXT : deepFreeze({ ...toolContext });
+}
 
 const ADAPTER_METHODS = [
   'persistState',
@@ -535,21 +541,11 @@ export class Supervisor<S = unknown, I = S> extends EventEmitter<SupervisorEvent
           id,
           conversationId,
           scope,
-          toolContext: deepFreeze({ ...toolContext }),
+          toolContext: frozenToolContext(toolContext),
           state: saved?.state ?? initialLoopState(id, def.instructions, freezeReceived(cloneMetadata(metadata))),
           children: saved?.childCounter ?? 0,
         },
-        {
-          tree: this.#tree,
-          clock: this.#clock,
-          events: this,
-          durability: this.#durability,
-          restart: this.#restart,
-          mailboxSize: this.#mailboxSize,
-          closed: () => this.#closed || this.#closing !== undefined,
-          idle: (agent) => this.#agentIdle(agent),
-          busy: (agent) => this.#busy(agent),
-        },
+        this.#parentDeps(),
       );
       if (saved !== undefined && store !== undefined) await this.#restore(parent, def, saved, context);
       this.#assertOpen();
@@ -560,6 +556,24 @@ export class Supervisor<S = unknown, I = S> extends EventEmitter<SupervisorEvent
     } finally {
       this.#starting.delete(id);
     }
+  }
+
+  // What every parent agent of this supervisor is given: one object for all of them (a resident
+  // agent is kept small).
+  #agentDeps: ParentAgentDeps | undefined;
+  #parentDeps(): ParentAgentDeps {
+    this.#agentDeps ??= {
+      tree: this.#tree,
+      clock: this.#clock,
+      events: this,
+      durability: this.#durability,
+      restart: this.#restart,
+      mailboxSize: this.#mailboxSize,
+      closed: () => this.#closed || this.#closing !== undefined,
+      idle: (agent) => this.#agentIdle(agent),
+      busy: (agent) => this.#busy(agent),
+    };
+    return this.#agentDeps;
   }
 
   // An id is free, or held by an idle agent nobody holds any more (restored anew from the store).

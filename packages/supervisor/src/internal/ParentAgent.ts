@@ -61,6 +61,9 @@ export interface InterruptedMessage {
   readonly started: readonly { readonly toolCallId: string; readonly attempt: number }[];
 }
 
+/** The reply each ended root run was settled with (a second settle returns it; it goes with its run, not its agent). */
+const REPLIES = new WeakMap<RunNode, AgentReply>();
+
 interface Job {
   readonly input: string;
   readonly signal: AbortSignal | undefined;
@@ -91,7 +94,8 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
   readonly #toolContext: Readonly<Record<string, unknown>>;
   readonly #deps: ParentAgentDeps;
   readonly #mailbox: Job[] = [];
-  readonly #restarts: number[] = [];
+  /** When it restarted, within the policy's period (made on the first restart). */
+  #restarts: number[] | undefined;
   #state: LoopState;
   #checkpoint: LoopState;
   #status: AgentStatus = 'idle';
@@ -102,7 +106,8 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
   /** The input of the current message, until it is saved. */
   #unsaved: string | undefined;
   #children: number;
-  #idleWaiters: (() => void)[] = [];
+  /** Who waits for it to be idle (made on the first wait: most agents never have one). */
+  #idleWaiters: (() => void)[] | undefined;
 
   constructor(
     agent: Agent,
@@ -335,7 +340,7 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
     if (this.#status !== 'idle') return;
     const job = this.#mailbox.shift();
     if (job === undefined) {
-      for (const resolve of this.#idleWaiters.splice(0)) resolve();
+      this.#wakeIdleWaiters();
       this.#deps.idle(this);
       return;
     }
@@ -420,7 +425,7 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
       // The run tree saved the runs and their questions; this saves the conversation.
       await this.#save(root, 'suspended', undefined, undefined);
       // A suspended agent counts as idle (a close() drains without waiting on a person).
-      for (const resolve of this.#idleWaiters.splice(0)) resolve();
+      this.#wakeIdleWaiters();
       if (first === undefined) {
         return {
           status: 'suspended',
@@ -434,7 +439,7 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
     }
     if (this.#root !== root) {
       // Reported already (an ended root is settled once).
-      return this.#lastReply ?? { status: 'cancelled', reason: 'user', usage, totalUsage: total };
+      return REPLIES.get(root) ?? { status: 'cancelled', reason: 'user', usage, totalUsage: total };
     }
     this.#root = undefined;
     this.#current = undefined;
@@ -486,6 +491,7 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
           error,
           at,
         });
+        this.#restarts ??= [];
         const restarted = defect || admitRestart(this.#deps.restart, this.#restarts, at);
         // One-for-one: only this agent restarts, from its last good state.
         this.#state = this.#checkpoint;
@@ -494,7 +500,7 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
         await this.#save(root, 'failed', 'failed', undefined, this.#checkpoint);
         if (restarted) {
           this.#status = 'idle';
-          events.emit('agent.restarted', { agentId: this.id, restarts: this.#restarts.length, at });
+          events.emit('agent.restarted', { agentId: this.id, restarts: this.#restarts?.length ?? 0, at });
         } else {
           this.#stopNow(
             `restarted ${this.#deps.restart.maxRestarts} times within ${this.#deps.restart.periodMs} ms and failed again: ${error.message}`,
@@ -503,12 +509,17 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
         reply = { status: 'failed', error, restarted, usage, totalUsage: total };
       }
     }
-    this.#lastReply = reply;
+    REPLIES.set(root, reply);
     queueMicrotask(() => this.#pump());
     return reply;
   }
 
-  #lastReply: AgentReply | undefined;
+  #wakeIdleWaiters(): void {
+    const waiters = this.#idleWaiters;
+    if (waiters === undefined) return;
+    this.#idleWaiters = undefined;
+    for (const resolve of waiters) resolve();
+  }
 
   // The message's reply could not be saved: the agent goes on from its last saved state.
   #notSaved(error: Error, usage: AgentReply['usage'], totalUsage: AgentReply['totalUsage']): AgentReply {
@@ -609,14 +620,17 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
       job.reject(error);
     }
     this.#deps.events.emit('agent.stopped', { agentId: this.id, reason, at: this.#deps.clock.now() });
-    for (const resolve of this.#idleWaiters.splice(0)) resolve();
+    this.#wakeIdleWaiters();
   }
 
   /** Resolves when the agent has no message running (suspended counts as idle). */
   whenIdle(): Promise<void> {
     // Messages queued behind a suspension wait for its answer: they do not make the agent busy.
     if (this.#status !== 'running' && (this.#status !== 'idle' || this.#mailbox.length === 0)) return Promise.resolve();
-    return new Promise((resolve) => this.#idleWaiters.push(resolve));
+    return new Promise((resolve) => {
+      this.#idleWaiters ??= [];
+      this.#idleWaiters.push(resolve);
+    });
   }
 
   /** Messages waiting in the mailbox are answered `cancelled` (shutdown). */
