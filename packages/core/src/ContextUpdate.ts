@@ -139,58 +139,69 @@ function notJsonObject(obj: object): { what: string; instead: string } {
  */
 export function findNotJson(value: unknown, root = 'value', options: FindNotJsonOptions = {}): NotJson | undefined {
   const dropUndefined = options.undefinedPropertiesAreAbsent === true;
+  // The objects on the way down (a cycle check) and the keys taken to reach each: the path is
+  // written only for what is found (a state of 10 KB is walked on every save).
   const ancestors: object[] = [];
-  const walk = (v: unknown, path: string): NotJson | undefined => {
+  const trail: (string | number)[] = [];
+  const at = (extra?: string | number): string => {
+    let path = root;
+    for (const k of extra === undefined ? trail : [...trail, extra])
+      path += typeof k === 'number' ? `[${k}]` : jsonSegment(k);
+    return path;
+  };
+  const walk = (v: unknown): NotJson | undefined => {
     switch (typeof v) {
       case 'string':
       case 'boolean':
         return undefined;
       case 'number':
         if (!Number.isFinite(v)) {
-          return { path, what: String(v), instead: 'JSON writes it as null: pass a finite number, null or a string' };
+          return {
+            path: at(),
+            what: String(v),
+            instead: 'JSON writes it as null: pass a finite number, null or a string',
+          };
         }
-        if (Object.is(v, -0)) return { path, what: '-0', instead: 'JSON writes it as 0: pass 0' };
+        if (Object.is(v, -0)) return { path: at(), what: '-0', instead: 'JSON writes it as 0: pass 0' };
         return undefined;
       case 'undefined':
-        return { path, what: 'undefined', instead: 'JSON drops it: pass null, or delete the key' };
+        return { path: at(), what: 'undefined', instead: 'JSON drops it: pass null, or delete the key' };
       case 'bigint':
-        return { path, what: 'a bigint', instead: 'JSON cannot write it: pass a string (String(n)) or a number' };
+        return { path: at(), what: 'a bigint', instead: 'JSON cannot write it: pass a string (String(n)) or a number' };
       case 'function':
-        return { path, what: `a function${v.name ? ` (${v.name})` : ''}`, instead: 'pass plain data' };
+        return { path: at(), what: `a function${v.name ? ` (${v.name})` : ''}`, instead: 'pass plain data' };
       case 'symbol':
-        return { path, what: `a symbol (${String(v.description)})`, instead: 'pass a string' };
+        return { path: at(), what: `a symbol (${String(v.description)})`, instead: 'pass a string' };
     }
     if (v === null) return undefined;
     const obj = v as object;
     if (ancestors.includes(obj))
-      return { path, what: 'a cycle', instead: 'pass a tree: JSON cannot write a value that contains itself' };
+      return { path: at(), what: 'a cycle', instead: 'pass a tree: JSON cannot write a value that contains itself' };
     const proto = Object.getPrototypeOf(obj);
     if (Array.isArray(obj)) {
-      if (proto !== Array.prototype) return { path, ...notJsonObject(obj) };
+      if (proto !== Array.prototype) return { path: at(), ...notJsonObject(obj) };
       const keys = Object.keys(obj);
       if (keys.length !== obj.length) {
         const named = keys.find((k) => String(Number(k)) !== k);
         return named === undefined
-          ? { path, what: 'a list with holes', instead: 'JSON writes holes as null: fill them (null) first' }
-          : {
-              path: `${path}${jsonSegment(named)}`,
-              what: 'a named property of a list',
-              instead: 'JSON drops it: use an object',
-            };
+          ? { path: at(), what: 'a list with holes', instead: 'JSON writes holes as null: fill them (null) first' }
+          : { path: at(named), what: 'a named property of a list', instead: 'JSON drops it: use an object' };
       }
       ancestors.push(obj);
       for (let i = 0; i < obj.length; i++) {
-        const bad = walk(obj[i], `${path}[${i}]`);
+        trail.push(i);
+        const bad = walk(obj[i]);
         if (bad !== undefined) return bad;
+        trail.pop();
       }
       ancestors.pop();
       return undefined;
     }
-    if (proto !== Object.prototype && proto !== null) return { path, ...notJsonObject(obj) };
+    if (proto !== Object.prototype && proto !== null) return { path: at(), ...notJsonObject(obj) };
     const symbols = Object.getOwnPropertySymbols(obj);
     if (symbols.length > 0) {
       return {
-        path: `${path}[${String(symbols[0])}]`,
+        path: `${at()}[${String(symbols[0])}]`,
         what: 'a symbol-keyed property',
         instead: 'JSON drops it: use a string key',
       };
@@ -199,13 +210,15 @@ export function findNotJson(value: unknown, root = 'value', options: FindNotJson
     for (const key of Object.keys(obj)) {
       const item = (obj as Record<string, unknown>)[key];
       if (item === undefined && dropUndefined) continue;
-      const bad = walk(item, `${path}${jsonSegment(key)}`);
+      trail.push(key);
+      const bad = walk(item);
       if (bad !== undefined) return bad;
+      trail.pop();
     }
     ancestors.pop();
     return undefined;
   };
-  return walk(value, root);
+  return walk(value);
 }
 
 /**
