@@ -29,6 +29,7 @@ import { median, nowNs, quantile, round } from '../stats.js';
 const suite = 'peers';
 const scope = Object.freeze({ userId: 'u_1', orgId: 'o_1', role: 'admin' });
 const emptyTask = fileURLToPath(new URL('../workers/emptyTask.js', import.meta.url));
+const burnTask = fileURLToPath(new URL('../workers/burnTask.js', import.meta.url));
 const PEERS: readonly Peer[] = [openaiAgentsPeer, aiSdkPeer, langGraphPeer];
 const FANOUT_CALLS = 8;
 const BURN_MS = 20;
@@ -155,8 +156,16 @@ async function trivial(ctx: SuiteContext): Promise<Figure[]> {
 /** 2. One model turn asks FANOUT_CALLS calls of a ~20 ms CPU tool. Wall ms per fan-out. */
 async function fanout(ctx: SuiteContext, iterations: number): Promise<Figure[]> {
   const sup = createSupervisor({ pool: { threads: 2 }, persistence: null });
+  const raw = new Piscina({ filename: burnTask, minThreads: 2, maxThreads: 2, idleTimeout: Number.POSITIVE_INFINITY });
   await sup.ready();
   const contenders: Contender[] = [
+    {
+      // What two threads give on this machine right now: the ceiling of any thread pool.
+      name: 'raw piscina 2 threads',
+      one: async () => {
+        await Promise.all(Array.from({ length: FANOUT_CALLS }, () => raw.run({ n: iterations })));
+      },
+    },
     {
       name: 'sequential loop',
       one: async () => {
@@ -177,6 +186,7 @@ async function fanout(ctx: SuiteContext, iterations: number): Promise<Figure[]> 
     samples = await interleaved(ctx, 'fan-out', contenders, ctx.quick ? 3 : 8, 1, 1);
   } finally {
     await sup.close();
+    await raw.close();
   }
   const ms = (name: string) => median(samples.get(name) as number[]) / 1000;
   const seq = ms('sequential loop');
@@ -193,7 +203,7 @@ async function fanout(ctx: SuiteContext, iterations: number): Promise<Figure[]> 
       detail.troupe_parent_speedup = round(m / parent);
       detail.troupe_spawns_speedup = round(m / spawns);
     }
-    if (c.name.startsWith('Troupe')) detail.speedup_over_sequential = round(seq / m);
+    if (c.name.startsWith('Troupe') || c.name.startsWith('raw')) detail.speedup_over_sequential = round(seq / m);
     return {
       suite,
       name: `peers.fanout_ms.${key(c.name)}`,
@@ -496,7 +506,7 @@ function markdown(figures: readonly Figure[], versions: Record<string, string>):
     ),
     row(
       `2. ${FANOUT_CALLS} × ~${BURN_MS} ms CPU tool calls in one turn, wall ms, median`,
-      `parent + task, 2 threads ${v(`${t2}troupe_parent_task`)} (${d(`${t2}troupe_parent_task`, 'speedup_over_sequential')}× the sequential loop's ${v(`${t2}sequential_loop`)}); ${FANOUT_CALLS} spawns ${v(`${t2}troupe_spawns`)} (${d(`${t2}troupe_spawns`, 'speedup_over_sequential')}×)`,
+      `parent + task, 2 threads ${v(`${t2}troupe_parent_task`)} (${d(`${t2}troupe_parent_task`, 'speedup_over_sequential')}× the sequential loop's ${v(`${t2}sequential_loop`)}); ${FANOUT_CALLS} spawns ${v(`${t2}troupe_spawns`)} (${d(`${t2}troupe_spawns`, 'speedup_over_sequential')}×); raw piscina, 2 threads ${v(`${t2}raw_piscina_2_threads`)} (${d(`${t2}raw_piscina_2_threads`, 'speedup_over_sequential')}×)`,
       (k) => `${v(t2 + k)} (Troupe parent ${d(t2 + k, 'troupe_parent_speedup')}× faster)`,
     ),
     row(
