@@ -5,6 +5,7 @@ import { coreSuite } from './core.js';
 import { hostSuite } from './host.js';
 import { modelsSuite } from './models.js';
 import { otelSuite } from './otel.js';
+import { peersSuite } from './peers.js';
 import { persistenceSuite } from './persistence.js';
 import { scopeSuite } from './scope.js';
 import { subagentSuite } from './subagent.js';
@@ -22,6 +23,7 @@ export const suites: readonly Suite[] = [
   abSuite,
   modelsSuite,
   otelSuite,
+  peersSuite,
 ];
 
 /** Find a suite by name. */
