@@ -7,7 +7,7 @@
 // decoded keys by the scope's version.
 import { randomInt } from 'node:crypto';
 import { deserialize, serialize } from 'node:v8';
-import { freezeReceived } from '@troupe/core';
+import { freezeReceived } from '@troupe/core/internal';
 
 const MAGIC = 0x5c09e5;
 const HEADER_INTS = 8;

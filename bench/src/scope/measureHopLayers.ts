@@ -1,5 +1,5 @@
 import { fileURLToPath } from 'node:url';
-import { decodeSubagentResult, encodeSubagentTask } from '@troupe/core';
+import { decodeSubagentResult, encodeSubagentTask } from '@troupe/core/internal';
 import { WORKER_URL } from '@troupe/subagent';
 import { createSupervisor } from '@troupe/supervisor';
 import { CancellationTable } from '@troupe/supervisor/internal';

@@ -1,6 +1,7 @@
 import { once } from 'node:events';
 import { Worker } from 'node:worker_threads';
-import { CancelSource, type CancelToken, slotRunCancellation } from '@troupe/core';
+import { CancelSource, type CancelToken } from '@troupe/core';
+import { slotRunCancellation } from '@troupe/core/internal';
 import { CancellationTable } from '@troupe/supervisor/internal';
 import type { Figure, Suite } from '../Suite.js';
 import { median, nowNs, quantile, round } from '../stats.js';

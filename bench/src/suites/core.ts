@@ -1,12 +1,6 @@
 import type { AgentId, RunContext } from '@troupe/core';
-import {
-  buildToolContext,
-  ContextUpdate,
-  createId,
-  localRunCancellation,
-  reduceMetadata,
-  sealScope,
-} from '@troupe/core';
+import { buildToolContext, ContextUpdate, createId, reduceMetadata, sealScope } from '@troupe/core';
+import { localRunCancellation } from '@troupe/core/internal';
 import type { Figure, Suite } from '../Suite.js';
 import { median, quantile, round, timeSync } from '../stats.js';
 

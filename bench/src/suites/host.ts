@@ -6,7 +6,7 @@
 // endpoint that passes only an APPLY of the one named operation with checked arguments (what
 // comlink would need to serve only its calls). Medians of one call after another.
 import { MessageChannel, type MessagePort, Worker } from 'node:worker_threads';
-import { HostApprovalRequest, parseHostCall } from '@troupe/core';
+import { HostApprovalRequest, parseHostCall } from '@troupe/core/internal';
 import * as Comlink from 'comlink';
 import type { Figure, Suite } from '../Suite.js';
 import { quantile, round } from '../stats.js';

@@ -1,5 +1,6 @@
 import { fileURLToPath } from 'node:url';
-import { type Agent, encodeSubagentTask } from '@troupe/core';
+import type { Agent } from '@troupe/core';
+import { encodeSubagentTask } from '@troupe/core/internal';
 import { WORKER_URL } from '@troupe/subagent';
 import { createSupervisor, type Supervisor, systemClock } from '@troupe/supervisor';
 import { CancellationTable } from '@troupe/supervisor/internal';

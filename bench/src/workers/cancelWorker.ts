@@ -3,7 +3,7 @@
 // the moment it observed a cancel in the shared clock base
 // (performance.timeOrigin + performance.now(), the same in every thread).
 import { parentPort, workerData } from 'node:worker_threads';
-import { CancelSlots, slotRunCancellation } from '@troupe/core';
+import { CancelSlots, slotRunCancellation } from '@troupe/core/internal';
 import { type CancelWorkerData, CTL } from './cancelControl.js';
 
 const data = workerData as CancelWorkerData;

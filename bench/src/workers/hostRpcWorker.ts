@@ -4,7 +4,7 @@
 // protocol: a checked tuple with a capability), `comlink` and `comlink-filtered` (a comlink proxy,
 // without and with an endpoint on the serving side that passes only the one named call).
 import { type MessagePort, parentPort, workerData } from 'node:worker_threads';
-import { HostOp, parseHostReply } from '@troupe/core';
+import { HostOp, parseHostReply } from '@troupe/core/internal';
 import * as Comlink from 'comlink';
 import { nodeEndpoint } from './comlinkNode.js';
 

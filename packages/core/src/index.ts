@@ -1,36 +1,20 @@
 /**
  * @troupe/core — the pure heart of Troupe: the three context channels, the
  * `ContextUpdate` reducer, tools and their executor, cancellation tokens, the
- * agent loop, errors and the supervisor⇄worker protocol. No threads, no
- * timers, no I/O: effects come in through an injected `Clock` and tokens.
+ * agent loop's types and errors: what an application writes agents and
+ * tools with. No threads, no timers, no I/O. The runtime's own parts (the
+ * worker protocol, the host channel, the cancellation buffer's layout, the
+ * loop and the executor the runtime drives) are in `@troupe/core/internal`.
  */
 
 // First: refuse an unsupported Node.js before anything else runs.
 import './internal/assertSupportedNode.js';
 
 export { type Agent, type AgentDefinition, DEFAULT_MAX_TURNS, defineAgent, findAgentExport, isAgent } from './Agent.js';
-export {
-  abandonPendingTurn,
-  addUsage,
-  type CheckpointCall,
-  DEFAULT_MAX_FAILED_TURNS,
-  initialLoopState,
-  type LoopEventSink,
-  type LoopEvents,
-  type LoopOutcome,
-  type LoopState,
-  openCalls,
-  type PendingCall,
-  type RunAgentLoopOptions,
-  renameRequest,
-  resolveDelegatedCall,
-  runAgentLoop,
-  type TurnCheckpoints,
-  totalUsage,
-} from './AgentLoop.js';
-export { assertCloneable, cloneableSizeBound, findUncloneable, irregularKeys, isCloneable } from './assertCloneable.js';
-export { CancelSlots, type CancelSlotsOptions, type SlotHandle } from './CancelSlots.js';
-export { CancelSource, localRunCancellation } from './CancelSource.js';
+export { addUsage, type LoopEvents, type LoopState, totalUsage } from './AgentLoop.js';
+export { assertCloneable, findUncloneable, isCloneable } from './assertCloneable.js';
+
+export { CancelSource } from './CancelSource.js';
 export {
   type CallCancellation,
   type CallInfo,
@@ -60,30 +44,9 @@ export {
   TRANSCRIPT_EVENT_TYPES,
   type UpdateTarget,
 } from './ContextUpdate.js';
-export { decodeError, ErrorShape, encodeError } from './ErrorShape.js';
-export {
-  ApprovalDecision,
-  type ApprovalHandler,
-  type ApprovalRequest,
-  type ExecuteToolOptions,
-  executeTool,
-  type ToolCallInput,
-  type ToolExecution,
-} from './executeTool.js';
-export {
-  type HostCall,
-  type HostCallWire,
-  type HostCheckpoint,
-  type HostEvent,
-  HostOp,
-  type HostReplyWire,
-  MAX_HOST_EVENTS,
-  parseHostCall,
-  parseHostCheckpoint,
-  parseHostEvents,
-  parseHostReply,
-  TELEMETRY_EVENTS,
-} from './HostProtocol.js';
+
+export { ApprovalDecision, type ApprovalHandler, type ApprovalRequest } from './executeTool.js';
+
 export {
   type AgentId,
   type Branded,
@@ -91,7 +54,6 @@ export {
   type IdKind,
   type RequestId,
   type RunId,
-  subagentId,
   type ToolCallId,
 } from './Id.js';
 export type {
@@ -108,29 +70,7 @@ export type {
   Usage,
 } from './Model.js';
 export type { ModelErrorEvent, ModelEventBase, ModelEvents, ModelStartEvent, ModelStopEvent } from './ModelEvents.js';
-export {
-  AgentRef,
-  CAPABILITY_LENGTH,
-  decodeSubagentResult,
-  decodeSubagentTask,
-  encodeSubagentResult,
-  encodeSubagentTask,
-  HOST_OPEN,
-  HostApprovalRequest,
-  HostFeature,
-  HostTaskRequest,
-  HostTaskResult,
-  isCapability,
-  isUsage,
-  PROTOCOL_VERSION,
-  parseHostTaskRequest,
-  type SubagentResult,
-  type SubagentTask,
-  type SubagentTaskWire,
-  TaskFlag,
-  TaskSlot,
-  WORKER_READY,
-} from './Protocol.js';
+
 export { Answer, Request } from './Request.js';
 export {
   assertScopeBudget,
@@ -139,23 +79,16 @@ export {
   type DeepReadonly,
   deepFreeze,
   defineScope,
-  freezeReceived,
   isDeepFrozen,
   type Scope,
   type ScopeDefinition,
   type ScopeOf,
   type ScopeOptions,
   sealScope,
-  serializedBytes,
   serializedSize,
-  serializedSizeAtMost,
 } from './Scope.js';
-export {
-  type SlotRunCancellation,
-  type SlotRunCancellationOptions,
-  slotRunCancellation,
-} from './slotRunCancellation.js';
-export { createTaskTool, TASK_TOOL_NAME, type TaskRequest, type TaskResult, type TaskSpawner } from './TaskTool.js';
+
+export { TASK_TOOL_NAME, type TaskRequest, type TaskResult } from './TaskTool.js';
 export {
   type AnyTool,
   DEFAULT_TOOL_RETRIES,
@@ -175,19 +108,17 @@ export {
   type RunContext,
   type ToolContext,
 } from './ToolContext.js';
-export {
-  type ApprovalInvalidEvent,
-  type OperationDroppedEvent,
-  type ScrubbedToolExceptionEvent,
-  scrub,
-  type ToolEventBase,
-  type ToolEventSink,
-  type ToolEvents,
-  type ToolExceptionEvent,
-  type ToolFailureKind,
-  type ToolStartEvent,
-  type ToolStopEvent,
-  type ToolTimeoutEvent,
+export type {
+  ApprovalInvalidEvent,
+  OperationDroppedEvent,
+  ToolEventBase,
+  ToolEventSink,
+  ToolEvents,
+  ToolExceptionEvent,
+  ToolFailureKind,
+  ToolStartEvent,
+  ToolStopEvent,
+  ToolTimeoutEvent,
 } from './ToolEvents.js';
 export { asError, type RequestInput, ToolResult } from './ToolResult.js';
 export {

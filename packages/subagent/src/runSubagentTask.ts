@@ -4,6 +4,13 @@ import {
   type ApprovalHandler,
   asError,
   CancelledError,
+  type LoopEvents,
+  type RunContext,
+  type Scope,
+  type TaskResult,
+  TroupeError,
+} from '@troupe/core';
+import {
   CancelSlots,
   decodeError,
   decodeSubagentTask,
@@ -15,19 +22,14 @@ import {
   HostTaskResult,
   initialLoopState,
   type LoopEventSink,
-  type LoopEvents,
   type LoopOutcome,
-  type RunContext,
   runAgentLoop,
-  type Scope,
   type SubagentResult,
   type SubagentTask,
   slotRunCancellation,
   TaskFlag,
-  type TaskResult,
   type TaskSpawner,
-  TroupeError,
-} from '@troupe/core';
+} from '@troupe/core/internal';
 import { HostLink } from './internal/HostLink.js';
 import { loadAgent, loadedAgent } from './loadAgent.js';
 import { systemClock } from './systemClock.js';

@@ -1,6 +1,6 @@
 // The piscina worker entry: one task = one subagent run.
 import { parentPort } from 'node:worker_threads';
-import { WORKER_READY } from '@troupe/core';
+import { WORKER_READY } from '@troupe/core/internal';
 import { runSubagentTask } from './runSubagentTask.js';
 
 // Piscina loads this module when the thread boots: tell the pool this thread

@@ -1,11 +1,5 @@
-import {
-  type CancelReason,
-  CancelSlots,
-  type Clock,
-  InvalidArgumentError,
-  type SlotHandle,
-  TroupeError,
-} from '@troupe/core';
+import { type CancelReason, type Clock, InvalidArgumentError, TroupeError } from '@troupe/core';
+import { CancelSlots, type SlotHandle } from '@troupe/core/internal';
 import { systemClock } from '@troupe/subagent';
 
 /** Options of {@link CancellationTable}. */

@@ -10,38 +10,40 @@ import {
   type CancelReason,
   type Clock,
   createId,
+  InvalidArgumentError,
+  isTroupeError,
+  type LoopState,
+  type Metadata,
+  type ModelDelta,
+  type Request,
+  type RunId,
+  type Scope,
+  serializedSize,
+  type TaskResult,
+  type ToolCallId,
+  TroupeError,
+  type Usage,
+} from '@troupe/core';
+import {
   decodeError,
   decodeSubagentResult,
   encodeError,
   type HostCheckpoint,
   type HostEvent,
   HostFeature,
-  InvalidArgumentError,
-  isTroupeError,
   type LoopEventSink,
   type LoopOutcome,
-  type LoopState,
-  type Metadata,
-  type ModelDelta,
   openCalls,
   parseHostEvents,
-  type Request,
-  type RunId,
   renameRequest,
   resolveDelegatedCall,
   runAgentLoop,
-  type Scope,
   type SubagentResult,
-  serializedSize,
   slotRunCancellation,
   subagentId,
-  type TaskResult,
   TELEMETRY_EVENTS,
-  type ToolCallId,
-  TroupeError,
   type TurnCheckpoints,
-  type Usage,
-} from '@troupe/core';
+} from '@troupe/core/internal';
 import { loadAgent, loadedAgent } from '@troupe/subagent';
 import type { EventEmitter } from 'eventemitter3';
 import { CancellationTable } from './CancellationTable.js';
@@ -1730,7 +1732,7 @@ function decodeShape(value: unknown): unknown {
 }
 
 /** A task result for the worker that asked (errors as shapes). */
-function encodeTaskResult(result: TaskResult): import('@troupe/core').HostTaskResult {
+function encodeTaskResult(result: TaskResult): import('@troupe/core/internal').HostTaskResult {
   switch (result.status) {
     case 'done':
       return {

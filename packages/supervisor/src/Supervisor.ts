@@ -14,9 +14,7 @@ import {
   DEFAULT_SCOPE_BUDGET_BYTES,
   type DeepReadonly,
   deepFreeze,
-  freezeReceived,
   InvalidArgumentError,
-  initialLoopState,
   isAgent,
   isTroupeError,
   type LoopState,
@@ -26,6 +24,7 @@ import {
   type ScopeDefinition,
   sealScope,
 } from '@troupe/core';
+import { freezeReceived, initialLoopState } from '@troupe/core/internal';
 import { loadAgent, loadedAgent, systemClock } from '@troupe/subagent';
 import { EventEmitter } from 'eventemitter3';
 import { z } from 'zod';

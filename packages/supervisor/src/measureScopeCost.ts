@@ -7,10 +7,10 @@ import {
   deepFreeze,
   defineAgent,
   InvalidArgumentError,
-  irregularKeys,
   type Model,
   TroupeError,
 } from '@troupe/core';
+import { irregularKeys } from '@troupe/core/internal';
 import { z } from 'zod';
 import { createSupervisor, Supervisor } from './Supervisor.js';
 

@@ -1,12 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import {
-  type CallCancellation,
-  type CancelReason,
-  type SlotHandle,
-  type SlotRunCancellation,
-  slotRunCancellation,
-} from '@troupe/core';
+import type { CallCancellation, CancelReason } from '@troupe/core';
+import { type SlotHandle, type SlotRunCancellation, slotRunCancellation } from '@troupe/core/internal';
 import { CancellationTable, type ExpiredEntry } from '@troupe/supervisor/internal';
 import fc from 'fast-check';
 

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { type CancelReason, CancelSlots, isTroupeError, slotRunCancellation } from '@troupe/core';
+import { type CancelReason, isTroupeError } from '@troupe/core';
+import { CancelSlots, slotRunCancellation } from '@troupe/core/internal';
 import { ManualClock } from '@troupe/core/testing';
 import { CancellationTable } from '@troupe/supervisor/internal';
 

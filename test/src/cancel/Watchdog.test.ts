@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { isTroupeError, slotRunCancellation } from '@troupe/core';
+import { isTroupeError } from '@troupe/core';
+import { slotRunCancellation } from '@troupe/core/internal';
 import { ManualClock } from '@troupe/core/testing';
 import { CancellationTable, Watchdog, type WatchdogKillCause } from '@troupe/supervisor/internal';
 

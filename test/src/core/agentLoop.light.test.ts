@@ -9,14 +9,12 @@ import {
   ContextUpdate,
   defineAgent,
   defineTool,
-  initialLoopState,
-  localRunCancellation,
   type RunContext,
-  runAgentLoop,
   sealScope,
   type ToolContext,
   ToolResult,
 } from '@troupe/core';
+import { initialLoopState, localRunCancellation, runAgentLoop } from '@troupe/core/internal';
 import { ManualClock, ScriptedModel } from '@troupe/core/testing';
 import { z } from 'zod';
 

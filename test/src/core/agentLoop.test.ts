@@ -4,18 +4,20 @@ import {
   type AgentId,
   CancelSource,
   ContextUpdate,
-  createTaskTool,
   defineAgent,
   defineTool,
-  initialLoopState,
   type LoopState,
-  localRunCancellation,
   type RunContext,
-  runAgentLoop,
   sealScope,
-  type TaskSpawner,
   ToolResult,
 } from '@troupe/core';
+import {
+  createTaskTool,
+  initialLoopState,
+  localRunCancellation,
+  runAgentLoop,
+  type TaskSpawner,
+} from '@troupe/core/internal';
 import { ManualClock, ScriptedModel } from '@troupe/core/testing';
 import { z } from 'zod';
 

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { CancelledError, CancelSource, localRunCancellation, neverCancelled } from '@troupe/core';
+import { CancelledError, CancelSource, neverCancelled } from '@troupe/core';
+import { localRunCancellation } from '@troupe/core/internal';
 import { afterWakeups } from '../fixtures/afterWakeups.js';
 
 function isCancelledWith(reason: string) {

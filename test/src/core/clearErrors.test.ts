@@ -10,16 +10,14 @@ import {
   defineAgent,
   defineScope,
   defineTool,
-  initialLoopState,
   isTroupeError,
-  localRunCancellation,
   type Message,
   type Model,
   type ModelRequest,
   type RunContext,
-  runAgentLoop,
   sealScope,
 } from '@troupe/core';
+import { initialLoopState, localRunCancellation, runAgentLoop } from '@troupe/core/internal';
 import { ManualClock, ScriptedModel } from '@troupe/core/testing';
 import { createSupervisor } from '@troupe/supervisor';
 import { z } from 'zod';

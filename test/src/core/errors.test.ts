@@ -4,14 +4,13 @@ import {
   BackpressureError,
   CancelledError,
   ClosedError,
-  decodeError,
-  encodeError,
   InvalidArgumentError,
   isTroupeError,
   ToolTimeoutError,
   TroupeError,
   WorkerCrashedError,
 } from '@troupe/core';
+import { decodeError, encodeError } from '@troupe/core/internal';
 
 describe('errors survive the thread boundary', () => {
   const cases: [string, Error][] = [

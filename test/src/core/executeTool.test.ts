@@ -13,20 +13,22 @@ import {
   ContextUpdate,
   createId,
   defineTool,
-  type ExecuteToolOptions,
-  executeTool,
   isTroupeError,
-  localRunCancellation,
   type RunContext,
-  scrub,
   sealScope,
   type ToolContext,
   type ToolEvents,
-  type ToolExecution,
   ToolResult,
   ToolTimeoutError,
   TroupeError,
 } from '@troupe/core';
+import {
+  type ExecuteToolOptions,
+  executeTool,
+  localRunCancellation,
+  scrub,
+  type ToolExecution,
+} from '@troupe/core/internal';
 import { ManualClock } from '@troupe/core/testing';
 import { EventEmitter } from 'eventemitter3';
 import { z } from 'zod';

@@ -8,7 +8,7 @@ import {
   parseHostTaskRequest,
   type SubagentTask,
   TaskFlag,
-} from '@troupe/core';
+} from '@troupe/core/internal';
 
 const base: SubagentTask = {
   module: 'file:///agents.js',

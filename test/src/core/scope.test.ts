@@ -3,20 +3,18 @@ import { describe, it } from 'node:test';
 import { serialize } from 'node:v8';
 import {
   assertCloneable,
-  cloneableSizeBound,
   DEFAULT_SCOPE_BUDGET_BYTES,
   deepFreeze,
   defineScope,
   findUncloneable,
-  freezeReceived,
   InvalidArgumentError,
   isCloneable,
   isDeepFrozen,
   isTroupeError,
   sealScope,
   serializedSize,
-  serializedSizeAtMost,
 } from '@troupe/core';
+import { cloneableSizeBound, freezeReceived, serializedSizeAtMost } from '@troupe/core/internal';
 import fc from 'fast-check';
 import { z } from 'zod';
 

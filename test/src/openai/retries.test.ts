@@ -3,14 +3,8 @@ import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { createServer } from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import {
-  decodeError,
-  encodeError,
-  isTroupeError,
-  type Message,
-  type ModelDelta,
-  type ModelRequest,
-} from '@troupe/core';
+import { isTroupeError, type Message, type ModelDelta, type ModelRequest } from '@troupe/core';
+import { decodeError, encodeError } from '@troupe/core/internal';
 import { ModelError, type OpenAIModelOptions, openaiModel } from '@troupe/openai';
 import { ChatServer, event, finishChunk, json, startSse, textAnswer, textChunk } from './chatServer.js';
 import { RecordingClock } from './RecordingClock.js';

@@ -5,7 +5,7 @@
 // writes into a payload are never used.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { HostOp } from '@troupe/core';
+import { HostOp } from '@troupe/core/internal';
 import { echo } from '../fixtures/agents/basic.js';
 import { Board, intruder } from '../fixtures/agents/hostile.js';
 import { changed, type Hostile, hostileSupervisor, newBoard, processFaults } from './hostileSupervisor.js';

@@ -5,7 +5,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { Worker } from 'node:worker_threads';
-import { CancelSlots, isTroupeError } from '@troupe/core';
+import { isTroupeError } from '@troupe/core';
+import { CancelSlots } from '@troupe/core/internal';
 import { echo } from '../fixtures/agents/basic.js';
 import { Board, intruder } from '../fixtures/agents/hostile.js';
 import { changed, type Hostile, hostileSupervisor, newBoard, nextEvent, processFaults } from './hostileSupervisor.js';

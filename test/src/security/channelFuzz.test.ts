@@ -8,6 +8,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { MessageChannel, Worker } from 'node:worker_threads';
+import { TroupeError } from '@troupe/core';
 import {
   decodeSubagentResult,
   encodeError,
@@ -16,8 +17,7 @@ import {
   type HostEvent,
   parseHostCheckpoint,
   TELEMETRY_EVENTS,
-  TroupeError,
-} from '@troupe/core';
+} from '@troupe/core/internal';
 import { systemClock } from '@troupe/subagent';
 import { CancellationTable, HostChannel, type HostRefusal, type ThreadInfo } from '@troupe/supervisor/internal';
 import type { FuzzReport } from './channelFuzzWorker.js';

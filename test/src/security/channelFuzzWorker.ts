@@ -2,7 +2,7 @@
 // shape on the port it was given, with known-good calls mixed in, and counts
 // the replies it gets back.
 import { MessageChannel, type MessagePort, parentPort, type TransferListItem, workerData } from 'node:worker_threads';
-import { HostOp } from '@troupe/core';
+import { HostOp } from '@troupe/core/internal';
 import { anyMessage, draw } from '../fixtures/agents/hostileShapes.js';
 
 interface FuzzData {

@@ -5,7 +5,7 @@
 // its worker is recycled; the supervisor and every other run go on.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { HOST_OPEN, HostOp, WORKER_READY } from '@troupe/core';
+import { HOST_OPEN, HostOp, WORKER_READY } from '@troupe/core/internal';
 import { MAX_QUESTIONS_PER_DISPATCH } from '@troupe/supervisor/internal';
 import { echo } from '../fixtures/agents/basic.js';
 import { intruder } from '../fixtures/agents/hostile.js';

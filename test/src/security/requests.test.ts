@@ -3,7 +3,8 @@
 // and an answer reaches exactly the run that asked.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { HostOp, isTroupeError } from '@troupe/core';
+import { isTroupeError } from '@troupe/core';
+import { HostOp } from '@troupe/core/internal';
 import { intruder } from '../fixtures/agents/hostile.js';
 import { type Hostile, hostileSupervisor } from './hostileSupervisor.js';
 

@@ -4,7 +4,7 @@
 // gives the supervisor objects that are not what they claim.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { HostOp, PROTOCOL_VERSION } from '@troupe/core';
+import { HostOp, PROTOCOL_VERSION } from '@troupe/core/internal';
 import { echo } from '../fixtures/agents/basic.js';
 import { intruder } from '../fixtures/agents/hostile.js';
 import { type Hostile, hostileSupervisor, nextFault, processFaults } from './hostileSupervisor.js';

@@ -4,11 +4,11 @@ import {
   type Agent,
   defineAgent,
   isTroupeError,
-  slotRunCancellation,
   ToolTimeoutError,
   TroupeError,
   WorkerCrashedError,
 } from '@troupe/core';
+import { slotRunCancellation } from '@troupe/core/internal';
 import { ScriptedModel } from '@troupe/core/testing';
 import { createSupervisor, type SpawnOptions, type Supervisor } from '@troupe/supervisor';
 import { RunTree } from '@troupe/supervisor/internal';

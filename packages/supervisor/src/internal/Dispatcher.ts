@@ -1,25 +1,27 @@
 import {
   type Answer,
-  CAPABILITY_LENGTH,
   type Clock,
-  decodeError,
-  decodeSubagentResult,
-  encodeSubagentTask,
-  HostFeature,
   isDeepFrozen,
   isTroupeError,
   type LoopState,
   type Metadata,
-  serializedBytes,
   serializedSize,
-  serializedSizeAtMost,
-  TaskFlag,
-  TaskSlot,
   ToolTimeoutError,
   TroupeError,
   type Usage,
   WorkerCrashedError,
 } from '@troupe/core';
+import {
+  CAPABILITY_LENGTH,
+  decodeError,
+  decodeSubagentResult,
+  encodeSubagentTask,
+  HostFeature,
+  serializedBytes,
+  serializedSizeAtMost,
+  TaskFlag,
+  TaskSlot,
+} from '@troupe/core/internal';
 import { customAlphabet } from 'nanoid';
 import type { CancellationTable } from '../CancellationTable.js';
 import { NO_USAGE, type RunEnd, type RunNode } from './RunNode.js';

@@ -1,4 +1,5 @@
-import type { Answer, CheckpointCall, Clock, LoopState, Message, Usage } from '@troupe/core';
+import type { Answer, Clock, LoopState, Message, Usage } from '@troupe/core';
+import type { CheckpointCall } from '@troupe/core/internal';
 import type {
   AnswerResult,
   PersistenceAdapter,

@@ -1,6 +1,6 @@
 import type { MessagePort } from 'node:worker_threads';
+import { type Clock, TroupeError } from '@troupe/core';
 import {
-  type Clock,
   encodeError,
   HostApprovalRequest,
   type HostCall,
@@ -13,8 +13,7 @@ import {
   parseHostCheckpoint,
   parseHostEvents,
   parseHostTaskRequest,
-  TroupeError,
-} from '@troupe/core';
+} from '@troupe/core/internal';
 import type { ThreadInfo } from './WorkerPool.js';
 
 /** What a host-channel call may do for the run its capability names. */

@@ -2,7 +2,6 @@ import { AsyncResource } from 'node:async_hooks';
 import {
   type Agent,
   type AgentId,
-  abandonPendingTurn,
   BackpressureError,
   CancelledError,
   type CancelReason,
@@ -15,6 +14,7 @@ import {
   TroupeError,
   totalUsage,
 } from '@troupe/core';
+import { abandonPendingTurn } from '@troupe/core/internal';
 import type { EventEmitter } from 'eventemitter3';
 import type {
   AgentHandle,

@@ -7,7 +7,6 @@ import {
   type CancelReason,
   type LoopState,
   type Operation,
-  openCalls,
   type Request,
   type RunId,
   type Scope,
@@ -17,6 +16,7 @@ import {
   type Usage,
   type WorkerCrashedError,
 } from '@troupe/core';
+import { openCalls } from '@troupe/core/internal';
 import type { WatchdogKillCause } from '../Watchdog.js';
 import type { ThreadInfo } from './WorkerPool.js';
 

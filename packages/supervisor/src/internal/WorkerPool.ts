@@ -1,7 +1,7 @@
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { MessagePort, type ResourceLimits, type Worker } from 'node:worker_threads';
-import { HOST_OPEN, WORKER_READY } from '@troupe/core';
+import { HOST_OPEN, WORKER_READY } from '@troupe/core/internal';
 import { WORKER_URL } from '@troupe/subagent';
 import { Piscina } from 'piscina';
 import type { CancellationTable, Segment } from '../CancellationTable.js';

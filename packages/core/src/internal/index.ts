@@ -1,0 +1,80 @@
+/**
+ * @troupe/core/internal — the runtime's own parts, shared by
+ * `@troupe/supervisor` and `@troupe/subagent`: the supervisor⇄worker task
+ * protocol, the host channel's wire format, the cancellation buffer and its
+ * slot layout, the agent loop and the tool executor as the runtime drives
+ * them, and the wire form of errors. Not for applications: these change with
+ * the runtime, without a major version.
+ *
+ * @packageDocumentation
+ */
+
+// First: refuse an unsupported Node.js before anything else runs.
+import './assertSupportedNode.js';
+
+export {
+  abandonPendingTurn,
+  type CheckpointCall,
+  DEFAULT_MAX_FAILED_TURNS,
+  initialLoopState,
+  type LoopEventSink,
+  type LoopOutcome,
+  openCalls,
+  type PendingCall,
+  type RunAgentLoopOptions,
+  renameRequest,
+  resolveDelegatedCall,
+  runAgentLoop,
+  type TurnCheckpoints,
+} from '../AgentLoop.js';
+export { cloneableSizeBound, irregularKeys } from '../assertCloneable.js';
+export { CancelSlots, type CancelSlotsOptions, type SlotHandle } from '../CancelSlots.js';
+export { localRunCancellation } from '../CancelSource.js';
+export { decodeError, ErrorShape, encodeError } from '../ErrorShape.js';
+export { type ExecuteToolOptions, executeTool, type ToolCallInput, type ToolExecution } from '../executeTool.js';
+export {
+  type HostCall,
+  type HostCallWire,
+  type HostCheckpoint,
+  type HostEvent,
+  HostOp,
+  type HostReplyWire,
+  MAX_HOST_EVENTS,
+  parseHostCall,
+  parseHostCheckpoint,
+  parseHostEvents,
+  parseHostReply,
+  TELEMETRY_EVENTS,
+} from '../HostProtocol.js';
+export { subagentId } from '../Id.js';
+export {
+  AgentRef,
+  CAPABILITY_LENGTH,
+  decodeSubagentResult,
+  decodeSubagentTask,
+  encodeSubagentResult,
+  encodeSubagentTask,
+  HOST_OPEN,
+  HostApprovalRequest,
+  HostFeature,
+  HostTaskRequest,
+  HostTaskResult,
+  isCapability,
+  isUsage,
+  PROTOCOL_VERSION,
+  parseHostTaskRequest,
+  type SubagentResult,
+  type SubagentTask,
+  type SubagentTaskWire,
+  TaskFlag,
+  TaskSlot,
+  WORKER_READY,
+} from '../Protocol.js';
+export { freezeReceived, serializedBytes, serializedSizeAtMost } from '../Scope.js';
+export {
+  type SlotRunCancellation,
+  type SlotRunCancellationOptions,
+  slotRunCancellation,
+} from '../slotRunCancellation.js';
+export { createTaskTool, type TaskSpawner } from '../TaskTool.js';
+export { type ScrubbedToolExceptionEvent, scrub } from '../ToolEvents.js';
