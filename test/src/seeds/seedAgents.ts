@@ -13,6 +13,7 @@ export const Runs = Object.freeze({
   flaky: 2,
   refuses: 3,
   leaky: 4,
+  protectedKey: 5,
   size: 8,
 });
 
@@ -138,6 +139,25 @@ export const badAppend = defineAgent({
   instructions: 'Append wrongly.',
   tools: [appendToString],
   model: new ScriptedModel([{ toolCalls: [{ name: 'append_to_title' }] }, report]),
+});
+
+/** Builds an update with a library-owned key through the builder (which refuses it). */
+const ownsTroupeKey = defineTool({
+  name: 'owns_troupe_key',
+  description: 'Set a protected key',
+  parameters: z.object({}),
+  execute: (_args, ctx) => {
+    count(ctx, Runs.protectedKey);
+    return ToolResult.ok('value', ContextUpdate.empty().set('mine', 'kept').set('troupe.owned', 1));
+  },
+});
+
+export const protectedWriter = defineAgent({
+  name: 'protectedWriter',
+  module: import.meta.url,
+  instructions: 'Write a protected key.',
+  tools: [ownsTroupeKey],
+  model: new ScriptedModel([{ toolCalls: [{ name: 'owns_troupe_key' }] }, report]),
 });
 
 // --- nous ToolExecutor ----------------------------------------------------

@@ -33,6 +33,7 @@ import {
   executor,
   fetcher,
   notebook,
+  protectedWriter,
   Runs,
   seedLead,
 } from './seedAgents.js';
@@ -119,6 +120,21 @@ describe('seed 000 — nous ContextUpdate', () => {
     assert.match(String(results[0]?.error?.error), /append "title".*not a list/);
     // The `set('mine', ...)` earlier in the same update is not applied either.
     assert.deepEqual(parent.snapshot().metadata, { title: 'a string' });
+  });
+  it('a protected key in a builder-made update is dropped with a context.operation_dropped event; the rest applies; the tool runs once', {
+    todo: 'the builder throws ERR_PROTECTED_KEY inside the tool (ContextUpdate.ts checkKey), so executeTool treats it as a thrown error: retried (2 runs), no event, the whole result lost; only hand-built operations are dropped with the event (executeTool.ts checkUpdate)',
+  }, async () => {
+    const runs = runsCounter();
+    const dropped = collect(supervisor, 'context.operation_dropped');
+    const parent = await supervisor.startAgent(protectedWriter, { scope, toolContext: { runs } });
+    const [result] = JSON.parse(text(await parent.send('go'))) as unknown[];
+    assert.equal(result, 'value');
+    assert.deepEqual(parent.snapshot().metadata, { mine: 'kept' });
+    assert.deepEqual(
+      dropped.filter((e) => e.agentId === parent.id).map((e) => [e.op, e.key]),
+      [['set', 'troupe.owned']],
+    );
+    assert.equal(Atomics.load(runs, Runs.protectedKey), 1);
   });
 });
 
