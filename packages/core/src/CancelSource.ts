@@ -102,5 +102,8 @@ export function localRunCancellation(source: CancelSource = new CancelSource(), 
         },
       };
     },
+    cancel: (reason) => {
+      source.cancel(reason);
+    },
   };
 }

@@ -54,6 +54,12 @@ export interface RunCancellation {
   readonly deadline: number | undefined;
   /** Open a call token; `deadline` (absolute) is what a watchdog enforces; `info` says what the call is. */
   openCall(deadline: number | undefined, info?: CallInfo): CallCancellation;
+  /**
+   * Cancel the run from inside it (a tool's `ctx.cancel()`): its token and
+   * every call open under it read cancelled at once; the runtime stops what
+   * runs under the run (its subagents) and ends it `cancelled`.
+   */
+  cancel(reason: CancelReason): void;
 }
 
 /** A token that is never cancelled, for code called outside a run. */

@@ -4,6 +4,7 @@ import type { AgentId, ToolCallId } from './Id.js';
 import type { Message, Todo } from './Model.js';
 import type { Answer } from './Request.js';
 import type { Scope } from './Scope.js';
+import { type CancelReason, InvalidArgumentError } from './TroupeError.js';
 
 /** A read-only view of the calling agent's state. */
 export interface AgentStateView {
@@ -30,6 +31,7 @@ export const RESERVED_CONTEXT_KEYS = [
   'signal',
   'isCancelled',
   'throwIfCancelled',
+  'cancel',
 ] as const;
 
 /**
@@ -63,6 +65,14 @@ export interface ReservedToolContext<S = unknown, TC extends object = Record<nev
   isCancelled(): boolean;
   /** Throws a `CancelledError` carrying the reason when cancelled. */
   throwIfCancelled(): void;
+  /**
+   * Cancel the run this tool is part of, and everything under it (its
+   * subagents), from inside the tool: `isCancelled()` is true at once, the
+   * run ends `cancelled` with `reason` (default `'user'`). Return promptly
+   * after it; what the tool returns is not used. Throws an
+   * `InvalidArgumentError` for a reason that is not a `CancelReason`.
+   */
+  cancel(reason?: CancelReason): void;
 }
 
 /**
@@ -114,6 +124,25 @@ export interface CallContext {
   readonly timeoutMs: number | undefined;
   readonly answer: Answer | undefined;
   readonly token: CancelToken;
+  /** Cancels the run the call belongs to (`ctx.cancel()`); without it `ctx.cancel()` throws. */
+  readonly cancelRun?: ((reason: CancelReason) => void) | undefined;
+}
+
+const CANCEL_REASONS: ReadonlySet<unknown> = new Set(['user', 'parent', 'deadline', 'shutdown']);
+
+function cancelFor(call: CallContext): (reason?: CancelReason) => void {
+  const cancelRun = call.cancelRun;
+  return (reason: CancelReason = 'user') => {
+    if (!CANCEL_REASONS.has(reason)) {
+      throw new InvalidArgumentError(
+        `ctx.cancel(reason): reason must be 'user', 'parent', 'deadline' or 'shutdown', got ${String(reason)}`,
+      );
+    }
+    if (cancelRun === undefined) {
+      throw new InvalidArgumentError('ctx.cancel(): this context belongs to no run (it was built without cancelRun)');
+    }
+    cancelRun(reason);
+  };
 }
 
 // The reserved keys as a set, to filter the flat toolContext keys once per run.
@@ -156,6 +185,7 @@ function contextClass(toolContext: Readonly<Record<string, unknown>>): ToolConte
     // Own closures rather than prototype methods, so `const { isCancelled } = ctx` keeps working.
     declare readonly isCancelled: () => boolean;
     declare readonly throwIfCancelled: () => void;
+    declare readonly cancel: (reason?: CancelReason) => void;
 
     constructor(run: RunContext, call: CallContext) {
       const token = call.token;
@@ -173,6 +203,7 @@ function contextClass(toolContext: Readonly<Record<string, unknown>>): ToolConte
       this.answer = call.answer;
       this.isCancelled = () => token.isCancelled();
       this.throwIfCancelled = () => token.throwIfCancelled();
+      this.cancel = cancelFor(call);
     }
 
     /** Read from the token on access: a token creates its AbortController lazily. */

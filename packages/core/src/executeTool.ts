@@ -152,6 +152,19 @@ function checkUpdate(
   return { update: kept.length === 0 ? undefined : ContextUpdate.from(kept) };
 }
 
+// Errors Troupe's API throws for a caller's mistake: deterministic, so a retry would only repeat the tool's side effects.
+const MISUSE_CODES: ReadonlySet<string> = new Set([
+  'ERR_INVALID_ARGUMENT',
+  'ERR_PROTECTED_KEY',
+  'ERR_NOT_JSON',
+  'ERR_CONTEXT_UPDATE',
+  'ERR_NOT_CLONEABLE',
+]);
+
+function isMisuse(error: Error): boolean {
+  return isTroupeError(error) && MISUSE_CODES.has(error.code);
+}
+
 function describeIssues(error: z.ZodError): string {
   return error.issues
     .slice(0, 5)
@@ -165,7 +178,10 @@ function describeIssues(error: z.ZodError): string {
  *
  * - Approval and validation failures never invoke the tool and are never retried.
  * - A thrown error is retried up to `tool.retries` times (`ctx.attempt` tells
- *   the attempts apart); a returned `ToolResult.error` is not retried.
+ *   the attempts apart); a returned `ToolResult.error` is not retried, nor is
+ *   a misuse of Troupe's API thrown inside the tool (`ERR_PROTECTED_KEY`,
+ *   `ERR_NOT_JSON`, `ERR_CONTEXT_UPDATE`, `ERR_NOT_CLONEABLE`,
+ *   `ERR_INVALID_ARGUMENT`): it would fail again, after the same side effects.
  * - A timeout is terminal: the call's token is cancelled (its `signal`
  *   aborts, `isCancelled()` turns true), the result is a `ToolTimeoutError`,
  *   and the tool is never re-run.
@@ -305,6 +321,7 @@ export async function executeTool(
         timeoutMs: deadline === undefined ? undefined : Math.max(0, deadline - now),
         answer: options.answer,
         token: lane.token,
+        cancelRun: options.cancellation.cancel.bind(options.cancellation),
       });
       let returned: unknown;
       let then: ReturnType<typeof thenOf>;
@@ -346,7 +363,9 @@ export async function executeTool(
         // The tool threw a cancellation of its own (or of a subcall): an interruption, not retried.
         return stop(fail(error, 'cancelled', attempt));
       }
-      const willRetry = attempt < maxAttempts;
+      // A misuse of Troupe's own API inside the tool (a protected key, a value JSON cannot carry,
+      // a bad argument) fails the same way every time: not retried, so its side effects run once.
+      const willRetry = attempt < maxAttempts && !isMisuse(error);
       const result = fail(error, 'thrown', attempt, undefined, willRetry);
       if (willRetry) continue;
       return stop(result);

@@ -17,6 +17,13 @@ export interface SlotRunCancellationOptions {
   readonly deadline?: number | null | undefined;
   /** When given, a call opened with a deadline already past starts cancelled (`deadline`). */
   readonly clock?: Clock | undefined;
+  /**
+   * What the run's own `cancel()` does. Default: cancel the run's word in the
+   * slot (a worker's run: the supervisor learns it from the run's result and
+   * stops its subtree then). The supervisor's own runs pass the run tree's
+   * cancel, which records the reason and pushes it down at once.
+   */
+  readonly onCancel?: ((reason: CancelReason) => void) | undefined;
 }
 
 /** A {@link RunCancellation} over a shared slot; `close()` when the run ends. */
@@ -338,6 +345,7 @@ class SlotRun implements SlotRunCancellation {
   readonly token: WordToken;
   readonly deadline: number | undefined;
   readonly #clock: Clock | undefined;
+  readonly #onCancel: ((reason: CancelReason) => void) | undefined;
   // Lane ownership is local to this thread, so a bit per lane is enough
   // (at most 16 lanes): no allocation per run for the many runs that never
   // open a call with a deadline.
@@ -354,7 +362,14 @@ class SlotRun implements SlotRunCancellation {
     const deadline = options.deadline;
     this.deadline = deadline === null ? undefined : (deadline ?? slots.runDeadline(handle.index));
     this.#clock = options.clock;
+    this.#onCancel = options.onCancel;
     this.#allLanes = (1 << slots.lanes) - 1;
+  }
+
+  cancel(reason: CancelReason): void {
+    if (this.#closed) return;
+    if (this.#onCancel !== undefined) this.#onCancel(reason);
+    else this.slots.cancelRun(this.handle, reason);
   }
 
   // The lowest free lane, marked busy; undefined when every lane is taken.

@@ -520,6 +520,10 @@ export class RunTree {
     const cancellation = slotRunCancellation(this.table.slots, handle, {
       deadline: this.table.deadlineOf(node.id) ?? null,
       clock,
+      // A tool's ctx.cancel(): the tree records it and stops the run's subtree at once.
+      onCancel: (reason) => {
+        this.cancel(node, reason);
+      },
     });
     try {
       outcome = await runAgentLoop({

@@ -227,6 +227,41 @@ describe('executeTool: attempts and retries', () => {
     assert.equal(seen.length, 1);
   });
 
+  it("a misuse of Troupe's API thrown inside the tool (a protected key, a value JSON cannot carry) is not retried", async () => {
+    for (const misuse of [
+      () => ContextUpdate.empty().set('troupe.owned', 1),
+      () => ContextUpdate.empty().set('when', new Date(0)),
+    ]) {
+      const h = harness();
+      const { tool, seen } = scripted(() => ToolResult.ok('v', misuse()), { retries: 3 });
+      const result = failed(await h.exec(tool, { n: 1 }));
+      assert.equal(result.kind, 'thrown');
+      assert.equal(result.attempts, 1, result.error.message);
+      assert.equal(seen.length, 1);
+      assert.ok(isTroupeError(result.error, 'ERR_PROTECTED_KEY') || isTroupeError(result.error, 'ERR_NOT_JSON'));
+      assert.equal(payload(h.log, 'tool.execute.exception').willRetry, false);
+    }
+  });
+
+  it('ctx.cancel() cancels the run from inside the tool: isCancelled() flips at once; a bad reason is refused', async () => {
+    const h = harness();
+    const seen: boolean[] = [];
+    const { tool } = scripted((_a, ctx) => {
+      seen.push(ctx.isCancelled());
+      assert.throws(
+        () => ctx.cancel('later' as never),
+        (e: unknown) => isTroupeError(e, 'ERR_INVALID_ARGUMENT'),
+      );
+      seen.push(ctx.isCancelled());
+      ctx.cancel();
+      seen.push(ctx.isCancelled());
+      return 'returned after the cancel';
+    });
+    await h.exec(tool, { n: 1 });
+    assert.deepEqual(seen, [false, false, true]);
+    assert.equal(h.source.reason, 'user', "the run's own source is cancelled (the loop ends the run cancelled)");
+  });
+
   it('a thrown non-Error becomes a TroupeError ERR_TOOL_FAILED', async () => {
     const h = harness();
     const { tool } = scripted(

@@ -14,7 +14,12 @@ export const Runs = Object.freeze({
   refuses: 3,
   leaky: 4,
   protectedKey: 5,
-  size: 8,
+  /** ctx.cancel(): 1 + isCancelled() before it, 1 + isCancelled() after it, and the tool's runs. */
+  cancelBefore: 6,
+  cancelAfter: 7,
+  selfCancel: 8,
+  badReason: 9,
+  size: 10,
 });
 
 function count(ctx: { toolContext: Readonly<Record<string, unknown>> }, index: number): void {
@@ -299,11 +304,18 @@ const selfCancel = defineTool({
   description: 'Cancel from inside',
   parameters: z.object({}),
   execute: (_args, ctx) => {
-    const cancel = (ctx as unknown as { cancel?: unknown }).cancel;
-    if (typeof cancel !== 'function') return ToolResult.error('ctx.cancel is not a function');
-    const before = ctx.isCancelled();
-    (cancel as () => void).call(ctx);
-    return { before, after: ctx.isCancelled() };
+    const runs = (ctx.toolContext as { runs?: unknown }).runs as Int32Array;
+    Atomics.add(runs, Runs.selfCancel, 1);
+    try {
+      ctx.cancel('nonsense' as never);
+    } catch (error) {
+      if ((error as { code?: string }).code === 'ERR_INVALID_ARGUMENT') Atomics.store(runs, Runs.badReason, 1);
+    }
+    Atomics.store(runs, Runs.cancelBefore, 1 + Number(ctx.isCancelled()));
+    const { cancel } = ctx; // an own closure: it works detached, as isCancelled does
+    cancel();
+    Atomics.store(runs, Runs.cancelAfter, 1 + Number(ctx.isCancelled()));
+    return 'returned after cancelling';
   },
 });
 
@@ -367,6 +379,58 @@ export const isolatedLead = defineAgent({
   subagents: [notebook],
   model: new ScriptedModel([
     { toolCalls: [{ name: 'task', arguments: { subagent: 'notebook', instructions: 'go' } }] },
+    report,
+  ]),
+});
+
+/** A parent whose own tool cancels its message while a subagent it delegated to still runs. */
+const cancelTheTurn = defineTool({
+  name: 'cancel_the_turn',
+  description: 'Cancel this message',
+  parameters: z.object({}),
+  execute: async (_args, ctx) => {
+    // Let the sibling task start its subagent first (it parks on its own cancellation).
+    const runs = (ctx.toolContext as { runs?: unknown }).runs as Int32Array;
+    while (Atomics.load(runs, Runs.selfCancel) === 0) await new Promise((resolve) => setImmediate(resolve));
+    ctx.cancel();
+    return 'cancelled the turn';
+  },
+});
+
+/** Waits until its run is cancelled, counting itself in `runs[Runs.selfCancel]`. */
+const parkUntilCancelled = defineTool({
+  name: 'park',
+  description: 'Wait for a cancel',
+  parameters: z.object({}),
+  timeoutMs: null,
+  execute: async (_args, ctx) => {
+    Atomics.add((ctx.toolContext as { runs?: unknown }).runs as Int32Array, Runs.selfCancel, 1);
+    await new Promise<void>((resolve) => ctx.signal.addEventListener('abort', () => resolve(), { once: true }));
+    return 'parked';
+  },
+});
+
+export const parker = defineAgent({
+  name: 'parker',
+  module: import.meta.url,
+  instructions: 'Park.',
+  tools: [parkUntilCancelled],
+  model: new ScriptedModel([{ toolCalls: [{ name: 'park' }] }, report]),
+});
+
+export const turnCanceller = defineAgent({
+  name: 'turnCanceller',
+  module: import.meta.url,
+  instructions: 'Delegate, then cancel the turn.',
+  tools: [cancelTheTurn],
+  subagents: [parker],
+  model: new ScriptedModel([
+    {
+      toolCalls: [
+        { name: 'task', arguments: { subagent: 'parker', instructions: 'park' } },
+        { name: 'cancel_the_turn' },
+      ],
+    },
     report,
   ]),
 });
