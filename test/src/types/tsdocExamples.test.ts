@@ -97,10 +97,14 @@ function unmargin(text: string): string {
 }
 
 function compilerOptions(): ts.CompilerOptions {
-  const parsed = ts.getParsedCommandLineOfConfigFile(join(testRoot, 'tsconfig.json'), {}, {
-    ...ts.sys,
-    onUnRecoverableConfigFileDiagnostic: (d) => assert.fail(ts.flattenDiagnosticMessageText(d.messageText, '\n')),
-  });
+  const parsed = ts.getParsedCommandLineOfConfigFile(
+    join(testRoot, 'tsconfig.json'),
+    {},
+    {
+      ...ts.sys,
+      onUnRecoverableConfigFileDiagnostic: (d) => assert.fail(ts.flattenDiagnosticMessageText(d.messageText, '\n')),
+    },
+  );
   assert.ok(parsed !== undefined, 'test/tsconfig.json parses');
   const { composite: _c, incremental: _i, tsBuildInfoFile: _t, rootDir: _r, outDir: _o, ...options } = parsed.options;
   return { ...options, noEmit: true, declaration: false, declarationMap: false, sourceMap: false };
