@@ -129,6 +129,12 @@ const NAME = /^[A-Za-z0-9_-]{1,64}$/;
  *
  * @example
  * ```ts
+ * const search = defineTool({
+ *   name: 'search',
+ *   description: 'Search the knowledge base',
+ *   parameters: z.object({ query: z.string() }),
+ *   execute: async ({ query }, ctx) => (await fetch(`https://kb.example/?q=${encodeURIComponent(query)}`, { signal: ctx.signal })).json(),
+ * })
  * export const researcher = defineAgent({
  *   name: 'researcher',
  *   module: import.meta.url,

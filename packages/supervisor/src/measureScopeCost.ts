@@ -274,8 +274,8 @@ function cloneMedianUs(scope: unknown, bytes: number): number {
  * with its `task` tool through the supervisor, the product's own path —
  * per hop, next to a `structuredClone` of the same scope.
  *
- * Use it to decide whether to pass a lean projection (sagents: "slim it down
- * if it becomes a measured problem"); `pnpm bench scope --file scope.json`
+ * Use it to decide whether to pass a lean projection, once the cost is
+ * measured rather than guessed; `pnpm bench scope --file scope.json`
  * prints the same figures for a scope saved as JSON.
  *
  * Gotchas: it starts real worker threads (a private pool of `hops` threads
