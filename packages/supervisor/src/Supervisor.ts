@@ -106,7 +106,7 @@ export interface SupervisorOptions<S = unknown, I = S> {
   readonly scopeBudgetBytes?: number;
   /** Messages a parent agent may hold waiting (default 256). */
   readonly mailboxSize?: number;
-  /** OTP-style restart intensity of parent agents (default 3 within 5000 ms). */
+  /** Restart intensity of parent agents (default 3 within 5000 ms). */
   readonly restart?: Partial<RestartPolicy>;
   /** Default relative deadline of every subagent run and direct spawn, re-armed on each resume (default none). */
   readonly subagentTimeoutMs?: number;
@@ -1218,6 +1218,9 @@ function isEndedRow(row: RunRecord): boolean {
  *
  * @example
  * ```ts
+ * import { defineAgent } from '@troupe/core'
+ *
+ * const coordinator = defineAgent({ name: 'coordinator', instructions: 'Coordinate the incident work.', model })
  * await using supervisor = createSupervisor({ approval: async () => ({ decision: 'approve' }) })
  * const assistant = await supervisor.startAgent(coordinator, { scope: { userId: 'u1', orgId: 'o1', role: 'admin' } })
  * const reply = await assistant.send('Summarise the open incidents')
