@@ -4,13 +4,35 @@ import { InvalidArgumentError } from './TroupeError.js';
 
 const AGENT = Symbol.for('troupe.agent');
 
-/** Default turn limit of an agent's loop. */
+/**
+ * Default turn limit of an agent's loop.
+ *
+ * Used when a definition gives no `maxTurns`; a run past it ends `incomplete`.
+ *
+ * @example
+ * ```ts
+ * const a = defineAgent({ name: 'helper', instructions: 'Help.', model })
+ * a.maxTurns === DEFAULT_MAX_TURNS // true
+ * ```
+ */
 export const DEFAULT_MAX_TURNS = 16;
 
 /**
  * What you pass to {@link defineAgent}. `T` and `U` are its tools and
  * subagents, as given: the agent's scope and `toolContext` types are what
  * they read (see {@link Agent}).
+ *
+ * @example
+ * ```ts
+ * const definition = {
+ *   name: 'researcher',
+ *   module: import.meta.url,
+ *   instructions: 'Find facts.',
+ *   model,
+ *   maxTurns: 8,
+ * } satisfies AgentDefinition
+ * const researcher = defineAgent(definition)
+ * ```
  */
 export interface AgentDefinition<
   T extends readonly AnyTool[] = readonly AnyTool[],
@@ -51,6 +73,12 @@ export interface AgentDefinition<
  * is an agent of any scope and tool context. To hold an agent to a declared
  * shape, annotate it: `export const orders: Agent<OrderScope, OrderToolContext> = defineAgent(...)`
  * compiles only if its tools read no more than that.
+ *
+ * @example
+ * ```ts
+ * const helper: Agent = defineAgent({ name: 'helper', instructions: 'Help.', model })
+ * helper.maxTurns // 16 unless the definition sets it
+ * ```
  */
 // biome-ignore lint/suspicious/noExplicitAny: a bare `Agent` holds agents of every scope and tool context.
 export interface Agent<S = any, TC extends object = any> {
@@ -101,6 +129,12 @@ const NAME = /^[A-Za-z0-9_-]{1,64}$/;
  *
  * @example
  * ```ts
+ * const search = defineTool({
+ *   name: 'search',
+ *   description: 'Search the knowledge base',
+ *   parameters: z.object({ query: z.string() }),
+ *   execute: async ({ query }, ctx) => (await fetch(`https://kb.example/?q=${encodeURIComponent(query)}`, { signal: ctx.signal })).json(),
+ * })
  * export const researcher = defineAgent({
  *   name: 'researcher',
  *   module: import.meta.url,
@@ -184,12 +218,32 @@ export function defineAgent<const T extends readonly AnyTool[] = [], const U ext
   });
 }
 
-/** True for a value made with {@link defineAgent} (by brand, so it holds across module copies). */
+/**
+ * True for a value made with {@link defineAgent} (by brand, so it holds across module copies).
+ *
+ * @example
+ * ```ts
+ * const values: unknown[] = [defineAgent({ name: 'helper', instructions: 'Help.', model }), { name: 'helper' }]
+ * const agents = values.filter(isAgent) // only the first
+ * ```
+ */
 export function isAgent(value: unknown): value is Agent {
   return typeof value === 'object' && value !== null && (value as { [AGENT]?: unknown })[AGENT] === true;
 }
 
-/** Find the agent named `name` among a module's exports. */
+/**
+ * Find the agent named `name` among a module's exports.
+ *
+ * Matches by the agent's `name`, not the export's name; the first match wins.
+ * `undefined` when no export is an agent of that name.
+ *
+ * @example
+ * ```ts
+ * const agentModule = { researcher: defineAgent({ name: 'researcher', instructions: 'Find facts.', model }) }
+ * findAgentExport(agentModule, 'researcher') // the researcher agent
+ * findAgentExport(agentModule, 'writer')     // undefined
+ * ```
+ */
 export function findAgentExport(moduleExports: Record<string, unknown>, name: string): Agent | undefined {
   for (const value of Object.values(moduleExports)) {
     if (isAgent(value) && value.name === name) return value;

@@ -55,7 +55,18 @@ export interface PendingCall {
   readonly usage?: Usage | undefined;
 }
 
-/** The state of an agent's loop: all a suspended run needs to resume on any thread. */
+/**
+ * The state of an agent's loop: all a suspended run needs to resume on any thread.
+ *
+ * Plain, JSON-writable data: it is what persistence saves and a worker resumes from.
+ *
+ * @example
+ * ```ts
+ * declare const state: LoopState
+ * const lastMessage = state.messages.at(-1)
+ * const waiting = state.pending !== undefined
+ * ```
+ */
 export interface LoopState {
   readonly agentId: AgentId;
   readonly messages: readonly Message[];
@@ -86,7 +97,16 @@ export type LoopOutcome =
   | { readonly status: 'suspended'; readonly request: Request; readonly state: LoopState }
   | { readonly status: 'cancelled'; readonly reason: CancelReason; readonly state: LoopState };
 
-/** Agent-level events of the loop. */
+/**
+ * Agent-level events of the loop.
+ *
+ * The supervisor re-emits them (with where they came from); listen there, not on the loop.
+ *
+ * @example
+ * ```ts
+ * const onTurn = (...[event]: LoopEvents['agent.turn']) => console.log(`${event.agentId} turn ${event.turn}`)
+ * ```
+ */
 export interface LoopEvents extends ToolEvents, ModelEvents {
   'agent.turn': [{ readonly agentId: AgentId; readonly turn: number; readonly at: number }];
   'context.events_dropped': [{ readonly agentId: AgentId; readonly dropped: EventsDropped; readonly at: number }];
@@ -417,7 +437,18 @@ function toolIndexOf(agent: Agent): ToolIndex {
 
 const count = (n: unknown): number => (typeof n === 'number' && Number.isFinite(n) && n > 0 ? n : 0);
 
-/** `a + b`, field by field; the optional counts appear once either side has them. */
+/**
+ * `a + b`, field by field; the optional counts appear once either side has them.
+ *
+ * `b` may be `undefined` (a call that reported nothing): the result is `a`.
+ * Missing counts in either side count as 0.
+ *
+ * @example
+ * ```ts
+ * addUsage({ inputTokens: 10, outputTokens: 2 }, { inputTokens: 5, outputTokens: 1, cachedInputTokens: 4 })
+ * // { inputTokens: 15, outputTokens: 3, cachedInputTokens: 4 }
+ * ```
+ */
 export function addUsage(a: Usage, b: Usage | undefined): Usage {
   if (b === undefined) return a;
   const cached =
@@ -437,7 +468,15 @@ export function addUsage(a: Usage, b: Usage | undefined): Usage {
   return sum;
 }
 
-/** What a run's subtree used: its own model calls plus its children's. */
+/**
+ * What a run's subtree used: its own model calls plus its children's.
+ *
+ * @example
+ * ```ts
+ * declare const state: LoopState
+ * const { inputTokens, outputTokens } = totalUsage(state)
+ * ```
+ */
 export function totalUsage(state: LoopState): Usage {
   return state.childUsage === undefined ? state.usage : addUsage(state.usage, state.childUsage);
 }

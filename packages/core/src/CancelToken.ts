@@ -9,6 +9,18 @@ import { CancelledError, type CancelReason } from './TroupeError.js';
  * - `signal` aborts with that same `CancelledError`; hand it to `fetch` or a
  *   model call. It is created on first access, so code that never reads it
  *   pays nothing.
+ *
+ * @example
+ * ```ts
+ * async function fetchAll(urls: readonly string[], cancel: CancelToken): Promise<string[]> {
+ *   const out: string[] = []
+ *   for (const url of urls) {
+ *     cancel.throwIfCancelled()
+ *     out.push(await (await fetch(url, { signal: cancel.signal })).text())
+ *   }
+ *   return out
+ * }
+ * ```
  */
 export interface CancelToken {
   isCancelled(): boolean;
@@ -27,7 +39,23 @@ export interface CancelToken {
   whenCancelled(): Promise<CancelReason>;
 }
 
-/** A token for one tool call, opened from a {@link RunCancellation}. */
+/**
+ * A token for one tool call, opened from a {@link RunCancellation}.
+ *
+ * The runtime opens one per tool call; application code reads its `token`
+ * (as `ctx.cancel`), it does not open or close calls.
+ *
+ * @example
+ * ```ts
+ * declare const run: RunCancellation
+ * const call = run.openCall(undefined)
+ * try {
+ *   call.token.throwIfCancelled()
+ * } finally {
+ *   call.close()
+ * }
+ * ```
+ */
 export interface CallCancellation {
   readonly token: CancelToken;
   /** Cancel this call only (the executor's timeout uses reason `deadline`). */
@@ -36,7 +64,14 @@ export interface CallCancellation {
   close(): void;
 }
 
-/** What a call is, for whoever has to stop it by force and report it. */
+/**
+ * What a call is, for whoever has to stop it by force and report it.
+ *
+ * @example
+ * ```ts
+ * const info: CallInfo = { toolIndex: 0, timeoutMs: 30_000 }
+ * ```
+ */
 export interface CallInfo {
   /** The tool's index in its agent's `tools` (the built-in `task` tool comes after them). */
   readonly toolIndex: number;
@@ -48,6 +83,17 @@ export interface CallInfo {
  * The cancellation of one run: its own token, its absolute deadline (in the
  * `Clock` base) if any, and a way to open per-call tokens that are cancelled
  * with the run, or alone when the call times out.
+ *
+ * The runtime makes one per run (from the shared cancellation table or a
+ * {@link CancelSource}); tools only see the call tokens it opens.
+ *
+ * @example
+ * ```ts
+ * declare const run: RunCancellation
+ * const call = run.openCall(run.deadline, { toolIndex: 0, timeoutMs: undefined })
+ * call.cancel('deadline') // this call only; the run goes on
+ * call.close()
+ * ```
  */
 export interface RunCancellation {
   readonly token: CancelToken;
@@ -62,7 +108,17 @@ export interface RunCancellation {
   cancel(reason: CancelReason): void;
 }
 
-/** A token that is never cancelled, for code called outside a run. */
+/**
+ * A token that is never cancelled, for code called outside a run.
+ *
+ * Its `signal` is a fresh, never-aborted signal on each read.
+ *
+ * @example
+ * ```ts
+ * neverCancelled.isCancelled() // false
+ * neverCancelled.throwIfCancelled() // never throws
+ * ```
+ */
 export const neverCancelled: CancelToken = Object.freeze({
   isCancelled: () => false,
   reason: undefined,
@@ -75,7 +131,20 @@ export const neverCancelled: CancelToken = Object.freeze({
   },
 });
 
-/** Where {@link onCancelled} delivers a cancel: to `fn`, until the caller empties it. */
+/**
+ * Where {@link onCancelled} delivers a cancel: to `fn`, until the caller empties it.
+ *
+ * Empty it (`cell.fn = undefined`) once the work settles, so a late cancel does nothing.
+ *
+ * @example
+ * ```ts
+ * declare const token: CancelToken
+ * const cell: CancelCell = { fn: (reason) => console.log('cancelled:', reason) }
+ * onCancelled(token, cell)
+ * // ... the work settles:
+ * cell.fn = undefined
+ * ```
+ */
 export interface CancelCell {
   fn: ((reason: CancelReason) => void) | undefined;
 }
@@ -86,6 +155,14 @@ export interface CancelCell {
  * promise holds only the cell: a caller racing many calls against one long
  * run empties the cell when its call settles, and nothing of the call (its
  * promise, its result) stays alive until the run ends.
+ *
+ * @example
+ * ```ts
+ * const source = new CancelSource()
+ * const cell: CancelCell = { fn: (reason) => console.log('stopped:', reason) }
+ * onCancelled(source.token, cell)
+ * source.cancel('user') // logs "stopped: user" (asynchronously)
+ * ```
  */
 export function onCancelled(token: CancelToken, cell: CancelCell): void {
   void token.whenCancelled().then((reason) => cell.fn?.(reason));

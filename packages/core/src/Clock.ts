@@ -1,4 +1,15 @@
-/** An opaque handle returned by {@link Clock.setTimeout}. */
+/**
+ * An opaque handle returned by {@link Clock.setTimeout}.
+ *
+ * Pass it back to the same clock's `clearTimeout`, nothing else.
+ *
+ * @example
+ * ```ts
+ * declare const clock: Clock
+ * const handle: TimerHandle = clock.setTimeout(() => console.log('late'), 1000)
+ * clock.clearTimeout(handle)
+ * ```
+ */
 export type TimerHandle = unknown;
 
 /**
@@ -10,6 +21,15 @@ export type TimerHandle = unknown;
  * resolution, the one time base shared by every thread (a worker's
  * `performance.now()` has a different origin, so it cannot be used across
  * threads). Deadlines in the cancellation table use this base.
+ *
+ * @example
+ * ```ts
+ * const system: Clock = {
+ *   now: () => performance.timeOrigin + performance.now(),
+ *   setTimeout: (callback, ms) => setTimeout(callback, ms),
+ *   clearTimeout: (handle) => clearTimeout(handle as ReturnType<typeof setTimeout>),
+ * }
+ * ```
  */
 export interface Clock {
   /** Milliseconds since the Unix epoch, monotonic within a process. */

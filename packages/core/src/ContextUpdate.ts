@@ -3,10 +3,32 @@ import type { AgentId } from './Id.js';
 import { deepFreeze } from './Scope.js';
 import { InvalidArgumentError, TroupeError } from './TroupeError.js';
 
-/** An agent's mutable, persisted metadata: a frozen string-keyed record. */
+/**
+ * An agent's mutable, persisted metadata: a frozen string-keyed record.
+ *
+ * Change it only through a {@link ContextUpdate}; the object itself is frozen.
+ *
+ * @example
+ * ```ts
+ * const metadata: Metadata = { notes: ['call back'], stage: 'draft' }
+ * ```
+ */
 export type Metadata = Readonly<Record<string, unknown>>;
 
-/** One operation of a {@link ContextUpdate}, in the order it was added. */
+/**
+ * One operation of a {@link ContextUpdate}, in the order it was added.
+ *
+ * What {@link ContextUpdate.from} accepts and `update.operations` lists.
+ *
+ * @example
+ * ```ts
+ * const ops: Operation[] = [
+ *   { op: 'set', key: 'stage', value: 'draft' },
+ *   { op: 'append', key: 'notes', value: 'call back' },
+ * ]
+ * const update = ContextUpdate.from(ops)
+ * ```
+ */
 export type Operation =
   | { readonly op: 'set'; readonly key: string; readonly value: unknown }
   | { readonly op: 'merge'; readonly key: string; readonly value: Readonly<Record<string, unknown>> }
@@ -14,7 +36,17 @@ export type Operation =
   | { readonly op: 'delete'; readonly key: string }
   | { readonly op: 'logEvent'; readonly type: string; readonly data: Readonly<Record<string, unknown>> };
 
-/** A bookkeeping event in an agent's session log. It never enters the model's transcript. */
+/**
+ * A bookkeeping event in an agent's session log. It never enters the model's transcript.
+ *
+ * Written with `ContextUpdate.logEvent(type, data)`; read from a snapshot's `events`.
+ *
+ * @example
+ * ```ts
+ * declare const events: readonly SessionEvent[]
+ * const notes = events.filter((e) => e.type === 'note_added').map((e) => e.data)
+ * ```
+ */
 export interface SessionEvent {
   readonly type: string;
   readonly data: Readonly<Record<string, unknown>>;
@@ -24,7 +56,14 @@ export interface SessionEvent {
   readonly at: number;
 }
 
-/** Event types that belong to the transcript; `logEvent` refuses them so it cannot smuggle content. */
+/**
+ * Event types that belong to the transcript; `logEvent` refuses them so it cannot smuggle content.
+ *
+ * @example
+ * ```ts
+ * TRANSCRIPT_EVENT_TYPES.has('tool_result') // true: ContextUpdate.logEvent('tool_result', ...) throws
+ * ```
+ */
 export const TRANSCRIPT_EVENT_TYPES: ReadonlySet<string> = new Set([
   'user_message',
   'assistant_message',
@@ -33,10 +72,25 @@ export const TRANSCRIPT_EVENT_TYPES: ReadonlySet<string> = new Set([
   'tool_result',
 ]);
 
-/** Prefix of the library-owned metadata keys a tool may not set, merge or delete. */
+/**
+ * Prefix of the library-owned metadata keys a tool may not set, merge or delete.
+ *
+ * @example
+ * ```ts
+ * const key = `${PROTECTED_KEY_PREFIX}usage` // 'troupe.usage', refused in a tool's update
+ * ```
+ */
 export const PROTECTED_KEY_PREFIX = 'troupe.';
 
-/** True for a library-owned metadata key. */
+/**
+ * True for a library-owned metadata key.
+ *
+ * @example
+ * ```ts
+ * isProtectedKey('troupe.usage') // true: tools cannot write it
+ * isProtectedKey('notes')        // false
+ * ```
+ */
 export function isProtectedKey(key: string): boolean {
   return key.startsWith(PROTECTED_KEY_PREFIX);
 }
@@ -81,14 +135,31 @@ function checkEventType(type: unknown): asserts type is string {
   }
 }
 
-/** Where a value JSON cannot carry exactly sits, what it is, and what to pass instead. */
+/**
+ * Where a value JSON cannot carry exactly sits, what it is, and what to pass instead.
+ *
+ * @example
+ * ```ts
+ * const bad: NotJson | undefined = findNotJson({ count: 10n })
+ * if (bad !== undefined) console.log(`${bad.path} is ${bad.what}: ${bad.instead}`)
+ * ```
+ */
 export interface NotJson {
   readonly path: string;
   readonly what: string;
   readonly instead: string;
 }
 
-/** Options of {@link findNotJson}. */
+/**
+ * Options of {@link findNotJson}.
+ *
+ * @example
+ * ```ts
+ * const options: FindNotJsonOptions = { undefinedPropertiesAreAbsent: true }
+ * findNotJson({ note: undefined }, 'record', options) // undefined: accepted
+ * findNotJson({ note: undefined }, 'record')          // refused: it would come back as {}
+ * ```
+ */
 export interface FindNotJsonOptions {
   /**
    * Treat an object property holding `undefined` as absent (JSON drops it),
@@ -242,7 +313,8 @@ export function assertJson(value: unknown, root = 'value', options: FindNotJsonO
 
 /**
  * Structured changes a tool makes to its agent's `state.metadata`, plus
- * bookkeeping events for the session log (nous `ContextUpdate`).
+ * bookkeeping events for the session log. Return it with a tool's result
+ * (`ToolResult.ok(value, update)`); the agent applies it when the call ends.
  *
  * Immutable: every method returns a new update. Values are checked to be
  * JSON that round-trips exactly (metadata is saved as JSON: a Date, a Map,
@@ -258,7 +330,13 @@ export function assertJson(value: unknown, root = 'value', options: FindNotJsonO
  *
  * @example
  * ```ts
- * return ToolResult.ok({ added: note }, ContextUpdate.empty().append('notes', note).logEvent('note_added', { note }))
+ * const addNote = defineTool({
+ *   name: 'add_note',
+ *   description: 'Remember a note',
+ *   parameters: z.object({ note: z.string() }),
+ *   execute: ({ note }) =>
+ *     ToolResult.ok({ added: note }, ContextUpdate.empty().append('notes', note).logEvent('note_added', { note })),
+ * })
  * ```
  */
 export class ContextUpdate {
@@ -387,7 +465,15 @@ let EMPTY: ContextUpdate | undefined;
 // sealed). The reducer skips re-checking these; raw arrays are checked op by op.
 const checkedOperations = new WeakSet<readonly Operation[]>();
 
-/** Options of {@link reduceMetadata}. */
+/**
+ * Options of {@link reduceMetadata}.
+ *
+ * @example
+ * ```ts
+ * const options: ReduceOptions = { allowProtected: false }
+ * reduceMetadata({}, [{ op: 'set', key: 'stage', value: 'draft' }], options) // { stage: 'draft' }
+ * ```
+ */
 export interface ReduceOptions {
   /** Let library code write protected keys. Tools never get this. */
   readonly allowProtected?: boolean;
@@ -549,19 +635,45 @@ export function reduceMetadata(
   return Object.freeze(out);
 }
 
-/** Reported when events were dropped because the target has no session log. */
+/**
+ * Reported when events were dropped because the target has no session log.
+ *
+ * @example
+ * ```ts
+ * const { dropped } = applyContextUpdate(ContextUpdate.empty().logEvent('seen', {}), { metadata: {} }, { agentId: createId('agent'), at: 0 })
+ * const lost: EventsDropped | undefined = dropped // { count: 1, types: ['seen'] }
+ * ```
+ */
 export interface EventsDropped {
   readonly count: number;
   readonly types: readonly string[];
 }
 
-/** Where an update is applied: metadata, and a session log if the target keeps one. */
+/**
+ * Where an update is applied: metadata, and a session log if the target keeps one.
+ *
+ * @example
+ * ```ts
+ * const target: UpdateTarget = { metadata: { stage: 'draft' }, log: [] }
+ * applyContextUpdate(ContextUpdate.empty().set('stage', 'final'), target, { agentId: createId('agent'), at: 0 })
+ * ```
+ */
 export interface UpdateTarget {
   readonly metadata: Metadata;
   readonly log?: readonly SessionEvent[] | undefined;
 }
 
-/** The result of {@link applyContextUpdate}. */
+/**
+ * The result of {@link applyContextUpdate}.
+ *
+ * @example
+ * ```ts
+ * const update = ContextUpdate.empty().set('stage', 'draft').logEvent('stage_set', { stage: 'draft' })
+ * const applied: AppliedUpdate = applyContextUpdate(update, { metadata: {}, log: [] }, { agentId: createId('agent'), at: Date.now() })
+ * applied.metadata // { stage: 'draft' }
+ * applied.events.length // 1
+ * ```
+ */
 export interface AppliedUpdate {
   readonly metadata: Metadata;
   /** The target's log with the update's events appended, or `undefined` when it has none. */
@@ -578,6 +690,17 @@ export interface AppliedUpdate {
  * reports exactly what was lost in `dropped` (the caller emits one
  * `context.events_dropped` event for it); there is no report when there were
  * no events. Protected keys are refused again here.
+ *
+ * The agent's runtime calls it when a tool returns an update; call it yourself
+ * to replay updates (tests, migrations). Pure: the target is not changed.
+ *
+ * @example
+ * ```ts
+ * const update = ContextUpdate.empty().append('notes', 'call back').logEvent('note_added', {})
+ * const { metadata, dropped } = applyContextUpdate(update, { metadata: { notes: [] } }, { agentId: createId('agent'), at: 0 })
+ * metadata // { notes: ['call back'] }
+ * dropped  // { count: 1, types: ['note_added'] }: the target keeps no log
+ * ```
  */
 export function applyContextUpdate(
   update: ContextUpdate,

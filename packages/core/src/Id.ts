@@ -1,18 +1,65 @@
 import { customAlphabet } from 'nanoid';
 
 declare const brand: unique symbol;
-/** A string branded with what it identifies, so ids of different kinds do not mix. */
+/**
+ * A string branded with what it identifies, so ids of different kinds do not mix.
+ *
+ * The brand exists only in types; at run time the value is the plain `T`.
+ *
+ * @example
+ * ```ts
+ * type OrderId = Branded<string, 'OrderId'>
+ * const id = 'order_42' as OrderId
+ * ```
+ */
 export type Branded<T, B extends string> = T & { readonly [brand]: B };
 
-/** Identifies an agent: a parent's id, or a subagent's `<parentId>-sub-<n>`. */
+/**
+ * Identifies an agent: a parent's id, or a subagent's `<parentId>-sub-<n>`.
+ *
+ * @example
+ * ```ts
+ * const id: AgentId = createId('agent') // 'agent_…'
+ * ```
+ */
 export type AgentId = Branded<string, 'AgentId'>;
-/** Identifies one run of an agent (a parent's turn or a subagent's task). */
+/**
+ * Identifies one run of an agent (a parent's turn or a subagent's task).
+ *
+ * @example
+ * ```ts
+ * const id: RunId = createId('run') // 'run_…'
+ * ```
+ */
 export type RunId = Branded<string, 'RunId'>;
-/** Identifies a human-in-the-loop request. */
+/**
+ * Identifies a human-in-the-loop request.
+ *
+ * @example
+ * ```ts
+ * const id: RequestId = createId('req') // 'req_…' (16 random characters)
+ * ```
+ */
 export type RequestId = Branded<string, 'RequestId'>;
-/** Identifies one tool call of a model turn. */
+/**
+ * Identifies one tool call of a model turn.
+ *
+ * @example
+ * ```ts
+ * const id: ToolCallId = createId('call') // 'call_…'
+ * ```
+ */
 export type ToolCallId = Branded<string, 'ToolCallId'>;
 
+/**
+ * The kinds of id {@link createId} mints, and their prefix: `agent_`, `run_`, `req_`, `call_`.
+ *
+ * @example
+ * ```ts
+ * const kind: IdKind = 'run'
+ * const id = createId(kind) // 'run_…'
+ * ```
+ */
 export type IdKind = 'agent' | 'run' | 'req' | 'call';
 
 // URL-safe, no '-' so that `<parentId>-sub-<n>` stays unambiguous to split.
@@ -28,6 +75,15 @@ let counter = 0;
 /**
  * The one factory of ids: `<kind>_<random>` — a per-thread random prefix and
  * a counter for agents, runs and calls; 16 random characters for requests.
+ *
+ * Ids of agents, runs and calls are unique but guessable (a counter);
+ * only request ids, handed to people, are fully random.
+ *
+ * @example
+ * ```ts
+ * const agentId = createId('agent') // AgentId, 'agent_…'
+ * const requestId = createId('req') // RequestId, 'req_…'
+ * ```
  */
 export function createId(kind: 'agent'): AgentId;
 export function createId(kind: 'run'): RunId;

@@ -1,27 +1,62 @@
 import type { ToolSpec } from './Tool.js';
 
-/** A tool call as a model emits it. `arguments` is unchecked until the executor validates it. */
+/**
+ * A tool call as a model emits it. `arguments` is unchecked until the executor validates it.
+ *
+ * @example
+ * ```ts
+ * const call: ModelToolCall = { id: 'call_1', name: 'get_weather', arguments: { city: 'Oslo' } }
+ * ```
+ */
 export interface ModelToolCall {
   readonly id: string;
   readonly name: string;
   readonly arguments: unknown;
 }
 
-/** A message of an agent's transcript. */
+/**
+ * A message of an agent's transcript.
+ *
+ * @example
+ * ```ts
+ * const transcript: Message[] = [
+ *   { role: 'system', content: 'You answer briefly.' },
+ *   { role: 'user', content: 'Weather in Oslo?' },
+ * ]
+ * ```
+ */
 export type Message =
   | { readonly role: 'system'; readonly content: string }
   | { readonly role: 'user'; readonly content: string }
   | AssistantMessage
   | ToolMessage;
 
-/** What a model answers with: text and/or tool calls. */
+/**
+ * What a model answers with: text and/or tool calls.
+ *
+ * @example
+ * ```ts
+ * const message: AssistantMessage = {
+ *   role: 'assistant',
+ *   content: '',
+ *   toolCalls: [{ id: 'call_1', name: 'get_weather', arguments: { city: 'Oslo' } }],
+ * }
+ * ```
+ */
 export interface AssistantMessage {
   readonly role: 'assistant';
   readonly content: string;
   readonly toolCalls?: readonly ModelToolCall[] | undefined;
 }
 
-/** The result of one tool call, as the model sees it on the next turn. */
+/**
+ * The result of one tool call, as the model sees it on the next turn.
+ *
+ * @example
+ * ```ts
+ * const result: ToolMessage = { role: 'tool', toolCallId: 'call_1', name: 'get_weather', content: { tempC: 4 }, isError: false }
+ * ```
+ */
 export interface ToolMessage {
   readonly role: 'tool';
   readonly toolCallId: string;
@@ -36,6 +71,11 @@ export interface ToolMessage {
  * `cachedInputTokens` (part of `inputTokens` served from a prompt cache) and
  * `reasoningTokens` (part of `outputTokens` spent reasoning) are present when
  * the provider reports them.
+ *
+ * @example
+ * ```ts
+ * const usage: Usage = { inputTokens: 1200, outputTokens: 80, cachedInputTokens: 1024 }
+ * ```
  */
 export interface Usage {
   readonly inputTokens: number;
@@ -48,6 +88,16 @@ export interface Usage {
  * One piece of a streamed answer, in the order the model produced it:
  * answer text, reasoning text, or a fragment of a tool call (`index` orders
  * the calls of one answer; `name` and `id` arrive once, `arguments` in pieces).
+ *
+ * @example
+ * ```ts
+ * const streaming: Model = {
+ *   async generate({ onDelta }) {
+ *     for (const text of ['Hel', 'lo']) onDelta?.({ type: 'text', text } satisfies ModelDelta)
+ *     return { message: { role: 'assistant', content: 'Hello' } }
+ *   },
+ * }
+ * ```
  */
 export type ModelDelta =
   | { readonly type: 'text'; readonly text: string }
@@ -60,7 +110,19 @@ export type ModelDelta =
       readonly arguments?: string | undefined;
     };
 
-/** What the agent loop passes to {@link Model.generate}. */
+/**
+ * What the agent loop passes to {@link Model.generate}.
+ *
+ * @example
+ * ```ts
+ * const request: ModelRequest = {
+ *   messages: [{ role: 'user', content: 'Hi' }],
+ *   tools: [],
+ *   signal: AbortSignal.timeout(30_000),
+ * }
+ * const response = await model.generate(request)
+ * ```
+ */
 export interface ModelRequest {
   readonly messages: readonly Message[];
   readonly tools: readonly ToolSpec[];
@@ -74,7 +136,14 @@ export interface ModelRequest {
   readonly onDelta?: ((delta: ModelDelta) => void) | undefined;
 }
 
-/** What a model call was, for telemetry (every field optional). */
+/**
+ * What a model call was, for telemetry (every field optional).
+ *
+ * @example
+ * ```ts
+ * const info: ModelCallInfo = { model: 'gpt-4.1-mini-2025-04-14', attempts: 1, timeToFirstTokenMs: 180, finishReason: 'stop' }
+ * ```
+ */
 export interface ModelCallInfo {
   /** The model the server says answered (may differ from the one asked for). */
   readonly model?: string | undefined;
@@ -86,7 +155,19 @@ export interface ModelCallInfo {
   readonly finishReason?: string | undefined;
 }
 
-/** What {@link Model.generate} resolves to. */
+/**
+ * What {@link Model.generate} resolves to.
+ *
+ * `usage` is what the run's totals add up; leave it out when the server reports none.
+ *
+ * @example
+ * ```ts
+ * const response: ModelResponse = {
+ *   message: { role: 'assistant', content: 'It is 4 °C in Oslo.' },
+ *   usage: { inputTokens: 120, outputTokens: 9 },
+ * }
+ * ```
+ */
 export interface ModelResponse {
   readonly message: AssistantMessage;
   readonly usage?: Usage | undefined;
@@ -104,6 +185,18 @@ export interface ModelResponse {
  * Gotcha: the loop races every call against the run's cancellation, so a
  * model that ignores `signal` cannot hold a cancelled run — but its request
  * goes on in the background until it settles.
+ *
+ * @example
+ * ```ts
+ * const echo: Model = {
+ *   name: 'echo',
+ *   async generate({ messages, signal }) {
+ *     signal.throwIfAborted()
+ *     const last = messages.at(-1)
+ *     return { message: { role: 'assistant', content: last?.role === 'user' ? last.content : '' } }
+ *   },
+ * }
+ * ```
  */
 export interface Model {
   /** The model's name, as telemetry reports it (`gpt-4.1-mini`, `scripted`). */
@@ -113,7 +206,14 @@ export interface Model {
   generate(request: ModelRequest): Promise<ModelResponse>;
 }
 
-/** A todo in an agent's own state; subagents start with none. */
+/**
+ * A todo in an agent's own state; subagents start with none.
+ *
+ * @example
+ * ```ts
+ * const todo: Todo = { id: 't1', text: 'Draft the summary', status: 'in_progress' }
+ * ```
+ */
 export interface Todo {
   readonly id: string;
   readonly text: string;

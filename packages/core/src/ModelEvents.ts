@@ -1,7 +1,15 @@
 import type { AgentId } from './Id.js';
 import type { Usage } from './Model.js';
 
-/** Fields common to every model telemetry event. */
+/**
+ * Fields common to every model telemetry event.
+ *
+ * @example
+ * ```ts
+ * const where = (e: ModelEventBase) => `${e.agentId} turn ${e.turn} (${e.provider}/${e.model})`
+ * supervisor.on('model.start', (e) => console.log(where(e)))
+ * ```
+ */
 export interface ModelEventBase {
   readonly agentId: AgentId;
   /** The model's name as the agent's model reports it (`Model.name`), if any. */
@@ -14,10 +22,24 @@ export interface ModelEventBase {
   readonly at: number;
 }
 
-/** `model.start`: a model call begins. */
+/**
+ * `model.start`: a model call begins.
+ *
+ * @example
+ * ```ts
+ * supervisor.on('model.start', (e: ModelStartEvent) => console.log(`${e.agentId} calls ${e.model}`))
+ * ```
+ */
 export type ModelStartEvent = ModelEventBase;
 
-/** `model.stop`: a model call answered. */
+/**
+ * `model.stop`: a model call answered.
+ *
+ * @example
+ * ```ts
+ * supervisor.on('model.stop', (e: ModelStopEvent) => console.log(`${e.model}: ${e.durationMs} ms, ${e.usage?.outputTokens ?? 0} tokens`))
+ * ```
+ */
 export interface ModelStopEvent extends ModelEventBase {
   readonly durationMs: number;
   readonly usage: Usage | undefined;
@@ -31,7 +53,16 @@ export interface ModelStopEvent extends ModelEventBase {
   readonly toolCalls: number;
 }
 
-/** `model.error`: a model call failed (or was cancelled: `cancelled` is true). */
+/**
+ * `model.error`: a model call failed (or was cancelled: `cancelled` is true).
+ *
+ * @example
+ * ```ts
+ * supervisor.on('model.error', (e: ModelErrorEvent) => {
+ *   if (!e.cancelled) console.error(`${e.agentId} model ${e.model} failed after ${e.durationMs} ms`, e.error)
+ * })
+ * ```
+ */
 export interface ModelErrorEvent extends ModelEventBase {
   readonly durationMs: number;
   /** The error (an `ErrorShape` once it crossed a thread, rebuilt on the supervisor). */
@@ -40,7 +71,17 @@ export interface ModelErrorEvent extends ModelEventBase {
   readonly attempts: number | undefined;
 }
 
-/** The model telemetry event map. */
+/**
+ * The model telemetry event map.
+ *
+ * The supervisor emits them for every agent at every depth.
+ *
+ * @example
+ * ```ts
+ * const log = <K extends keyof ModelEvents>(name: K) => (...[e]: ModelEvents[K]) => console.log(name, e.agentId)
+ * supervisor.on('model.start', log('model.start'))
+ * ```
+ */
 export interface ModelEvents {
   'model.start': [ModelStartEvent];
   'model.stop': [ModelStopEvent];

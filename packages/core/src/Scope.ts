@@ -3,10 +3,32 @@ import type { z } from 'zod';
 import { assertCloneable, cloneableSizeBound, irregularKeys } from './assertCloneable.js';
 import { InvalidArgumentError } from './TroupeError.js';
 
-/** Default scope budget: 4 KiB of serialized (structured-clone) bytes. */
+/**
+ * Default scope budget: 4 KiB of serialized (structured-clone) bytes.
+ *
+ * Raise it with `defineScope(schema, { budgetBytes })` or
+ * `createSupervisor({ scopeBudgetBytes })`; a lean scope (ids, a role) is
+ * far below it.
+ *
+ * @example
+ * ```ts
+ * const Roomy = defineScope(z.object({ tenantId: z.string() }), { budgetBytes: 2 * DEFAULT_SCOPE_BUDGET_BYTES })
+ * ```
+ */
 export const DEFAULT_SCOPE_BUDGET_BYTES = 4096;
 
-/** A value made read-only all the way down. */
+/**
+ * A value made read-only all the way down.
+ *
+ * What a scope's tools see: assigning to any part of it does not compile
+ * (and throws at run time, the value being frozen).
+ *
+ * @example
+ * ```ts
+ * const user: DeepReadonly<{ roles: string[] }> = deepFreeze({ roles: ['admin'] })
+ * user.roles.includes('admin') // reading is fine; user.roles.push(...) does not compile
+ * ```
+ */
 export type DeepReadonly<T> = T extends (infer E)[]
   ? readonly DeepReadonly<E>[]
   : T extends Map<infer K, infer V>
@@ -20,10 +42,24 @@ export type DeepReadonly<T> = T extends (infer E)[]
 /**
  * A parsed scope: validated, deep-frozen, cloneable and within budget.
  * Produced only by {@link ScopeDefinition.parse}.
+ *
+ * @example
+ * ```ts
+ * const TenantScope = defineScope(z.object({ tenantId: z.string() }))
+ * const scope: Scope<{ tenantId: string }> = TenantScope.parse({ tenantId: 't1' })
+ * ```
  */
 export type Scope<T = unknown> = DeepReadonly<T>;
 
-/** Options of {@link defineScope}. */
+/**
+ * Options of {@link defineScope}.
+ *
+ * @example
+ * ```ts
+ * const options: ScopeOptions = { budgetBytes: 1024 }
+ * const Lean = defineScope(z.object({ userId: z.string() }), options)
+ * ```
+ */
 export interface ScopeOptions {
   /** Serialized-size budget in bytes; a scope over it is refused. Default 4096. */
   readonly budgetBytes?: number;
@@ -33,6 +69,15 @@ export interface ScopeOptions {
  * What {@link defineScope} returns: the integrator's schema plus Troupe's
  * checks. `T` is the scope the schema produces (what tools read as
  * `ctx.scope`), `I` what it accepts (what `startAgent` and `spawn` take).
+ *
+ * Pass it as `createSupervisor({ scope })`: every scope given to `startAgent`
+ * and `spawn` is then parsed by it.
+ *
+ * @example
+ * ```ts
+ * const TenantScope: ScopeDefinition<{ tenantId: string }> = defineScope(z.object({ tenantId: z.string() }))
+ * const scope = TenantScope.parse({ tenantId: 't1' }) // throws ERR_INVALID_ARGUMENT for { tenantId: 1 }
+ * ```
  */
 export interface ScopeDefinition<T, I = T> {
   readonly schema: z.ZodType<T, I>;
@@ -78,6 +123,13 @@ const deeplyFrozen = new WeakSet<object>();
  * and primitives (a `Map`, `Set`, `Date`, `RegExp`, buffer or typed array
  * stays changeable when frozen). A primitive is constant too. What is derived from such a value (its size, its bytes, a frozen copy
  * in another thread) may be kept for as long as the value lives.
+ *
+ * @example
+ * ```ts
+ * isDeepFrozen(deepFreeze({ a: [1, 2] }))      // true
+ * isDeepFrozen(Object.freeze({ a: [1, 2] }))   // false: the array is not frozen
+ * isDeepFrozen(deepFreeze({ at: new Date() })) // false: a Date can still change
+ * ```
  */
 export function isDeepFrozen(value: unknown): boolean {
   return typeof value !== 'object' || value === null || deeplyFrozen.has(value);
@@ -87,6 +139,11 @@ export function isDeepFrozen(value: unknown): boolean {
  * Structured-clone size of `value` in bytes (what a thread hop copies).
  * The size of a value sealed by {@link deepFreeze} / {@link sealScope} is
  * measured once and remembered.
+ *
+ * @example
+ * ```ts
+ * serializedSize({ tenantId: 't1' }) // a few dozen bytes
+ * ```
  */
 export function serializedSize(value: unknown): number {
   if (typeof value === 'object' && value !== null) {
@@ -152,6 +209,13 @@ export function serializedBytes(value: unknown): Uint8Array {
  * arrays and primitives is frozen as far as possible but never counts as
  * sealed (see {@link isDeepFrozen}: nothing derived from it is kept). For a copy this thread has
  * just received, {@link freezeReceived} is cheaper.
+ *
+ * @example
+ * ```ts
+ * const settings = deepFreeze({ limits: { daily: 10 }, tags: ['a'] })
+ * Object.isFrozen(settings.limits) // true
+ * isDeepFrozen(settings)           // true
+ * ```
  */
 export function deepFreeze<T>(value: T): DeepReadonly<T> {
   if (typeof value !== 'object' || value === null || deeplyFrozen.has(value)) return value as DeepReadonly<T>;
@@ -260,6 +324,15 @@ const DEFINITION_BUDGET_OPTION = 'defineScope(schema, { budgetBytes })';
  * Throw `ERR_SCOPE_OVER_BUDGET` when `bytes` exceeds `budgetBytes`. The
  * message gives the size, says to pass a lean projection, and names `option`,
  * where this budget is raised (default `createSupervisor({ scopeBudgetBytes })`).
+ *
+ * For a check of your own before a scope reaches the supervisor; the
+ * supervisor and {@link defineScope} already apply it.
+ *
+ * @example
+ * ```ts
+ * const scope = { tenantId: 't1', userId: 'u1' }
+ * assertScopeBudget(serializedSize(scope), DEFAULT_SCOPE_BUDGET_BYTES) // passes: a few dozen bytes
+ * ```
  */
 export function assertScopeBudget(
   bytes: number,
@@ -275,7 +348,17 @@ export function assertScopeBudget(
   }
 }
 
-/** Validate a byte budget option: a positive safe integer. */
+/**
+ * Validate a byte budget option: a positive safe integer.
+ *
+ * Throws an `InvalidArgumentError` naming `name` for anything else.
+ *
+ * @example
+ * ```ts
+ * const budget = checkBudget(8192)       // 8192
+ * checkBudget(0, 'scopeBudgetBytes')     // throws: scopeBudgetBytes must be a positive integer ...
+ * ```
+ */
 export function checkBudget(budgetBytes: unknown, name = 'budgetBytes'): number {
   if (typeof budgetBytes !== 'number' || !Number.isSafeInteger(budgetBytes) || budgetBytes <= 0) {
     throw new InvalidArgumentError(`${name} must be a positive integer number of bytes, got ${String(budgetBytes)}`);
@@ -302,6 +385,16 @@ export function checkBudget(budgetBytes: unknown, name = 'budgetBytes'): number 
  *
  * @throws InvalidArgumentError `ERR_NOT_CLONEABLE` (naming the path when
  *   there is one), `ERR_SCOPE_OVER_BUDGET` (giving the size).
+ *
+ * What the supervisor does with a scope given without a schema; with a
+ * {@link defineScope} definition, `parse` does it after validation.
+ *
+ * @example
+ * ```ts
+ * const scope = sealScope({ tenantId: 't1', roles: ['admin'] })
+ * Object.isFrozen(scope.roles) // true
+ * sealScope({ user: { save() {} } }) // throws ERR_NOT_CLONEABLE naming scope.user.save
+ * ```
  */
 export function sealScope<T>(
   value: T,

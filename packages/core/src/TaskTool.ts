@@ -8,10 +8,39 @@ import { type AnyTool, defineTool, type Tool, type ToolSpec } from './Tool.js';
 import type { ToolContext } from './ToolContext.js';
 import { ToolResult } from './ToolResult.js';
 
-/** The name of the built-in delegation tool. */
+/**
+ * The name of the built-in delegation tool.
+ *
+ * An agent with `subagents` gets a tool of this name; do not define a tool of
+ * your own with it.
+ *
+ * @example
+ * ```ts
+ * supervisor.on('tool.execute.start', (e) => {
+ *   if (e.toolName === TASK_TOOL_NAME) console.log(`${e.agentId} delegates`)
+ * })
+ * ```
+ */
 export const TASK_TOOL_NAME = 'task';
 
-/** What the `task` tool asks its spawner to do. */
+/**
+ * What the `task` tool asks its spawner to do.
+ *
+ * Made by the runtime for each `task` call; a host sees the spawned run as
+ * `subagent.*` events, not as this object.
+ *
+ * @example
+ * ```ts
+ * declare const subagent: Agent
+ * const request: TaskRequest = {
+ *   subagent,
+ *   instructions: 'Find the three latest incidents',
+ *   toolCallId: createId('call'),
+ *   metadata: {},
+ *   signal: AbortSignal.timeout(60_000),
+ * }
+ * ```
+ */
 export interface TaskRequest {
   readonly subagent: Agent;
   readonly instructions: string;
@@ -23,7 +52,15 @@ export interface TaskRequest {
   readonly signal: AbortSignal;
 }
 
-/** How a delegated task ended, as the parent's `task` tool sees it. */
+/**
+ * How a delegated task ended, as the parent's `task` tool sees it.
+ *
+ * @example
+ * ```ts
+ * const describe = (result: TaskResult): string =>
+ *   result.status === 'done' ? result.result : result.status === 'suspended' ? `waiting on ${result.request.id}` : result.error.message
+ * ```
+ */
 export type TaskResult =
   | {
       readonly status: 'done';

@@ -3,15 +3,54 @@ import type { ToolContext } from './ToolContext.js';
 import type { ToolResult } from './ToolResult.js';
 import { InvalidArgumentError } from './TroupeError.js';
 
-/** Default extra attempts after a thrown error. */
+/**
+ * Default extra attempts after a thrown error.
+ *
+ * @example
+ * ```ts
+ * const ping = defineTool({ name: 'ping', description: 'Answer pong', parameters: z.object({}), execute: () => 'pong' })
+ * ping.retries === DEFAULT_TOOL_RETRIES // true: one retry after a thrown error
+ * ```
+ */
 export const DEFAULT_TOOL_RETRIES = 1;
-/** Default per-attempt timeout. */
+/**
+ * Default per-attempt timeout.
+ *
+ * A tool that may take longer sets its own `timeoutMs` (`null`: none).
+ *
+ * @example
+ * ```ts
+ * const ping = defineTool({ name: 'ping', description: 'Answer pong', parameters: z.object({}), execute: () => 'pong' })
+ * ping.timeoutMs === DEFAULT_TOOL_TIMEOUT_MS // true: 30 s per attempt
+ * ```
+ */
 export const DEFAULT_TOOL_TIMEOUT_MS = 30_000;
 
-/** What a tool's `execute` may return: a value, or a {@link ToolResult} (which may carry a `ContextUpdate`). */
+/**
+ * What a tool's `execute` may return: a value, or a {@link ToolResult} (which may carry a `ContextUpdate`).
+ *
+ * @example
+ * ```ts
+ * const lookup = (id: string): ToolReturn<{ id: string }> => (id === '' ? ToolResult.error('id is empty') : { id })
+ * ```
+ */
 export type ToolReturn<R> = R | ToolResult<R>;
 
-/** The description of a tool a model sees. */
+/**
+ * The description of a tool a model sees.
+ *
+ * What a {@link Model} gets in `ModelRequest.tools`; an adapter turns it into
+ * its provider's tool format.
+ *
+ * @example
+ * ```ts
+ * const spec: ToolSpec = {
+ *   name: 'get_weather',
+ *   description: 'Current weather of a city',
+ *   parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+ * }
+ * ```
+ */
 export interface ToolSpec {
   readonly name: string;
   readonly description: string;
@@ -23,6 +62,21 @@ export interface ToolSpec {
  * What you pass to {@link defineTool}. `S` and `TC` are the scope and the
  * `toolContext` shape the tool reads, inferred from the type of `execute`'s
  * `ctx` (see {@link ToolContext}); undeclared, they read as `unknown`.
+ *
+ * @example
+ * ```ts
+ * const parameters = z.object({ to: z.string(), body: z.string() })
+ * const definition: ToolDefinition<typeof parameters, string> = {
+ *   name: 'send_email',
+ *   description: 'Send an email',
+ *   parameters,
+ *   execute: ({ to }) => `sent to ${to}`,
+ *   retries: 0, // sending twice is worse than failing
+ *   timeoutMs: 10_000,
+ *   requiresApproval: true,
+ * }
+ * const sendEmail = defineTool(definition)
+ * ```
  */
 export interface ToolDefinition<P extends z.ZodType, R, S = unknown, TC extends object = Record<never, never>> {
   /** `[A-Za-z0-9_-]{1,64}`, unique within an agent. */
@@ -51,6 +105,12 @@ export interface ToolDefinition<P extends z.ZodType, R, S = unknown, TC extends 
  * A defined tool: validated, frozen, with its model-facing spec. `S` and `TC`
  * are what it reads from the scope and the `toolContext`: an agent holding it
  * must provide at least that (see {@link ToolContext}).
+ *
+ * @example
+ * ```ts
+ * const ping: Tool = defineTool({ name: 'ping', description: 'Answer pong', parameters: z.object({}), execute: () => 'pong' })
+ * ping.spec // { name: 'ping', description: 'Answer pong', parameters: { type: 'object', ... } }
+ * ```
  */
 export interface Tool<
   P extends z.ZodType = z.ZodType,
@@ -72,14 +132,25 @@ export interface Tool<
   readonly spec: ToolSpec;
 }
 
-/** A tool of any argument, result, scope and tool-context type, as the runtime holds them. */
+/**
+ * A tool of any argument, result, scope and tool-context type, as the runtime holds them.
+ *
+ * Use it for a list of tools of different types; {@link defineAgent} keeps the
+ * precise types of the tools it is given.
+ *
+ * @example
+ * ```ts
+ * const ping = defineTool({ name: 'ping', description: 'Answer pong', parameters: z.object({}), execute: () => 'pong' })
+ * const tools: AnyTool[] = [ping]
+ * ```
+ */
 // biome-ignore lint/suspicious/noExplicitAny: the variance of `execute` requires it for heterogeneous lists.
 export type AnyTool = Tool<any, any, any, any>;
 
 const NAME = /^[A-Za-z0-9_-]{1,64}$/;
 
 /**
- * Define a tool (nous `Tool`): a zod parameter schema, an `execute`
+ * Define a tool: a zod parameter schema, an `execute`
  * function, retries, a terminal timeout and optional approval.
  *
  * Order of execution: approval → argument validation → attempts. Approval and
@@ -96,7 +167,7 @@ const NAME = /^[A-Za-z0-9_-]{1,64}$/;
  *   name: 'add_note',
  *   description: 'Remember a note',
  *   parameters: z.object({ note: z.string() }),
- *   execute: ({ note }, ctx) => ToolResult.ok({ added: note }, ContextUpdate.empty().append('notes', note)),
+ *   execute: ({ note }) => ToolResult.ok({ added: note }, ContextUpdate.empty().append('notes', note)),
  * })
  * ```
  */

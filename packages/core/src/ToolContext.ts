@@ -6,7 +6,24 @@ import type { Answer } from './Request.js';
 import type { Scope } from './Scope.js';
 import { type CancelReason, InvalidArgumentError } from './TroupeError.js';
 
-/** A read-only view of the calling agent's state. */
+/**
+ * A read-only view of the calling agent's state.
+ *
+ * Read it as `ctx.state`; write metadata by returning a {@link ContextUpdate}.
+ *
+ * @example
+ * ```ts
+ * const countNotes = defineTool({
+ *   name: 'count_notes',
+ *   description: 'How many notes are kept',
+ *   parameters: z.object({}),
+ *   execute: (_args, ctx) => {
+ *     const state: AgentStateView = ctx.state
+ *     return Array.isArray(state.metadata.notes) ? state.metadata.notes.length : 0
+ *   },
+ * })
+ * ```
+ */
 export interface AgentStateView {
   readonly agentId: AgentId;
   readonly messages: readonly Message[];
@@ -15,7 +32,15 @@ export interface AgentStateView {
   readonly metadata: Metadata;
 }
 
-/** The keys Troupe owns in a tool's context; a `toolContext` key of the same name is overridden. */
+/**
+ * The keys Troupe owns in a tool's context; a `toolContext` key of the same name is overridden.
+ *
+ * @example
+ * ```ts
+ * const toolContext = { requestId: 'r1', signal: 'mine' }
+ * const overridden = Object.keys(toolContext).filter((k) => (RESERVED_CONTEXT_KEYS as readonly string[]).includes(k)) // ['signal']
+ * ```
+ */
 export const RESERVED_CONTEXT_KEYS = [
   'scope',
   'state',
@@ -38,6 +63,23 @@ export const RESERVED_CONTEXT_KEYS = [
  * What Troupe puts in every tool's context. `S` is the scope the tool reads
  * (what the supervisor's scope schema produces), `TC` the shape of the
  * caller's `toolContext`; see {@link ToolContext}.
+ *
+ * @example
+ * ```ts
+ * const slowSearch = defineTool({
+ *   name: 'slow_search',
+ *   description: 'Search page by page',
+ *   parameters: z.object({ pages: z.number().int() }),
+ *   execute: async ({ pages }, ctx: ToolContext) => {
+ *     const found: unknown[] = []
+ *     for (let page = 1; page <= pages; page++) {
+ *       ctx.throwIfCancelled()
+ *       found.push(await (await fetch(`https://search.example/?page=${page}`, { signal: ctx.signal })).json())
+ *     }
+ *     return { found, attempt: ctx.attempt }
+ *   },
+ * })
+ * ```
  */
 export interface ReservedToolContext<S = unknown, TC extends object = Record<never, never>> {
   /** Who the agent acts for: the parsed, frozen scope. */
@@ -106,7 +148,19 @@ export interface ReservedToolContext<S = unknown, TC extends object = Record<nev
 export type ToolContext<S = unknown, TC extends object = Record<never, never>> = Omit<TC, keyof ReservedToolContext> &
   ReservedToolContext<S, TC>;
 
-/** The per-run part of a tool context: fixed for every call of a run. */
+/**
+ * The per-run part of a tool context: fixed for every call of a run.
+ *
+ * @example
+ * ```ts
+ * const run: RunContext = {
+ *   scope: sealScope({ tenantId: 't1' }),
+ *   toolContext: Object.freeze({ requestId: 'r1' }),
+ *   agentId: createId('agent'),
+ *   parentAgentId: undefined,
+ * }
+ * ```
+ */
 export interface RunContext {
   readonly scope: Scope;
   readonly toolContext: Readonly<Record<string, unknown>>;
@@ -114,7 +168,26 @@ export interface RunContext {
   readonly parentAgentId: AgentId | undefined;
 }
 
-/** The per-call part of a tool context. */
+/**
+ * The per-call part of a tool context.
+ *
+ * Built by the runtime for each call; you need one only to call
+ * {@link buildToolContext} yourself (in a test).
+ *
+ * @example
+ * ```ts
+ * const call: CallContext = {
+ *   state: { agentId: createId('agent'), messages: [], todos: [], metadata: {} },
+ *   toolCallId: createId('call'),
+ *   toolName: 'lookup',
+ *   attempt: 1,
+ *   deadline: undefined,
+ *   timeoutMs: undefined,
+ *   answer: undefined,
+ *   token: neverCancelled,
+ * }
+ * ```
+ */
 export interface CallContext {
   readonly state: AgentStateView;
   readonly toolCallId: ToolCallId;
@@ -225,7 +298,7 @@ function contextClass(toolContext: Readonly<Record<string, unknown>>): ToolConte
 }
 
 /**
- * Build the context a tool sees (sagents `custom_context`): the caller's
+ * Build the context a tool sees: the caller's
  * `toolContext` keys readable flat (`ctx.featureFlags`), the whole
  * `toolContext` under `ctx.toolContext`, `state` nested (its metadata under
  * `ctx.state.metadata`, never flat; `{}` when the state has none), and the
@@ -241,9 +314,25 @@ function contextClass(toolContext: Readonly<Record<string, unknown>>): ToolConte
  *
  * @example
  * ```ts
+ * const run: RunContext = {
+ *   scope: sealScope({ tenantId: 't1' }),
+ *   toolContext: Object.freeze({ featureFlags: { beta: true }, scope: 'ignored' }),
+ *   agentId: createId('agent'),
+ *   parentAgentId: undefined,
+ * }
+ * const call: CallContext = {
+ *   state: { agentId: run.agentId, messages: [], todos: [], metadata: {} },
+ *   toolCallId: createId('call'),
+ *   toolName: 'lookup',
+ *   attempt: 1,
+ *   deadline: undefined,
+ *   timeoutMs: undefined,
+ *   answer: undefined,
+ *   token: neverCancelled,
+ * }
  * const ctx = buildToolContext(run, call)
- * ctx.featureFlags // from run.toolContext
- * ctx.scope        // always run.scope, even if toolContext has a `scope` key
+ * ctx.featureFlags // { beta: true }, from run.toolContext
+ * ctx.scope        // always run.scope, even though toolContext has a `scope` key
  * ```
  */
 export function buildToolContext(run: RunContext, call: CallContext): ToolContext<unknown, RunContext['toolContext']> {

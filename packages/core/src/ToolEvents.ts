@@ -1,6 +1,14 @@
 import type { AgentId, ToolCallId } from './Id.js';
 
-/** Fields common to every tool telemetry event. */
+/**
+ * Fields common to every tool telemetry event.
+ *
+ * @example
+ * ```ts
+ * const where = (e: ToolEventBase) => `${e.agentId} ${e.toolName}#${e.attempt} (${e.toolCallId})`
+ * supervisor.on('tool.execute.start', (e) => console.log(where(e)))
+ * ```
+ */
 export interface ToolEventBase {
   readonly toolName: string;
   readonly toolCallId: ToolCallId;
@@ -10,10 +18,24 @@ export interface ToolEventBase {
   readonly at: number;
 }
 
-/** `tool.execute.start`: an attempt begins. */
+/**
+ * `tool.execute.start`: an attempt begins.
+ *
+ * @example
+ * ```ts
+ * supervisor.on('tool.execute.start', (e: ToolStartEvent) => console.log(`${e.toolName} attempt ${e.attempt}`))
+ * ```
+ */
 export type ToolStartEvent = ToolEventBase;
 
-/** `tool.execute.stop`: the call ended (after its last attempt). */
+/**
+ * `tool.execute.stop`: the call ended (after its last attempt).
+ *
+ * @example
+ * ```ts
+ * supervisor.on('tool.execute.stop', (e: ToolStopEvent) => console.log(`${e.toolName}: ${e.status} in ${e.durationMs} ms`))
+ * ```
+ */
 export interface ToolStopEvent extends ToolEventBase {
   readonly durationMs: number;
   readonly status: 'ok' | 'error' | 'pending';
@@ -23,7 +45,17 @@ export interface ToolStopEvent extends ToolEventBase {
   readonly approval?: 'approved' | 'edited' | 'rejected' | 'asked' | 'pre-approved' | undefined;
 }
 
-/** What kind of failure a `tool.execute.exception` reports. */
+/**
+ * What kind of failure a `tool.execute.exception` reports.
+ *
+ * @example
+ * ```ts
+ * const retryable = (kind: ToolFailureKind) => kind === 'thrown'
+ * supervisor.on('tool.execute.stop', (e) => {
+ *   if (e.failure !== undefined && !retryable(e.failure)) console.warn(`${e.toolName}: ${e.failure}`)
+ * })
+ * ```
+ */
 export type ToolFailureKind =
   | 'thrown'
   | 'returned'
@@ -37,6 +69,13 @@ export type ToolFailureKind =
  * `tool.execute.exception`: an attempt failed. `reason` and `stack` are raw
  * and may hold secrets (an API key in a message): run {@link scrub} before
  * forwarding the event off-box.
+ *
+ * @example
+ * ```ts
+ * supervisor.on('tool.execute.exception', (e: ToolExceptionEvent) => {
+ *   if (!e.willRetry) console.error(`${e.toolName} failed (${e.kind})`)
+ * })
+ * ```
  */
 export interface ToolExceptionEvent extends ToolEventBase {
   readonly kind: ToolFailureKind;
@@ -45,12 +84,26 @@ export interface ToolExceptionEvent extends ToolEventBase {
   readonly stack: string | undefined;
 }
 
-/** `tool.execute.timeout`: an attempt overran `timeoutMs` (terminal). */
+/**
+ * `tool.execute.timeout`: an attempt overran `timeoutMs` (terminal).
+ *
+ * @example
+ * ```ts
+ * supervisor.on('tool.execute.timeout', (e: ToolTimeoutEvent) => console.warn(`${e.toolName} overran ${e.timeoutMs} ms`))
+ * ```
+ */
 export interface ToolTimeoutEvent extends ToolEventBase {
   readonly timeoutMs: number;
 }
 
-/** `tool.approval.invalid`: the approval handler returned something that is not a decision; the call was denied. */
+/**
+ * `tool.approval.invalid`: the approval handler returned something that is not a decision; the call was denied.
+ *
+ * @example
+ * ```ts
+ * supervisor.on('tool.approval.invalid', (e: ApprovalInvalidEvent) => console.error(`approval handler returned ${e.received} for ${e.toolName}`))
+ * ```
+ */
 export interface ApprovalInvalidEvent extends ToolEventBase {
   readonly received: string;
 }
@@ -59,6 +112,11 @@ export interface ApprovalInvalidEvent extends ToolEventBase {
  * `context.operation_dropped`: a tool returned an update with an operation
  * Troupe will not apply (a key it owns): the operation was dropped, the rest
  * of the update applied.
+ *
+ * @example
+ * ```ts
+ * supervisor.on('context.operation_dropped', (e: OperationDroppedEvent) => console.warn(`${e.toolName}: ${e.op} ${e.key}: ${e.reason}`))
+ * ```
  */
 export interface OperationDroppedEvent extends ToolEventBase {
   readonly op: string;
@@ -66,7 +124,17 @@ export interface OperationDroppedEvent extends ToolEventBase {
   readonly reason: string;
 }
 
-/** The tool telemetry event map (eventemitter3 style: event name → listener arguments). */
+/**
+ * The tool telemetry event map (eventemitter3 style: event name → listener arguments).
+ *
+ * The supervisor emits them for tools at every depth, on its own thread.
+ *
+ * @example
+ * ```ts
+ * const names: (keyof ToolEvents)[] = ['tool.execute.start', 'tool.execute.stop']
+ * for (const name of names) supervisor.on(name, (e) => console.log(name, e.toolName))
+ * ```
+ */
 export interface ToolEvents {
   'tool.execute.start': [ToolStartEvent];
   'tool.execute.stop': [ToolStopEvent];
@@ -101,7 +169,24 @@ export function scrub(event: ToolExceptionEvent): ScrubbedToolExceptionEvent {
   };
 }
 
-/** The part of an eventemitter3 emitter the executor needs. */
+/**
+ * The part of an eventemitter3 emitter the executor needs.
+ *
+ * The runtime passes its own emitter; implement it only to run the executor
+ * outside a supervisor (a test).
+ *
+ * @example
+ * ```ts
+ * const seen: string[] = []
+ * const sink: ToolEventSink = {
+ *   emit<K extends keyof ToolEvents>(event: K, ...[e]: ToolEvents[K]) {
+ *     seen.push(`${event} ${e.toolName}`)
+ *     return true
+ *   },
+ *   listenerCount: () => 1,
+ * }
+ * ```
+ */
 export interface ToolEventSink {
   emit<K extends keyof ToolEvents>(event: K, ...args: ToolEvents[K]): boolean;
   listenerCount(event: keyof ToolEvents): number;

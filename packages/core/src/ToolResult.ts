@@ -9,6 +9,12 @@ const TOOL_RESULT = Symbol.for('troupe.toolResult');
  * Any thrown or returned failure as an `Error`: an `Error` as it is; anything
  * else (a string, an object, `undefined`) as a `TroupeError` (`ERR_TOOL_FAILED`)
  * whose message shows the value and whose `cause` keeps it.
+ *
+ * @example
+ * ```ts
+ * asError(new RangeError('x')) // the same RangeError
+ * asError('quota exceeded')    // TroupeError 'quota exceeded', code ERR_TOOL_FAILED
+ * ```
  */
 export function asError(value: unknown): Error {
   if (value instanceof Error) return value;
@@ -26,7 +32,18 @@ export function asError(value: unknown): Error {
   });
 }
 
-/** A tool's explicit outcome. Return a plain value for the common `ok` case. */
+/**
+ * A tool's explicit outcome. Return a plain value for the common `ok` case.
+ *
+ * Read by the runtime, not written by hand: build one with the `ToolResult`
+ * functions.
+ *
+ * @example
+ * ```ts
+ * const result: ToolResult<number> = ToolResult.ok(42)
+ * if (result.status === 'ok') console.log(result.value)
+ * ```
+ */
 export type ToolResult<T = unknown> =
   | {
       readonly [TOOL_RESULT]: true;
@@ -42,7 +59,15 @@ export type ToolResult<T = unknown> =
     }
   | { readonly [TOOL_RESULT]: true; readonly status: 'pending'; readonly request: Request };
 
-/** A request as a tool writes it: the id is minted when left out. */
+/**
+ * A request as a tool writes it: the id is minted when left out.
+ *
+ * @example
+ * ```ts
+ * const input: RequestInput = { kind: 'input', prompt: 'Which account?', data: { options: ['savings', 'current'] } }
+ * const result = ToolResult.pending(input) // the id is minted: 'req_…'
+ * ```
+ */
 export type RequestInput = Omit<Request, 'id'> & { readonly id?: string | undefined };
 
 /**
@@ -53,6 +78,16 @@ export type RequestInput = Omit<Request, 'id'> & { readonly id?: string | undefi
  *   a returned error is never retried (throw to be retried).
  * - `ToolResult.pending(request)` — suspend the run and ask a person; the tool
  *   is re-run exactly once with `ctx.answer` when the host answers.
+ *
+ * @example
+ * ```ts
+ * const charge = defineTool({
+ *   name: 'charge',
+ *   description: 'Charge the card',
+ *   parameters: z.object({ cents: z.number().int() }),
+ *   execute: ({ cents }) => (cents > 0 ? ToolResult.ok({ charged: cents }) : ToolResult.error('cents must be positive')),
+ * })
+ * ```
  */
 export const ToolResult = Object.freeze({
   ok<T>(value: T, update?: ContextUpdate): ToolResult<T> {

@@ -17,7 +17,17 @@
 
 const BRAND = Symbol.for('troupe.error');
 
-/** Stable error codes. A code never changes meaning once published. */
+/**
+ * Stable error codes. A code never changes meaning once published.
+ *
+ * Branch on codes, not on messages or classes: codes survive thread hops and
+ * never change meaning.
+ *
+ * @example
+ * ```ts
+ * const retryLater = (err: unknown) => (['ERR_BACKPRESSURE', 'ERR_MODEL_RATE_LIMITED'] satisfies ErrorCode[]).some((code) => isTroupeError(err, code))
+ * ```
+ */
 export type ErrorCode =
   | 'ERR_INVALID_ARGUMENT'
   | 'ERR_NOT_CLONEABLE'
@@ -74,13 +84,32 @@ export type ErrorCode =
   /** This Node.js is outside the supported range (thrown when `@troupe/core` is imported). */
   | 'ERR_UNSUPPORTED_NODE';
 
-/** Options accepted by every Troupe error constructor. */
+/**
+ * Options accepted by every Troupe error constructor.
+ *
+ * @example
+ * ```ts
+ * const options: TroupeErrorOptions = { code: 'ERR_INVALID_ARGUMENT', cause: new RangeError('too big') }
+ * const err = new TroupeError('limit must be at most 100', options)
+ * ```
+ */
 export interface TroupeErrorOptions {
   readonly code?: ErrorCode;
   readonly cause?: unknown;
 }
 
-/** The base of every error Troupe raises on purpose. */
+/**
+ * The base of every error Troupe raises on purpose.
+ *
+ * Throw it (or a subclass) from your own code when a caller should branch on a
+ * `code`; anything else thrown by a tool is reported as `ERR_TOOL_FAILED`.
+ *
+ * @example
+ * ```ts
+ * const err = new TroupeError('the ledger is read-only: retry after the close', { code: 'ERR_TOOL_FAILED' })
+ * isTroupeError(err, 'ERR_TOOL_FAILED') // true
+ * ```
+ */
 export class TroupeError extends Error {
   /** Stable machine-readable code; see {@link ErrorCode}. */
   readonly code: ErrorCode;
@@ -98,7 +127,18 @@ export class TroupeError extends Error {
   }
 }
 
-/** The caller passed something wrong; the message says what to change. */
+/**
+ * The caller passed something wrong; the message says what to change.
+ *
+ * @example
+ * ```ts
+ * const parsePort = (value: string): number => {
+ *   const port = Number(value)
+ *   if (!Number.isInteger(port)) throw new InvalidArgumentError(`port must be an integer, got ${value}`)
+ *   return port
+ * }
+ * ```
+ */
 export class InvalidArgumentError extends TroupeError {
   override readonly name: string = 'InvalidArgumentError';
   constructor(message: string, options: TroupeErrorOptions = {}) {
@@ -106,10 +146,33 @@ export class InvalidArgumentError extends TroupeError {
   }
 }
 
-/** Why a run or a call was cancelled. */
+/**
+ * Why a run or a call was cancelled.
+ *
+ * `user`: the host cancelled; `parent`: the parent's run ended or was
+ * cancelled; `deadline`: a timeout; `shutdown`: the supervisor is closing.
+ *
+ * @example
+ * ```ts
+ * const reason: CancelReason = 'user'
+ * supervisor.cancel('agent_1', reason)
+ * ```
+ */
 export type CancelReason = 'user' | 'parent' | 'deadline' | 'shutdown';
 
-/** A run or a tool call was cancelled; `reason` says by whom. An interruption, not a failure. */
+/**
+ * A run or a tool call was cancelled; `reason` says by whom. An interruption, not a failure.
+ *
+ * Tools meet it through `ctx.throwIfCancelled()` and `ctx.signal`: let it
+ * propagate rather than catch it.
+ *
+ * @example
+ * ```ts
+ * const err = new CancelledError('deadline')
+ * err.code   // 'ERR_CANCELLED'
+ * err.reason // 'deadline'
+ * ```
+ */
 export class CancelledError extends TroupeError {
   override readonly name: string = 'CancelledError';
   readonly reason: CancelReason;
@@ -126,6 +189,12 @@ export class CancelledError extends TroupeError {
  * A tool overran its `timeoutMs`. Terminal: the tool may have half-done its side
  * effects, so it is never re-run. `forced` is true when the worker running it
  * had to be killed because the code never yielded.
+ *
+ * @example
+ * ```ts
+ * const err = new ToolTimeoutError('fetch_page', 30_000)
+ * err.message // 'tool "fetch_page" timed out after 30000 ms; a timed-out tool is never retried'
+ * ```
  */
 export class ToolTimeoutError extends TroupeError {
   override readonly name: string = 'ToolTimeoutError';
@@ -146,7 +215,18 @@ export class ToolTimeoutError extends TroupeError {
   }
 }
 
-/** The object was closed; create a new one. */
+/**
+ * The object was closed; create a new one.
+ *
+ * @example
+ * ```ts
+ * try {
+ *   await supervisor.ready()
+ * } catch (err) {
+ *   if (isTroupeError(err, 'ERR_CLOSED')) console.log('the supervisor was closed; create a new one')
+ * }
+ * ```
+ */
 export class ClosedError extends TroupeError {
   override readonly name: string = 'ClosedError';
   constructor(message: string, options: TroupeErrorOptions = {}) {
@@ -154,7 +234,17 @@ export class ClosedError extends TroupeError {
   }
 }
 
-/** A worker thread died (threw at top level, `process.exit`, out of memory). A defect. */
+/**
+ * A worker thread died (threw at top level, `process.exit`, out of memory). A defect.
+ *
+ * A defect, not a failure: the run ends `crashed`; its worker is replaced.
+ *
+ * @example
+ * ```ts
+ * const outcome = await supervisor.spawn(agent, { input: 'Summarise', scope: {} })
+ * if (outcome.status === 'crashed') console.error(outcome.error)
+ * ```
+ */
 export class WorkerCrashedError extends TroupeError {
   override readonly name: string = 'WorkerCrashedError';
   readonly exitCode: number | null;
@@ -167,7 +257,22 @@ export class WorkerCrashedError extends TroupeError {
   }
 }
 
-/** A bounded queue or mailbox is full; retry later or raise the bound. */
+/**
+ * A bounded queue or mailbox is full; retry later or raise the bound.
+ *
+ * Thrown by `send` on a full mailbox and by `spawn` on a full pool queue.
+ *
+ * @example
+ * ```ts
+ * declare const handle: { send(message: string): Promise<unknown> }
+ * try {
+ *   await handle.send('hello')
+ * } catch (err) {
+ *   if (isTroupeError(err, 'ERR_BACKPRESSURE')) console.warn(`busy (limit ${(err as BackpressureError).limit}); try again later`)
+ *   else throw err
+ * }
+ * ```
+ */
 export class BackpressureError extends TroupeError {
   override readonly name: string = 'BackpressureError';
   readonly limit: number;
@@ -183,6 +288,18 @@ export class BackpressureError extends TroupeError {
 /**
  * True when `value` is a Troupe error (by brand, so it also holds for errors
  * rebuilt after a thread hop), optionally with the given `code`.
+ *
+ * Prefer it to `instanceof`: an error rebuilt after a thread hop, or from a
+ * second copy of the package, is still recognised.
+ *
+ * @example
+ * ```ts
+ * try {
+ *   sealScope({ save() {} })
+ * } catch (err) {
+ *   if (isTroupeError(err, 'ERR_NOT_CLONEABLE')) console.log(err.message) // names the path
+ * }
+ * ```
  */
 export function isTroupeError(value: unknown, code?: ErrorCode): value is TroupeError {
   if (typeof value !== 'object' || value === null) return false;

@@ -67,6 +67,14 @@ function isCloneableBuiltin(obj: object): boolean {
  * a seal pays for every scope it has not seen. When `objects` is given, every
  * object reached is pushed to it once (so a caller can freeze them without a
  * second walk); on `false` it holds an unspecified part of them.
+ *
+ * The cheap check; when it says `false`, {@link findUncloneable} says where.
+ *
+ * @example
+ * ```ts
+ * isCloneable({ at: new Date(), tags: new Set(['a']) }) // true
+ * isCloneable({ onDone: () => {} })                     // false
+ * ```
  */
 export function isCloneable(value: unknown, objects?: object[]): boolean {
   return walkCloneable(value, objects, false) >= 0;
@@ -200,6 +208,14 @@ function walkCloneable(value: unknown, objects: object[] | undefined, sized: boo
  * symbols, class instances, promises, weak collections and errors are refused;
  * plain objects, arrays, primitives and the data built-ins (Date, RegExp,
  * Map, Set, ArrayBuffer, typed arrays) are accepted; cycles are fine.
+ *
+ * Use it to report where a value goes wrong; {@link assertCloneable} throws with it.
+ *
+ * @example
+ * ```ts
+ * findUncloneable({ user: { save() {} } }, 'scope')
+ * // { path: 'scope.user.save', what: 'a function (save)' }
+ * ```
  */
 export function findUncloneable(value: unknown, root = 'value'): { path: string; what: string } | undefined {
   // The common case, a cloneable value, is answered without building paths;

@@ -10,7 +10,15 @@ import type { ToolEventSink, ToolFailureKind } from './ToolEvents.js';
 import { asError, ToolResult } from './ToolResult.js';
 import { CancelledError, isTroupeError, ToolTimeoutError, TroupeError } from './TroupeError.js';
 
-/** What the approval handler is asked about. */
+/**
+ * What the approval handler is asked about.
+ *
+ * @example
+ * ```ts
+ * const approval: ApprovalHandler = (request: ApprovalRequest) =>
+ *   request.parentAgentId === undefined ? { decision: 'approve' } : { decision: 'reject', reason: 'subagents may not' }
+ * ```
+ */
 export interface ApprovalRequest {
   readonly toolName: string;
   readonly toolCallId: ToolCallId;
@@ -24,6 +32,15 @@ export interface ApprovalRequest {
 /**
  * An approval handler's decision: run as asked, run with edited arguments,
  * refuse, or ask a person (the run suspends with a request of kind `approval`).
+ *
+ * @example
+ * ```ts
+ * const decide: ApprovalHandler = ({ toolName, arguments: args }) =>
+ *   toolName === 'delete_file'
+ *     ? { decision: 'ask', prompt: `Delete ${JSON.stringify(args)}?` }
+ *     : { decision: 'approve' }
+ * ApprovalDecision.parse({ decision: 'reject', reason: 'not today' }) // a valid decision
+ * ```
  */
 export const ApprovalDecision = z.discriminatedUnion('decision', [
   z.object({ decision: z.literal('approve') }),
@@ -45,6 +62,18 @@ export type ApprovalDecision = z.infer<typeof ApprovalDecision>;
  * Decides whether a tool marked `requiresApproval` may run. Runs on the
  * supervisor thread only. Anything it returns that is not an
  * {@link ApprovalDecision} denies the call (with a `tool.approval.invalid` event).
+ *
+ * Pass it as `createSupervisor({ approval })`. Honour `signal`: it aborts when
+ * the run is cancelled. A handler that throws denies the call.
+ *
+ * @example
+ * ```ts
+ * const approval: ApprovalHandler = async (request, { signal }) => {
+ *   if (request.toolName !== 'refund') return { decision: 'approve' }
+ *   const res = await fetch('https://policy.example/allow', { method: 'POST', body: JSON.stringify(request.arguments), signal })
+ *   return res.ok ? { decision: 'approve' } : { decision: 'ask', prompt: 'Approve this refund?' }
+ * }
+ * ```
  */
 export type ApprovalHandler = (
   request: ApprovalRequest,

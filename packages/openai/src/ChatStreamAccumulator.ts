@@ -1,6 +1,16 @@
 import { type AssistantMessage, createId, type ModelDelta, type ModelToolCall, type Usage } from '@troupe/core';
 
-/** An answer assembled from chat-completions chunks. */
+/**
+ * An answer assembled from chat-completions chunks.
+ *
+ * @example
+ * ```ts
+ * const { answer } = normaliseChunks([{ choices: [{ index: 0, delta: { content: 'Hi' }, finish_reason: 'stop' }] }])
+ * const normalised: NormalisedAnswer = answer
+ * normalised.message.content // 'Hi'
+ * normalised.finishReason    // 'stop'
+ * ```
+ */
 export interface NormalisedAnswer {
   readonly message: AssistantMessage;
   readonly usage: Usage | undefined;
@@ -12,7 +22,15 @@ export interface NormalisedAnswer {
   readonly finishReason: string | undefined;
 }
 
-/** Options of {@link ChatStreamAccumulator}. */
+/**
+ * Options of {@link ChatStreamAccumulator}.
+ *
+ * @example
+ * ```ts
+ * const options: ChatStreamAccumulatorOptions = { onDelta: (d) => d.type === 'text' && process.stdout.write(d.text), idFor: (i) => `call_${i}` }
+ * const acc = new ChatStreamAccumulator(options)
+ * ```
+ */
 export interface ChatStreamAccumulatorOptions {
   /** Called with every delta, in order, as chunks are pushed. */
   readonly onDelta?: ((delta: ModelDelta) => void) | undefined;
@@ -65,8 +83,12 @@ const defaultIdFor = (): string => createId('call');
  *
  * @example
  * ```ts
+ * const chunks: unknown[] = [
+ *   { choices: [{ index: 0, delta: { content: 'Hel' } }] },
+ *   { choices: [{ index: 0, delta: { content: 'lo' }, finish_reason: 'stop' }] },
+ * ]
  * const acc = new ChatStreamAccumulator({ onDelta: (d) => console.log(d) })
- * for await (const chunk of stream) acc.push(chunk)
+ * for (const chunk of chunks) acc.push(chunk)
  * const { message, usage } = acc.finish()
  * ```
  */
@@ -266,7 +288,12 @@ function readUsage(raw: unknown): Usage | undefined {
  *
  * @example
  * ```ts
+ * const chunks: unknown[] = [
+ *   { choices: [{ index: 0, delta: { tool_calls: [{ index: 0, function: { name: 'get_weather', arguments: '{"city":' } }] } }] },
+ *   { choices: [{ index: 0, delta: { tool_calls: [{ index: 0, function: { arguments: '"Oslo"}' } }] }, finish_reason: 'tool_calls' }] },
+ * ]
  * const { deltas, answer } = normaliseChunks(chunks, { idFor: (i) => `call_${i}` })
+ * answer.message.toolCalls // [{ id: 'call_0', name: 'get_weather', arguments: { city: 'Oslo' } }]
  * ```
  */
 export function normaliseChunks(

@@ -1,6 +1,14 @@
 import { type ErrorCode, TroupeError } from '@troupe/core';
 
-/** The codes a {@link ModelError} carries. */
+/**
+ * The codes a {@link ModelError} carries.
+ *
+ * @example
+ * ```ts
+ * const transient: ModelErrorCode[] = ['ERR_MODEL_RATE_LIMITED', 'ERR_MODEL_TIMEOUT', 'ERR_MODEL_CONNECTION']
+ * const retryLater = (err: unknown) => err instanceof ModelError && transient.includes(err.code)
+ * ```
+ */
 export type ModelErrorCode = Extract<
   ErrorCode,
   | 'ERR_MODEL'
@@ -12,7 +20,15 @@ export type ModelErrorCode = Extract<
   | 'ERR_MODEL_STREAM_IDLE'
 >;
 
-/** What a {@link ModelError} says beyond its message. */
+/**
+ * What a {@link ModelError} says beyond its message.
+ *
+ * @example
+ * ```ts
+ * const details: ModelErrorDetails = { code: 'ERR_MODEL_RATE_LIMITED', status: 429, attempts: 3, retryAfterMs: 20_000 }
+ * const err = new ModelError('rate limited past the retry budget: wait 20 s or lower the load', details)
+ * ```
+ */
 export interface ModelErrorDetails {
   readonly code: ModelErrorCode;
   /** The HTTP status the server answered with, when it answered. */
@@ -46,8 +62,14 @@ export interface ModelErrorDetails {
  *
  * @example
  * ```ts
- * try { await model.generate(request) }
- * catch (err) { if (isTroupeError(err, 'ERR_MODEL_RATE_LIMITED')) console.error(err.message) }
+ * import { isTroupeError } from '@troupe/core'
+ *
+ * const model = openaiModel({ model: 'gpt-4.1-mini' })
+ * try {
+ *   await model.generate({ messages: [{ role: 'user', content: 'hi' }], tools: [], signal: AbortSignal.timeout(30_000) })
+ * } catch (err) {
+ *   if (isTroupeError(err, 'ERR_MODEL_RATE_LIMITED')) console.error(err.message, (err as ModelError).retryAfterMs)
+ * }
  * ```
  */
 export class ModelError extends TroupeError {

@@ -1,7 +1,20 @@
 import { type Clock, InvalidArgumentError } from '@troupe/core';
 import { z } from 'zod';
 
-/** What {@link openaiModel} accepts. Only `model` is required. */
+/**
+ * What {@link openaiModel} accepts. Only `model` is required.
+ *
+ * @example
+ * ```ts
+ * const options: OpenAIModelOptions = {
+ *   model: 'llama3.2',
+ *   baseURL: 'http://127.0.0.1:11434/v1',
+ *   maxAttempts: 2,
+ *   temperature: 0,
+ * }
+ * const model = openaiModel(options)
+ * ```
+ */
 export interface OpenAIModelOptions {
   /** The model to ask for (`gpt-4.1-mini`, `llama3.2`, `Qwen/Qwen2.5-7B-Instruct`). */
   readonly model: string;
@@ -49,7 +62,16 @@ export interface OpenAIModelOptions {
   readonly random?: (() => number) | undefined;
 }
 
-/** {@link OpenAIModelOptions} validated and defaulted. */
+/**
+ * {@link OpenAIModelOptions} validated and defaulted.
+ *
+ * @example
+ * ```ts
+ * const resolved: ResolvedOpenAIModelOptions = resolveOpenAIModelOptions({ model: 'gpt-4.1-mini', apiKey: 'sk-test' }, {})
+ * resolved.stream    // true
+ * resolved.provider  // 'openai'
+ * ```
+ */
 export interface ResolvedOpenAIModelOptions {
   readonly model: string;
   readonly baseURL: string;
@@ -71,7 +93,15 @@ export interface ResolvedOpenAIModelOptions {
   readonly random: () => number;
 }
 
-/** OpenAI's own endpoint, the default `baseURL`. */
+/**
+ * OpenAI's own endpoint, the default `baseURL`.
+ *
+ * @example
+ * ```ts
+ * const model = openaiModel({ model: 'gpt-4.1-mini', baseURL: OPENAI_BASE_URL })
+ * model.options.baseURL === OPENAI_BASE_URL // true, also when baseURL is left out
+ * ```
+ */
 export const OPENAI_BASE_URL = 'https://api.openai.com/v1';
 
 // The longest a timer can wait in Node (2^31 - 1 ms, ~24.8 days).

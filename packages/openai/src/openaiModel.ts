@@ -26,7 +26,15 @@ import {
 import { toChatMessages } from './toChatMessages.js';
 import { toChatTools } from './toChatTools.js';
 
-/** A {@link Model} on an OpenAI-compatible chat-completions server, as {@link openaiModel} makes it. */
+/**
+ * A {@link Model} on an OpenAI-compatible chat-completions server, as {@link openaiModel} makes it.
+ *
+ * @example
+ * ```ts
+ * const model: OpenAIModel = openaiModel({ model: 'llama3.2', baseURL: 'http://127.0.0.1:11434/v1' })
+ * console.log(model.provider, model.options.maxAttempts) // 'openai-compatible' 3
+ * ```
+ */
 export interface OpenAIModel extends Model {
   readonly name: string;
   readonly provider: string;
@@ -62,8 +70,18 @@ export interface OpenAIModel extends Model {
  * @example
  * ```ts
  * // agents/helper.ts — runs in a worker
+ * import { defineAgent, defineTool } from '@troupe/core'
+ *
+ * const weather = defineTool({
+ *   name: 'weather',
+ *   description: 'Current weather of a city',
+ *   parameters: z.object({ city: z.string() }),
+ *   execute: ({ city }) => ({ city, tempC: 4 }),
+ * })
  * export default defineAgent({
  *   name: 'helper',
+ *   module: import.meta.url,
+ *   instructions: 'Answer weather questions.',
  *   model: openaiModel({ model: 'llama3.2', baseURL: 'http://127.0.0.1:11434/v1' }),
  *   tools: [weather],
  * })

@@ -1,7 +1,18 @@
 import type { AssistantMessage, Message, ToolMessage } from '@troupe/core';
 import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 
-/** The result sent for an assistant tool call that has none in the transcript. */
+/**
+ * The result sent for an assistant tool call that has none in the transcript.
+ *
+ * @example
+ * ```ts
+ * const messages = toChatMessages([
+ *   { role: 'user', content: 'Weather?' },
+ *   { role: 'assistant', content: '', toolCalls: [{ id: 'call_1', name: 'weather', arguments: {} }] },
+ * ])
+ * // the last message is { role: 'tool', tool_call_id: 'call_1', content: JSON.stringify(MISSING_RESULT) }
+ * ```
+ */
 export const MISSING_RESULT = Object.freeze({
   error: 'no result was recorded for this tool call (the run was interrupted or the call was dropped)',
   code: 'ERR_MISSING_RESULT',

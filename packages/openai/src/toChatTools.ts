@@ -12,6 +12,9 @@ import { toStrictSchema, withoutDialect } from './internal/strictSchema.js';
  *
  * @example
  * ```ts
+ * import { defineTool } from '@troupe/core'
+ *
+ * const weather = defineTool({ name: 'weather', description: 'Current weather', parameters: z.object({ city: z.string() }), execute: () => 4 })
  * toChatTools([weather.spec], { strict: true })
  * // [{ type: 'function', function: { name: 'weather', description, parameters, strict: true } }]
  * ```

@@ -4,6 +4,11 @@
  * move between releases (`gen_ai.system` became `gen_ai.provider.name` in
  * 1.37.0; the cached and reasoning token counts arrived in 1.40.0 and
  * 1.41.0), so they are pinned here, in one file, and changed together.
+ *
+ * @example
+ * ```ts
+ * console.log(`gen_ai.* names of semantic conventions ${CONVENTIONS_VERSION}`)
+ * ```
  */
 export const CONVENTIONS_VERSION = '1.41.0';
 
@@ -53,6 +58,8 @@ export const GenAi = Object.freeze({
  *
  * @example
  * ```ts
+ * import type { ReadableSpan } from '@opentelemetry/sdk-trace-base'
+ *
  * const isToolCall = (span: ReadableSpan) => span.attributes[GenAi.operationName] === GenAiOperation.executeTool
  * ```
  */
@@ -69,7 +76,10 @@ export const GenAiOperation = Object.freeze({
  *
  * @example
  * ```ts
- * const suspended = spans.filter((s) => s.attributes[TroupeAttr.runStatus] === 'suspended')
+ * import { InMemorySpanExporter } from '@opentelemetry/sdk-trace-base'
+ *
+ * const exporter = new InMemorySpanExporter()
+ * const suspended = exporter.getFinishedSpans().filter((s) => s.attributes[TroupeAttr.runStatus] === 'suspended')
  * ```
  */
 export const TroupeAttr = Object.freeze({
@@ -117,7 +127,9 @@ export const TroupeAttr = Object.freeze({
  *
  * @example
  * ```ts
- * const retries = span.events.filter((e) => e.name === TroupeEvent.toolAttempt).length
+ * import type { ReadableSpan } from '@opentelemetry/sdk-trace-base'
+ *
+ * const retries = (span: ReadableSpan) => span.events.filter((e) => e.name === TroupeEvent.toolAttempt).length
  * ```
  */
 export const TroupeEvent = Object.freeze({

@@ -3,10 +3,33 @@ import { InvalidArgumentError, type Scope } from '@troupe/core';
 import type { Supervisor } from '@troupe/supervisor';
 import { Bridge } from './internal/Bridge.js';
 
-/** The name of the tracer `instrument` uses when it is given none. */
+/**
+ * The name of the tracer `instrument` uses when it is given none.
+ *
+ * @example
+ * ```ts
+ * import { trace } from '@opentelemetry/api'
+ *
+ * using tracing = instrument(supervisor, { tracer: trace.getTracer(TRACER_NAME, '1.0.0') })
+ * ```
+ */
 export const TRACER_NAME = '@troupe/otel';
 
-/** Options of {@link instrument}. */
+/**
+ * Options of {@link instrument}.
+ *
+ * @example
+ * ```ts
+ * import { createHash } from 'node:crypto'
+ *
+ * const options: InstrumentOptions = {
+ *   tenant: (scope) => createHash('sha256').update(String((scope as { tenantId: string }).tenantId)).digest('hex').slice(0, 16),
+ *   captureContent: { maxLength: 256 },
+ *   onError: (error) => console.error('tracing:', error),
+ * }
+ * using tracing = instrument(supervisor, options)
+ * ```
+ */
 export interface InstrumentOptions {
   /** Where spans go (default: `trace.getTracer('@troupe/otel')` of the global provider). */
   readonly tracer?: Tracer;
@@ -36,7 +59,8 @@ export interface InstrumentOptions {
  * @example
  * ```ts
  * using tracing = instrument(supervisor)
- * await agent.send('hello')
+ * const handle = await supervisor.startAgent(agent, { scope: {} })
+ * await handle.send('hello')
  * console.log(tracing.stats()) // { spans: 4, open: 0, errors: 0 }
  * ```
  */

@@ -33,7 +33,15 @@ import { processAlive, processStart } from './internal/processAlive.js';
 import { prepareStatements, type Statements } from './internal/statements.js';
 import { storeError } from './internal/storeError.js';
 
-/** Options of {@link sqlitePersistence}: give `file`, or `directory` (the file is `troupe.sqlite` in it). */
+/**
+ * Options of {@link sqlitePersistence}: give `file`, or `directory` (the file is `troupe.sqlite` in it).
+ *
+ * @example
+ * ```ts
+ * const options: SqlitePersistenceOptions = { directory: './data', synchronous: 'NORMAL', busyTimeoutMs: 2000 }
+ * const store = sqlitePersistence(options)
+ * ```
+ */
 export interface SqlitePersistenceOptions {
   /** The database file (created if missing). */
   readonly file?: string;
@@ -83,7 +91,8 @@ const openHere = new Set<string>();
  *
  * @example
  * ```ts
- * import { sqlitePersistence } from '@troupe/sqlite'
+ * import { createSupervisor } from '@troupe/supervisor'
+ *
  * const store = sqlitePersistence({ directory: './data', tenantKey: (s) => (s as { org: string }).org })
  * const supervisor = createSupervisor({ persistence: store })
  * // ...

@@ -6,7 +6,15 @@ const modules = new Map<string, Promise<Record<string, unknown>>>();
 // Agents already found, by module then name: the hot path of every run is two lookups.
 const agents = new Map<string, Map<string, Agent>>();
 
-/** The agent if this thread has loaded it already, else `undefined` (then call {@link loadAgent}). */
+/**
+ * The agent if this thread has loaded it already, else `undefined` (then call {@link loadAgent}).
+ *
+ * @example
+ * ```ts
+ * const url = new URL('./agents/helper.js', import.meta.url).href
+ * const helper = loadedAgent(url, 'helper') ?? (await loadAgent(url, 'helper'))
+ * ```
+ */
 export function loadedAgent(module: string, name: string): Agent | undefined {
   return agents.get(module)?.get(name);
 }
@@ -15,6 +23,14 @@ export function loadedAgent(module: string, name: string): Agent | undefined {
  * Import `module` (a URL) once per thread and return the agent named `name`
  * among its exports. Throws `ERR_UNKNOWN_AGENT` when the module cannot be
  * imported or exports no such agent.
+ *
+ * The worker calls it for each task; call it yourself to check, before
+ * spawning, that an agent's `module` URL really exports it.
+ *
+ * @example
+ * ```ts
+ * const helper = await loadAgent(new URL('./agents/helper.js', import.meta.url).href, 'helper')
+ * ```
  */
 export async function loadAgent(module: string, name: string): Promise<Agent> {
   let loading = modules.get(module);

@@ -180,6 +180,17 @@ function failedResult(error: unknown): SubagentResult {
  * delivers it: its channels are frozen in place on the assumption that
  * nothing in them is frozen yet (see `freezeReceived`). Calling it in the
  * thread that built the task would freeze the caller's objects.
+ *
+ * The supervisor's pool runs it through {@link WORKER_URL}; an application does
+ * not call it.
+ *
+ * @example
+ * ```ts
+ * import { parentPort } from 'node:worker_threads'
+ *
+ * // A worker of your own pool, handed tasks built by the supervisor's wire format:
+ * parentPort?.on('message', async (task: unknown) => parentPort?.postMessage(await runSubagentTask(task)))
+ * ```
  */
 export async function runSubagentTask(raw: unknown): Promise<unknown[]> {
   return encodeSubagentResult(await runTask(raw));

@@ -8,6 +8,15 @@ const origin = performance.timeOrigin;
 /**
  * The real clock: epoch milliseconds with sub-millisecond resolution, and
  * unref'd timers (a pending timer never keeps a daemon alive on its own).
+ *
+ * The default clock of a supervisor; pass a `ManualClock` instead in tests.
+ *
+ * @example
+ * ```ts
+ * const startedAt = systemClock.now()
+ * const timer = systemClock.setTimeout(() => console.log(`${systemClock.now() - startedAt} ms later`), 100)
+ * systemClock.clearTimeout(timer)
+ * ```
  */
 export const systemClock: Clock = Object.freeze({
   now: () => origin + performance.now(),

@@ -18,7 +18,16 @@ interface ReplyUsage {
   readonly totalUsage: Usage;
 }
 
-/** What a parent agent's message ended with. A union discriminated on `status`. */
+/**
+ * What a parent agent's message ended with. A union discriminated on `status`.
+ *
+ * @example
+ * ```ts
+ * const handle = await supervisor.startAgent(agent, { scope: {} })
+ * const reply: AgentReply = await handle.send('Refund order 42')
+ * if (reply.status === 'suspended') await supervisor.answer(reply.request.id, { id: reply.request.id, ok: true })
+ * ```
+ */
 export type AgentReply =
   | (ReplyUsage & { readonly status: 'done'; readonly text: string; readonly turns: number })
   | (ReplyUsage & {
@@ -40,10 +49,28 @@ export type AgentReply =
 /**
  * Where a parent agent is in its life. `interrupted`: restored after a crash
  * with a message that was mid-turn; `resume()` finishes it.
+ *
+ * @example
+ * ```ts
+ * const handle = await supervisor.startAgent(agent, { scope: {} })
+ * const status: AgentStatus = handle.status
+ * if (status === 'interrupted') await handle.resume()
+ * ```
  */
 export type AgentStatus = 'idle' | 'running' | 'suspended' | 'interrupted' | 'stopped';
 
-/** A read-only copy of a parent agent's state. */
+/**
+ * A read-only copy of a parent agent's state.
+ *
+ * A copy: reading it never blocks the agent, and it does not change afterwards.
+ *
+ * @example
+ * ```ts
+ * const handle = await supervisor.startAgent(agent, { scope: {} })
+ * const snapshot: AgentSnapshot = handle.snapshot()
+ * console.log(snapshot.status, snapshot.turns, snapshot.totalUsage.outputTokens)
+ * ```
+ */
 export interface AgentSnapshot {
   readonly agentId: AgentId;
   readonly status: AgentStatus;
@@ -68,10 +95,31 @@ interface ChunkSource {
   readonly path: readonly AgentId[];
 }
 
-/** One streamed piece of a message's run tree (a model delta, with where it came from). */
+/**
+ * One streamed piece of a message's run tree (a model delta, with where it came from).
+ *
+ * @example
+ * ```ts
+ * const handle = await supervisor.startAgent(agent, { scope: {} })
+ * const stream = handle.stream('Draft the summary')
+ * for await (const chunk of stream satisfies AsyncIterable<StreamChunk>) {
+ *   if (chunk.type === 'text') process.stdout.write(chunk.text)
+ * }
+ * const reply = await stream.reply
+ * ```
+ */
 export type StreamChunk = ChunkSource & ModelDelta;
 
-/** Options of {@link AgentHandle.stream}. */
+/**
+ * Options of {@link AgentHandle.stream}.
+ *
+ * @example
+ * ```ts
+ * const handle = await supervisor.startAgent(agent, { scope: {} })
+ * const options: StreamOptions = { signal: AbortSignal.timeout(60_000), highWaterMark: 256 }
+ * for await (const chunk of handle.stream('Draft the summary', options)) console.log(chunk.type)
+ * ```
+ */
 export interface StreamOptions {
   /** Aborting it cancels this message (like `send`'s). */
   readonly signal?: AbortSignal | undefined;
@@ -82,6 +130,14 @@ export interface StreamOptions {
 /**
  * A parent agent, as the host holds it: an actor with a mailbox. Messages are
  * processed one at a time, in order; different agents run concurrently.
+ *
+ * @example
+ * ```ts
+ * const handle: AgentHandle = await supervisor.startAgent(agent, { scope: { userId: 'u1' } })
+ * const reply = await handle.send('Summarise the open incidents', { signal: AbortSignal.timeout(120_000) })
+ * if (reply.status === 'done') console.log(reply.text)
+ * await handle.stop()
+ * ```
  */
 export interface AgentHandle {
   readonly id: AgentId;

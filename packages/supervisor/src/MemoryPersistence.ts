@@ -24,7 +24,18 @@ import { isTerminalRunStatus } from './Persistence.js';
 import { PersistenceRules as R } from './PersistenceRules.js';
 import { type AgentStateEnvelope, migrateEnvelope } from './StateEnvelope.js';
 
-/** Options of {@link MemoryPersistence}. */
+/**
+ * Options of {@link MemoryPersistence}.
+ *
+ * @example
+ * ```ts
+ * const options: MemoryPersistenceOptions = {
+ *   tenantKey: (scope) => (scope as { tenantId: string }).tenantId,
+ *   maxConversations: 500,
+ * }
+ * const store = new MemoryPersistence(options)
+ * ```
+ */
 export interface MemoryPersistenceOptions {
   /** Maps a scope to the tenant its rows are kept under; default: every scope shares `'default'`. */
   readonly tenantKey?: TenantKey;
@@ -34,7 +45,14 @@ export interface MemoryPersistenceOptions {
   readonly clock?: Pick<Clock, 'now'>;
 }
 
-/** Default of {@link MemoryPersistenceOptions.maxConversations}. */
+/**
+ * Default of {@link MemoryPersistenceOptions.maxConversations}.
+ *
+ * @example
+ * ```ts
+ * const store = new MemoryPersistence({ maxConversations: DEFAULT_MAX_CONVERSATIONS / 10 })
+ * ```
+ */
 export const DEFAULT_MAX_CONVERSATIONS = 10_000;
 
 /**

@@ -1,7 +1,17 @@
 import type { AgentId, Answer, Message, Request, Usage } from '@troupe/core';
 import type { AgentStateEnvelope, ConversationStatus } from './StateEnvelope.js';
 
-/** What a persistence callback learns besides the scope: which agent of which conversation. */
+/**
+ * What a persistence callback learns besides the scope: which agent of which conversation.
+ *
+ * @example
+ * ```ts
+ * import { createId } from '@troupe/core'
+ *
+ * const context: PersistenceContext = { agentId: createId('agent'), conversationId: 'c1' }
+ * const messages = await new MemoryPersistence().loadMessages({ tenantId: 't1' }, context)
+ * ```
+ */
 export interface PersistenceContext {
   readonly agentId: AgentId;
   readonly conversationId: string;
@@ -20,16 +30,38 @@ export interface PersistenceContext {
  */
 export type TenantKey = (scope: unknown) => string;
 
-/** The tenant key used when a store is given no {@link TenantKey}: every scope shares it. */
+/**
+ * The tenant key used when a store is given no {@link TenantKey}: every scope shares it.
+ *
+ * @example
+ * ```ts
+ * PersistenceRules.tenantOf(undefined, { tenantId: 't1' }) === DEFAULT_TENANT_KEY // true: no tenantKey, one shared tenant
+ * ```
+ */
 export const DEFAULT_TENANT_KEY = 'default';
 
-/** Where a RunTree node came from: a parent agent's message, a delegated subagent, a direct spawn. */
+/**
+ * Where a RunTree node came from: a parent agent's message, a delegated subagent, a direct spawn.
+ *
+ * @example
+ * ```ts
+ * const run = await new MemoryPersistence().getRun({ tenantId: 't1' }, 'run_1')
+ * const kind: RunKind | undefined = run?.kind // 'message', 'subagent' or 'spawn'
+ * ```
+ */
 export type RunKind = 'message' | 'subagent' | 'spawn';
 
 /**
  * A run's status. `running` and `suspended` are live; every other status is
  * terminal ({@link isTerminalRunStatus}). `interrupted` is what a run left
  * `running` by a process that died becomes ({@link PersistenceAdapter.markInterrupted}).
+ *
+ * @example
+ * ```ts
+ * const run = await new MemoryPersistence().getRun({ tenantId: 't1' }, 'run_1')
+ * const status: RunStatus | undefined = run?.status
+ * if (status !== undefined && !isTerminalRunStatus(status)) console.log('still live')
+ * ```
  */
 export type RunStatus =
   | 'running'
@@ -41,7 +73,15 @@ export type RunStatus =
   | 'incomplete'
   | 'interrupted';
 
-/** The terminal run statuses: a run in one of them never changes again and can be pruned. */
+/**
+ * The terminal run statuses: a run in one of them never changes again and can be pruned.
+ *
+ * @example
+ * ```ts
+ * TERMINAL_RUN_STATUSES.has('suspended')   // false: it may still resume
+ * TERMINAL_RUN_STATUSES.has('interrupted') // true
+ * ```
+ */
 export const TERMINAL_RUN_STATUSES: ReadonlySet<RunStatus> = new Set<RunStatus>([
   'done',
   'failed',
@@ -71,9 +111,12 @@ export function isTerminalRunStatus(status: RunStatus): boolean {
  *
  * @example
  * ```ts
+ * import { createId } from '@troupe/core'
+ *
+ * const usage = { inputTokens: 120, outputTokens: 30 }
  * const run: RunRecord = {
- *   runId, conversationId, agentId, agentName: 'triage', kind: 'message', status: 'suspended',
- *   attempt: 1, state: loopState, usage, totalUsage: usage, updatedAt: clock.now(),
+ *   runId: createId('run'), conversationId: 'c1', agentId: createId('agent'), agentName: 'triage',
+ *   kind: 'message', status: 'running', attempt: 1, usage, totalUsage: usage, updatedAt: Date.now(),
  * }
  * ```
  */
@@ -103,14 +146,28 @@ export interface RunRecord {
   readonly updatedAt: number;
 }
 
-/** Identifies one execution of one tool call: a retry or a resumed call is a new `attempt`. */
+/**
+ * Identifies one execution of one tool call: a retry or a resumed call is a new `attempt`.
+ *
+ * @example
+ * ```ts
+ * const key: ToolCallKey = { runId: 'run_1', toolCallId: 'call_1', attempt: 1 }
+ * ```
+ */
 export interface ToolCallKey {
   readonly runId: string;
   readonly toolCallId: string;
   readonly attempt: number;
 }
 
-/** A tool call recorded before its side effect ({@link PersistenceAdapter.startToolCalls}). */
+/**
+ * A tool call recorded before its side effect ({@link PersistenceAdapter.startToolCalls}).
+ *
+ * @example
+ * ```ts
+ * const start: ToolCallStart = { runId: 'run_1', toolCallId: 'call_1', attempt: 1, toolName: 'charge', idempotent: false, startedAt: Date.now() }
+ * ```
+ */
 export interface ToolCallStart extends ToolCallKey {
   readonly toolName: string;
   /** Safe to run again after a crash: only such a call is re-run when it never committed. */
@@ -118,13 +175,41 @@ export interface ToolCallStart extends ToolCallKey {
   readonly startedAt: number;
 }
 
-/** A tool call as saved: `started` until the turn that used its result commits. */
+/**
+ * A tool call as saved: `started` until the turn that used its result commits.
+ *
+ * What `loadToolCalls` returns: calls whose side effect may have happened
+ * without their result being saved.
+ *
+ * @example
+ * ```ts
+ * const calls: readonly ToolCallRecord[] = await new MemoryPersistence().loadToolCalls({ tenantId: 't1' }, 'run_1')
+ * const unsafe = calls.filter((c) => c.status === 'started' && !c.idempotent)
+ * ```
+ */
 export interface ToolCallRecord extends ToolCallStart {
   readonly status: 'started' | 'committed';
   readonly committedAt: number | undefined;
 }
 
-/** A request opened for a person, as given to the store. */
+/**
+ * A request opened for a person, as given to the store.
+ *
+ * Written by the supervisor when a tool asks; a store you write saves it as given.
+ *
+ * @example
+ * ```ts
+ * import { createId } from '@troupe/core'
+ *
+ * const agentId = createId('agent')
+ * const opening: RequestOpening = {
+ *   requestId: createId('req'), conversationId: 'c1', agentId, runId: createId('run'), runAgentId: agentId,
+ *   path: [agentId], request: { id: 'r1', kind: 'input', prompt: 'Which account?' }, localId: 'r1',
+ *   toolCallId: createId('call'), approval: false, openedAt: Date.now(),
+ * }
+ * await new MemoryPersistence().openRequest({ tenantId: 't1' }, opening)
+ * ```
+ */
 export interface RequestOpening {
   /** Host-visible and unique in its tenant: what `answer(requestId, ...)` names. */
   readonly requestId: string;
@@ -145,10 +230,26 @@ export interface RequestOpening {
   readonly openedAt: number;
 }
 
-/** A request's state: `open` until answered (exactly once) or withdrawn. */
+/**
+ * A request's state: `open` until answered (exactly once) or withdrawn.
+ *
+ * @example
+ * ```ts
+ * const record = await new MemoryPersistence().getRequest({ tenantId: 't1' }, 'req_1')
+ * const status: RequestStatus | undefined = record?.status
+ * ```
+ */
 export type RequestStatus = 'open' | 'answered' | 'withdrawn';
 
-/** A request as saved. */
+/**
+ * A request as saved.
+ *
+ * @example
+ * ```ts
+ * const record: RequestRecord | undefined = await new MemoryPersistence().getRequest({ tenantId: 't1' }, 'req_1')
+ * if (record?.status === 'answered') console.log(record.answer?.data)
+ * ```
+ */
 export interface RequestRecord extends RequestOpening {
   readonly status: RequestStatus;
   readonly answer: Answer | undefined;
@@ -160,6 +261,15 @@ export interface RequestRecord extends RequestOpening {
  * The result of {@link PersistenceAdapter.answerRequest}: `taken` for the one
  * caller whose compare-and-set moved the request from `open` to `answered`
  * (with the record, answer included); every other caller learns why not.
+ *
+ * What `supervisor.answer` builds on: only the `taken` caller resumes the run.
+ *
+ * @example
+ * ```ts
+ * const store = new MemoryPersistence()
+ * const result: AnswerResult = await store.answerRequest({ tenantId: 't1' }, 'req_1', { id: 'req_1', ok: true }, Date.now())
+ * if (result.status !== 'taken') console.log(`not resumed: ${result.status}`)
+ * ```
  */
 export type AnswerResult =
   | { readonly status: 'taken'; readonly record: RequestRecord }
@@ -167,7 +277,15 @@ export type AnswerResult =
   | { readonly status: 'withdrawn' }
   | { readonly status: 'unknown' };
 
-/** The result of {@link PersistenceAdapter.withdrawRequest}. */
+/**
+ * The result of {@link PersistenceAdapter.withdrawRequest}.
+ *
+ * @example
+ * ```ts
+ * const result: WithdrawResult = await new MemoryPersistence().withdrawRequest({ tenantId: 't1' }, 'req_1', Date.now())
+ * if (result.status === 'already-answered') console.log('too late: it was answered')
+ * ```
+ */
 export type WithdrawResult =
   | { readonly status: 'withdrawn' }
   | { readonly status: 'already-answered' }
@@ -178,6 +296,15 @@ export type WithdrawResult =
  * Everything one turn of a conversation saves, committed in ONE transaction
  * by {@link PersistenceAdapter.commit}: all of it is saved or none. Every run
  * and request in it belongs to the conversation named by the context.
+ *
+ * @example
+ * ```ts
+ * import { createId } from '@troupe/core'
+ *
+ * const context = { agentId: createId('agent'), conversationId: 'c1' }
+ * const batch: TurnBatch = { messages: [{ role: 'user', content: 'Hello' }], at: Date.now() }
+ * await new MemoryPersistence().commit({ tenantId: 't1' }, batch, context)
+ * ```
  */
 export interface TurnBatch {
   /** The conversation agent's new envelope (its `agentId`/`conversationId` match the context). */
@@ -196,25 +323,66 @@ export interface TurnBatch {
   readonly at?: number | undefined;
 }
 
-/** A page of a listing; pass `next` as `after` to get the following page (`undefined`: no more). */
+/**
+ * A page of a listing; pass `next` as `after` to get the following page (`undefined`: no more).
+ *
+ * Keep calling with `after: page.next` until `next` is `undefined`.
+ *
+ * @example
+ * ```ts
+ * const store = new MemoryPersistence()
+ * const all: RequestRecord[] = []
+ * for (let page: Page<RequestRecord> | undefined = await store.listRequests({ tenantId: 't1' }); page !== undefined; ) {
+ *   all.push(...page.items)
+ *   page = page.next === undefined ? undefined : await store.listRequests({ tenantId: 't1' }, { after: page.next })
+ * }
+ * ```
+ */
 export interface Page<T> {
   readonly items: readonly T[];
   readonly next: string | undefined;
 }
 
-/** Paging of a listing: at most `limit` items (default 100, at most 1,000) after the cursor `after`. */
+/**
+ * Paging of a listing: at most `limit` items (default 100, at most 1,000) after the cursor `after`.
+ *
+ * @example
+ * ```ts
+ * const store = new MemoryPersistence()
+ * const options: ListOptions = { limit: 50 }
+ * const first = await store.listConversations({ tenantId: 't1' }, options)
+ * const second = first.next === undefined ? undefined : await store.listConversations({ tenantId: 't1' }, { ...options, after: first.next })
+ * ```
+ */
 export interface ListOptions {
   readonly limit?: number | undefined;
   readonly after?: string | undefined;
 }
 
-/** Options of {@link PersistenceAdapter.listRequests}. */
+/**
+ * Options of {@link PersistenceAdapter.listRequests}.
+ *
+ * @example
+ * ```ts
+ * const options: RequestListOptions = { conversationId: 'c1', limit: 10 }
+ * const open = await new MemoryPersistence().listRequests({ tenantId: 't1' }, options)
+ * ```
+ */
 export interface RequestListOptions extends ListOptions {
   /** Only this conversation's requests. */
   readonly conversationId?: string | undefined;
 }
 
-/** One conversation in {@link PersistenceAdapter.listConversations}, from its last saved envelope. */
+/**
+ * One conversation in {@link PersistenceAdapter.listConversations}, from its last saved envelope.
+ *
+ * @example
+ * ```ts
+ * const store = new MemoryPersistence()
+ * const page = await store.listConversations({ tenantId: 't1' }, { limit: 20 })
+ * for (const c of page.items satisfies readonly ConversationSummary[]) console.log(c.agentName, c.status, c.openRequests)
+ * ```
+ */
 export interface ConversationSummary {
   readonly conversationId: string;
   readonly agentId: AgentId;
@@ -225,7 +393,16 @@ export interface ConversationSummary {
   readonly openRequests: number;
 }
 
-/** Retention policy of {@link PersistenceAdapter.prune}. */
+/**
+ * Retention policy of {@link PersistenceAdapter.prune}.
+ *
+ * @example
+ * ```ts
+ * const store = new MemoryPersistence()
+ * const options: PruneOptions = { finishedRunsOlderThanMs: 7 * 24 * 3600_000 }
+ * const removed = await store.prune(options)
+ * ```
+ */
 export interface PruneOptions {
   /** Terminal runs (and committed tool calls, closed requests) last changed longer ago than this are removed. */
   readonly finishedRunsOlderThanMs: number;
@@ -235,14 +412,31 @@ export interface PruneOptions {
   readonly scope?: unknown;
 }
 
-/** How many rows {@link PersistenceAdapter.prune} removed. */
+/**
+ * How many rows {@link PersistenceAdapter.prune} removed.
+ *
+ * @example
+ * ```ts
+ * const removed: PruneResult = await new MemoryPersistence().prune({ finishedRunsOlderThanMs: 86_400_000 })
+ * console.log(`pruned ${removed.runs} runs, ${removed.toolCalls} tool calls, ${removed.requests} requests`)
+ * ```
+ */
 export interface PruneResult {
   readonly runs: number;
   readonly toolCalls: number;
   readonly requests: number;
 }
 
-/** Options of {@link PersistenceAdapter.markInterrupted}. */
+/**
+ * Options of {@link PersistenceAdapter.markInterrupted}.
+ *
+ * @example
+ * ```ts
+ * const store = new MemoryPersistence()
+ * const options: MarkInterruptedOptions = { scope: { tenantId: 't1' } }
+ * const interrupted = await store.markInterrupted(options) // runs left `running` by a dead process
+ * ```
+ */
 export interface MarkInterruptedOptions {
   /** Only this scope's tenant; without it, every tenant (what a daemon does at startup). */
   readonly scope?: unknown;
@@ -268,10 +462,15 @@ export interface MarkInterruptedOptions {
  *
  * @example
  * ```ts
- * const ctx = { agentId, conversationId }
- * await store.startToolCalls(scope, [{ runId, toolCallId, attempt: 1, toolName: 'charge', idempotent: false, startedAt }], ctx)
+ * import { createId } from '@troupe/core'
+ *
+ * const store: PersistenceAdapter = new MemoryPersistence()
+ * const scope = { tenantId: 't1' }
+ * const ctx: PersistenceContext = { agentId: createId('agent'), conversationId: 'c1' }
+ * const call: ToolCallKey = { runId: createId('run'), toolCallId: createId('call'), attempt: 1 }
+ * await store.startToolCalls(scope, [{ ...call, toolName: 'charge', idempotent: false, startedAt: Date.now() }], ctx)
  * // ... the side effect ...
- * await store.commit(scope, { envelope, messages, runs: [run], committedToolCalls: [{ runId, toolCallId, attempt: 1 }] }, ctx)
+ * await store.commit(scope, { committedToolCalls: [call] }, ctx)
  * ```
  */
 export interface PersistenceAdapter {

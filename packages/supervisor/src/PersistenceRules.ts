@@ -76,9 +76,10 @@ function json(value: unknown, what: string): void {
  *
  * @example
  * ```ts
- * const tenant = PersistenceRules.tenantOf(options.tenantKey, scope)
- * PersistenceRules.checkBatch(batch, context)
- * const text = PersistenceRules.encode(batch.envelope, 'envelope')
+ * const tenantKey: TenantKey = (scope) => (scope as { tenantId: string }).tenantId
+ * const tenant = PersistenceRules.tenantOf(tenantKey, { tenantId: 't1' }) // 't1'
+ * const text = PersistenceRules.encode({ notes: ['call back'] }, 'metadata') // '{"notes":["call back"]}'
+ * PersistenceRules.encode({ at: new Date() }, 'metadata') // throws ERR_NOT_JSON naming metadata.at
  * ```
  */
 export const PersistenceRules = Object.freeze({

@@ -1,17 +1,31 @@
 import { InvalidArgumentError } from '@troupe/core';
 
 /**
- * OTP-style restart intensity for parent agents (one-for-one): an agent whose
+ * Restart intensity for parent agents, each on its own: an agent whose
  * run fails is restarted from its last saved state, unless it has already
  * been restarted `maxRestarts` times within the last `periodMs` — then it is
  * stopped, and an `agent.stopped` event says why.
+ *
+ * @example
+ * ```ts
+ * const policy: RestartPolicy = { maxRestarts: 5, periodMs: 60_000 }
+ * const supervisor = createSupervisor({ restart: policy })
+ * supervisor.on('agent.stopped', (e) => console.warn(`${e.agentId} stopped: ${e.reason}`))
+ * ```
  */
 export interface RestartPolicy {
   readonly maxRestarts: number;
   readonly periodMs: number;
 }
 
-/** Default: 3 restarts within 5 seconds (OTP's default intensity is 1 in 5 s; agents fail more often). */
+/**
+ * Default: 3 restarts within 5 seconds (agents fail more often than most services: a model errs, a tool times out).
+ *
+ * @example
+ * ```ts
+ * const supervisor = createSupervisor({ restart: { ...DEFAULT_RESTART_POLICY, maxRestarts: 1 } })
+ * ```
+ */
 export const DEFAULT_RESTART_POLICY: RestartPolicy = Object.freeze({ maxRestarts: 3, periodMs: 5000 });
 
 /** Validate a restart policy at the edge. */

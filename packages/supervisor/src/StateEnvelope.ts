@@ -3,16 +3,44 @@ import { type AgentId, type LoopState, type Request, TroupeError } from '@troupe
 /**
  * The envelope version this code writes. Bumped when the saved shape
  * changes; {@link READABLE_STATE_VERSIONS} lists what it still reads.
+ *
+ * @example
+ * ```ts
+ * const saved = JSON.parse('{"version":3}') as { version: number }
+ * if (saved.version > STATE_ENVELOPE_VERSION) console.error('written by a newer Troupe: upgrade this process')
+ * ```
  */
 export const STATE_ENVELOPE_VERSION = 2;
 
-/** Every envelope version this code reads; older ones are upgraded by {@link migrateEnvelope}. */
+/**
+ * Every envelope version this code reads; older ones are upgraded by {@link migrateEnvelope}.
+ *
+ * @example
+ * ```ts
+ * const readable = (saved: { version: number }) => READABLE_STATE_VERSIONS.includes(saved.version)
+ * ```
+ */
 export const READABLE_STATE_VERSIONS: readonly number[] = Object.freeze([1, 2]);
 
-/** What a conversation is doing, as saved with its envelope. */
+/**
+ * What a conversation is doing, as saved with its envelope.
+ *
+ * @example
+ * ```ts
+ * const { items } = await new MemoryPersistence().listConversations({ tenantId: 't1' })
+ * const waiting = items.filter((c) => c.status === ('suspended' satisfies ConversationStatus))
+ * ```
+ */
 export type ConversationStatus = 'idle' | 'running' | 'suspended' | 'stopped';
 
-/** A request waiting for a person, as saved inside an envelope. */
+/**
+ * A request waiting for a person, as saved inside an envelope.
+ *
+ * @example
+ * ```ts
+ * const show = (p: PendingRequestRecord) => `${p.request.prompt} (asked by ${p.path.at(-1)} at ${new Date(p.openedAt).toISOString()})`
+ * ```
+ */
 export interface PendingRequestRecord {
   readonly request: Request;
   /** Agent ids from the parent agent down to the one whose tool asked. */
@@ -20,7 +48,16 @@ export interface PendingRequestRecord {
   readonly openedAt: number;
 }
 
-/** Version 1, the shape saved before runs and requests had rows of their own. Read, never written. */
+/**
+ * Version 1, the shape saved before runs and requests had rows of their own. Read, never written.
+ *
+ * Only {@link migrateEnvelope} should read one.
+ *
+ * @example
+ * ```ts
+ * const isV1 = (saved: AnyAgentStateEnvelope): saved is AgentStateEnvelopeV1 => saved.version === 1
+ * ```
+ */
 export interface AgentStateEnvelopeV1 {
   readonly version: 1;
   readonly agentId: AgentId;
@@ -48,12 +85,11 @@ export interface AgentStateEnvelopeV1 {
  *
  * @example
  * ```ts
- * const envelope: AgentStateEnvelope = {
- *   version: STATE_ENVELOPE_VERSION, agentId, conversationId, agentName: 'triage',
- *   status: 'idle', state, pendingRequest: undefined, waitingOn: undefined, runId: undefined,
- *   childCounter: 0, savedAt: clock.now(),
- * }
- * await store.persistState(scope, envelope, { agentId, conversationId })
+ * import { createId } from '@troupe/core'
+ *
+ * const store = new MemoryPersistence()
+ * const envelope: AgentStateEnvelope | undefined = await store.loadState({ tenantId: 't1' }, { agentId: createId('agent'), conversationId: 'c1' })
+ * if (envelope?.status === 'suspended') console.log(`${envelope.agentName} waits on ${envelope.waitingOn}`)
  * ```
  */
 export interface AgentStateEnvelope {
@@ -84,7 +120,15 @@ export interface AgentStateEnvelope {
   readonly savedAt: number;
 }
 
-/** Any envelope version this code reads. */
+/**
+ * Any envelope version this code reads.
+ *
+ * @example
+ * ```ts
+ * declare const saved: AnyAgentStateEnvelope
+ * const current: AgentStateEnvelope = migrateEnvelope(saved)
+ * ```
+ */
 export type AnyAgentStateEnvelope = AgentStateEnvelopeV1 | AgentStateEnvelope;
 
 function versionOf(saved: unknown): unknown {
@@ -105,7 +149,9 @@ function versionOf(saved: unknown): unknown {
  *
  * @example
  * ```ts
- * const envelope = migrateEnvelope(JSON.parse(row.json))
+ * import { readFileSync } from 'node:fs'
+ *
+ * const envelope = migrateEnvelope(JSON.parse(readFileSync('agent-state.json', 'utf8')))
  * envelope.version // 2
  * ```
  */

@@ -41,6 +41,21 @@ interface Accounted extends OutcomeBase {
  * - `cancelled` — with its reason; `forced` when the worker had to be killed.
  * - `incomplete` — the turn limit was reached.
  * - `suspended` — a tool asked a person; answer with `supervisor.answer`.
+ *
+ * @example
+ * ```ts
+ * const outcome: SubagentOutcome = await supervisor.spawn(agent, { input: 'Summarise the incident', scope: {} })
+ * switch (outcome.status) {
+ *   case 'done':
+ *     console.log(outcome.result)
+ *     break
+ *   case 'suspended':
+ *     console.log('asks:', outcome.request.prompt)
+ *     break
+ *   default:
+ *     console.warn(outcome.status)
+ * }
+ * ```
  */
 export type SubagentOutcome =
   | (Accounted & { readonly status: 'done'; readonly result: string; readonly updates: readonly Operation[] })

@@ -47,7 +47,15 @@ import { type AgentStateEnvelope, migrateEnvelope } from './StateEnvelope.js';
 import type { SubagentOutcome } from './SubagentOutcome.js';
 import type { SupervisorEvents } from './SupervisorEvents.js';
 
-/** Options of the worker pool (`createSupervisor({ pool })`). */
+/**
+ * Options of the worker pool (`createSupervisor({ pool })`).
+ *
+ * @example
+ * ```ts
+ * const pool: PoolOptions = { threads: 2, maxQueue: 256, resourceLimits: { maxOldGenerationSizeMb: 256 } }
+ * const supervisor = createSupervisor({ pool })
+ * ```
+ */
 export interface PoolOptions {
   /** Worker threads, started up front (default: the machine's available parallelism). */
   readonly threads?: number;
@@ -68,6 +76,17 @@ export interface PoolOptions {
 /**
  * Options of `createSupervisor`; validated and defaulted once. `S` and `I` are
  * what the `scope` definition produces and accepts (see {@link Supervisor}).
+ *
+ * @example
+ * ```ts
+ * const options: SupervisorOptions = {
+ *   pool: { threads: 2 },
+ *   scopeBudgetBytes: 2048,
+ *   subagentTimeoutMs: 60_000,
+ *   approval: () => ({ decision: 'approve' }),
+ * }
+ * const supervisor = createSupervisor(options)
+ * ```
  */
 export interface SupervisorOptions<S = unknown, I = S> {
   /** Parent agents the host may start by name (optional: `startAgent` also takes an agent). */
@@ -106,7 +125,7 @@ export interface SupervisorOptions<S = unknown, I = S> {
   readonly scopeBudgetBytes?: number;
   /** Messages a parent agent may hold waiting (default 256). */
   readonly mailboxSize?: number;
-  /** OTP-style restart intensity of parent agents (default 3 within 5000 ms). */
+  /** Restart intensity of parent agents (default 3 within 5000 ms). */
   readonly restart?: Partial<RestartPolicy>;
   /** Default relative deadline of every subagent run and direct spawn, re-armed on each resume (default none). */
   readonly subagentTimeoutMs?: number;
@@ -115,6 +134,12 @@ export interface SupervisorOptions<S = unknown, I = S> {
 /**
  * Options of {@link Supervisor.startAgent}: `I` is the scope it takes, `TC` the
  * agent's `toolContext` (required when the agent's tools declare keys).
+ *
+ * @example
+ * ```ts
+ * const options: StartAgentOptions = { scope: { userId: 'u1' }, conversationId: 'support-42' }
+ * const handle = await supervisor.startAgent(agent, options)
+ * ```
  */
 export interface StartAgentOptions<I = unknown, TC extends object = Readonly<Record<string, unknown>>> {
   /** Who the agent acts for. Never persisted: re-supply it on restore. */
@@ -140,7 +165,15 @@ export interface AnswerOptions {
   readonly toolContext?: Readonly<Record<string, unknown>>;
 }
 
-/** Options of {@link Supervisor.spawn}: `I` and `TC` as in {@link StartAgentOptions}. */
+/**
+ * Options of {@link Supervisor.spawn}: `I` and `TC` as in {@link StartAgentOptions}.
+ *
+ * @example
+ * ```ts
+ * const options: SpawnOptions = { input: 'Classify this ticket', scope: { tenantId: 't1' }, timeoutMs: 30_000 }
+ * const outcome = await supervisor.spawn(agent, options)
+ * ```
+ */
 export interface SpawnOptions<I = unknown, TC extends object = Readonly<Record<string, unknown>>> {
   readonly input: string;
   readonly scope: I;
@@ -152,7 +185,16 @@ export interface SpawnOptions<I = unknown, TC extends object = Readonly<Record<s
   readonly signal?: AbortSignal;
 }
 
-/** A request waiting for a person, as the host sees it. */
+/**
+ * A request waiting for a person, as the host sees it.
+ *
+ * @example
+ * ```ts
+ * for (const pending of supervisor.pendingRequests() satisfies PendingRequestInfo[]) {
+ *   console.log(`${pending.request.prompt} (from ${pending.path.join(' > ')})`)
+ * }
+ * ```
+ */
 export interface PendingRequestInfo {
   readonly request: Request;
   /** The conversation it belongs to (a direct spawn's: none). */
@@ -164,7 +206,15 @@ export interface PendingRequestInfo {
   readonly openedAt: number;
 }
 
-/** Figures about a supervisor, for daemons and leak checks. */
+/**
+ * Figures about a supervisor, for daemons and leak checks.
+ *
+ * @example
+ * ```ts
+ * const stats: SupervisorStats = supervisor.stats()
+ * console.log(`${stats.runs} runs, ${stats.pool.queued} queued, ${stats.pendingRequests} waiting on people`)
+ * ```
+ */
 export interface SupervisorStats {
   readonly agents: number;
   readonly pendingRequests: number;
@@ -254,6 +304,17 @@ const SPAWN_OWNER: RootOwner = Object.freeze({ settle: outcomeOf });
  * agent whose tools read no more than `S` (and whose `toolContext` is given,
  * of the shape its tools declare). Without a schema (`S` unknown), the scope
  * passed is what the tools get, so it must be what they read.
+ *
+ * @example
+ * ```ts
+ * import { defineAgent } from '@troupe/core'
+ *
+ * const helper = defineAgent({ name: 'helper', instructions: 'Help.', model })
+ * await using supervisor: Supervisor = createSupervisor({ agents: [helper], pool: { threads: 2 } })
+ * supervisor.on('agent.failed', (e) => console.error(e.error))
+ * const handle = await supervisor.startAgent('helper', { scope: {} })
+ * const reply = await handle.send('Hello')
+ * ```
  */
 export class Supervisor<S = unknown, I = S> extends EventEmitter<SupervisorEvents> {
   /** The worker pool, as far as a host needs it. */
@@ -1218,6 +1279,9 @@ function isEndedRow(row: RunRecord): boolean {
  *
  * @example
  * ```ts
+ * import { defineAgent } from '@troupe/core'
+ *
+ * const coordinator = defineAgent({ name: 'coordinator', instructions: 'Coordinate the incident work.', model })
  * await using supervisor = createSupervisor({ approval: async () => ({ decision: 'approve' }) })
  * const assistant = await supervisor.startAgent(coordinator, { scope: { userId: 'u1', orgId: 'o1', role: 'admin' } })
  * const reply = await assistant.send('Summarise the open incidents')

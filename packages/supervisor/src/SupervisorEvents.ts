@@ -16,7 +16,17 @@ import type {
   Usage,
 } from '@troupe/core';
 
-/** Bytes each channel of a spawn copies to the worker (the live scope-cost figure). */
+/**
+ * Bytes each channel of a spawn copies to the worker (the live scope-cost figure).
+ *
+ * @example
+ * ```ts
+ * supervisor.on('subagent.spawned', (e) => {
+ *   const bytes: ChannelBytes = e.bytes
+ *   if (bytes.scope > 2048) console.warn(`${e.agent}: scope is ${bytes.scope} B of ${bytes.total} B per spawn`)
+ * })
+ * ```
+ */
 export interface ChannelBytes {
   readonly scope: number;
   readonly toolContext: number;
@@ -29,7 +39,17 @@ interface At {
   readonly at: number;
 }
 
-/** Which run an event belongs to. Ids are readable; none of them is authority. */
+/**
+ * Which run an event belongs to. Ids are readable; none of them is authority.
+ *
+ * @example
+ * ```ts
+ * supervisor.on('agent.done', (e) => {
+ *   const ref: RunRef = e
+ *   console.log(`run ${ref.runId} of ${ref.path.join(' > ')}`)
+ * })
+ * ```
+ */
 export interface RunRef {
   readonly agentId: AgentId;
   /** The run (one message of a parent agent, one dispatch chain of a subagent). */
@@ -38,7 +58,17 @@ export interface RunRef {
   readonly path: readonly AgentId[];
 }
 
-/** What a run used: its own model calls, and its whole subtree's. */
+/**
+ * What a run used: its own model calls, and its whole subtree's.
+ *
+ * @example
+ * ```ts
+ * supervisor.on('agent.done', (e) => {
+ *   const { usage, totalUsage }: RunUsage = e
+ *   console.log(`own ${usage.outputTokens} tokens, with subagents ${totalUsage.outputTokens}`)
+ * })
+ * ```
+ */
 export interface RunUsage {
   readonly usage: Usage;
   readonly totalUsage: Usage;
@@ -48,20 +78,47 @@ interface SubagentRef extends RunRef {
   readonly parentAgentId: AgentId | undefined;
 }
 
-/** Where a worker run's last dispatch ran: its thread, and when it got it (`undefined`: it never did). */
+/**
+ * Where a worker run's last dispatch ran: its thread, and when it got it (`undefined`: it never did).
+ *
+ * @example
+ * ```ts
+ * supervisor.on('subagent.done', (e) => {
+ *   const placed: RunPlacement = e
+ *   if (placed.dispatchedAt !== undefined) console.log(`thread ${placed.threadId}, ${e.at - placed.dispatchedAt} ms from dispatch to done`)
+ * })
+ * ```
+ */
 export interface RunPlacement {
   readonly threadId: number | undefined;
   /** When the run was handed to its thread, in the Clock base (the queue wait ends here). */
   readonly dispatchedAt: number | undefined;
 }
 
-/** The agent's model, as telemetry names it (`Model.name`, `Model.provider`). */
+/**
+ * The agent's model, as telemetry names it (`Model.name`, `Model.provider`).
+ *
+ * @example
+ * ```ts
+ * supervisor.on('agent.run.started', (e) => {
+ *   const { model, provider }: RunModel = e
+ *   console.log(`${e.agent} runs on ${provider ?? '?'}/${model ?? '?'}`)
+ * })
+ * ```
+ */
 export interface RunModel {
   readonly model: string | undefined;
   readonly provider: string | undefined;
 }
 
-/** A message refused on a worker's host channel or parentPort. */
+/**
+ * A message refused on a worker's host channel or parentPort.
+ *
+ * @example
+ * ```ts
+ * supervisor.on('host.refused', (e: HostRefusedEvent) => console.warn(`thread ${e.threadId}: ${e.reason}${e.recycled ? ' (recycled)' : ''}`))
+ * ```
+ */
 export interface HostRefusedEvent extends At {
   readonly threadId: number;
   readonly reason: string;
@@ -74,7 +131,14 @@ export interface HostRefusedEvent extends At {
   readonly recycled: boolean;
 }
 
-/** A worker thread terminated on purpose (it is replaced). */
+/**
+ * A worker thread terminated on purpose (it is replaced).
+ *
+ * @example
+ * ```ts
+ * supervisor.on('worker.recycled', (e: WorkerRecycledEvent) => console.warn(`thread ${e.threadId} recycled: ${e.reason}`))
+ * ```
+ */
 export interface WorkerRecycledEvent extends At {
   readonly threadId: number;
   readonly agentId: string | undefined;
@@ -83,7 +147,19 @@ export interface WorkerRecycledEvent extends At {
   readonly detail?: string | undefined;
 }
 
-/** The supervisor's typed event map (eventemitter3: name → listener arguments). */
+/**
+ * The supervisor's typed event map (eventemitter3: name → listener arguments).
+ *
+ * Listeners run on the supervisor thread; one that throws is reported, not
+ * swallowed. `supervisor.on(name, listener)` is typed by this map.
+ *
+ * @example
+ * ```ts
+ * const names: (keyof SupervisorEvents)[] = ['agent.failed', 'subagent.crashed']
+ * supervisor.on('agent.failed', (e) => console.error(e.kind, e.error))
+ * supervisor.on('subagent.crashed', (e) => console.error(`${e.agentId} exit ${e.exitCode}`))
+ * ```
+ */
 export interface SupervisorEvents {
   'agent.started': [At & { readonly agentId: AgentId; readonly agent: string; readonly conversationId: string }];
   /** A parent agent's message starts running (or runs again: `resumed`, after an answer), on the caller's async context. */

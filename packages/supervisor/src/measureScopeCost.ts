@@ -14,10 +14,25 @@ import { irregularKeys } from '@troupe/core/internal';
 import { z } from 'zod';
 import { createSupervisor, Supervisor } from './Supervisor.js';
 
-/** The longest chain {@link measureScopeCost} runs: `hops` is 1..8. */
+/**
+ * The longest chain {@link measureScopeCost} runs: `hops` is 1..8.
+ *
+ * @example
+ * ```ts
+ * const cost = await measureScopeCost({ tenantId: 't1' }, { hops: MAX_MEASURED_HOPS, samples: 5 })
+ * ```
+ */
 export const MAX_MEASURED_HOPS = 8;
 
-/** Options of {@link measureScopeCost}; validated once. */
+/**
+ * Options of {@link measureScopeCost}; validated once.
+ *
+ * @example
+ * ```ts
+ * const options: MeasureScopeCostOptions = { hops: 2, samples: 50, newScopeSamples: 0, signal: AbortSignal.timeout(60_000) }
+ * const cost = await measureScopeCost({ tenantId: 't1', userId: 'u1' }, options)
+ * ```
+ */
 export interface MeasureScopeCostOptions {
   /**
    * Thread hops per measured run (1..8, default 1): 1 is host → subagent; n is
@@ -51,13 +66,29 @@ export interface MeasureScopeCostOptions {
   readonly signal?: AbortSignal;
 }
 
-/** Median and 95th percentile of a sample, in µs. */
+/**
+ * Median and 95th percentile of a sample, in µs.
+ *
+ * @example
+ * ```ts
+ * const { perHopUs }: { perHopUs: ScopeCostQuantiles } = await measureScopeCost({ tenantId: 't1' })
+ * console.log(`median ${perHopUs.median} µs, p95 ${perHopUs.p95} µs`)
+ * ```
+ */
 export interface ScopeCostQuantiles {
   readonly median: number;
   readonly p95: number;
 }
 
-/** What one top-level key of a scope weighs. */
+/**
+ * What one top-level key of a scope weighs.
+ *
+ * @example
+ * ```ts
+ * const { keys } = await measureScopeCost({ tenantId: 't1', history: ['...'] })
+ * for (const k of keys satisfies readonly ScopeKeyCost[]) console.log(`${k.key}: ${k.bytes} B (${(k.share * 100).toFixed(0)}%)`)
+ * ```
+ */
 export interface ScopeKeyCost {
   readonly key: string;
   /** v8-serialized size of the key's value (sealed, as carried). */
@@ -66,7 +97,16 @@ export interface ScopeKeyCost {
   readonly share: number;
 }
 
-/** What {@link measureScopeCost} found. */
+/**
+ * What {@link measureScopeCost} found.
+ *
+ * @example
+ * ```ts
+ * const cost: ScopeCost = await measureScopeCost({ tenantId: 't1', profile: { name: 'Ada' } })
+ * if (cost.overBudget) console.warn(`scope is ${cost.bytes} B, over ${cost.budgetBytes} B: heaviest key ${cost.keys[0]?.key}`)
+ * console.log(`${cost.perHopUs.median} µs per hop; a structuredClone takes ${cost.cloneUs} µs`)
+ * ```
+ */
 export interface ScopeCost {
   /** v8-serialized size of the scope, sealed (deep-frozen) as a spawn carries it: what every hop copies. */
   readonly bytes: number;
@@ -274,8 +314,8 @@ function cloneMedianUs(scope: unknown, bytes: number): number {
  * with its `task` tool through the supervisor, the product's own path —
  * per hop, next to a `structuredClone` of the same scope.
  *
- * Use it to decide whether to pass a lean projection (sagents: "slim it down
- * if it becomes a measured problem"); `pnpm bench scope --file scope.json`
+ * Use it to decide whether to pass a lean projection, once the cost is
+ * measured rather than guessed; `pnpm bench scope --file scope.json`
  * prints the same figures for a scope saved as JSON.
  *
  * Gotchas: it starts real worker threads (a private pool of `hops` threads
@@ -300,6 +340,7 @@ function cloneMedianUs(scope: unknown, bytes: number): number {
  * ```ts
  * import { measureScopeCost } from '@troupe/supervisor'
  *
+ * const requestScope = { tenantId: 't1', userId: 'u1', roles: ['admin'] }
  * const cost = await measureScopeCost(requestScope, { hops: 2 })
  * console.log(`${cost.bytes} B (budget ${cost.budgetBytes}): ${cost.perHopUs.median.toFixed(0)} µs per hop`)
  * for (const k of cost.keys.slice(0, 3)) console.log(k.key, k.bytes)

@@ -14,6 +14,7 @@ interface Timer {
  * @example
  * ```ts
  * const clock = new ManualClock()
+ * const fired: string[] = []
  * clock.setTimeout(() => fired.push('a'), 50)
  * clock.advance(50) // fires 'a'
  * ```

@@ -2,7 +2,16 @@ import type { AssistantMessage, Message, Model, ModelRequest, ModelResponse, Too
 import type { ToolSpec } from '../Tool.js';
 import { TroupeError } from '../TroupeError.js';
 
-/** What a scripted turn sees. */
+/**
+ * What a scripted turn sees.
+ *
+ * @example
+ * ```ts
+ * const model = new ScriptedModel([
+ *   ({ turn, lastToolResults }: ScriptInput) => (turn === 0 ? 'first' : `after ${lastToolResults.length} results`),
+ * ])
+ * ```
+ */
 export interface ScriptInput {
   readonly messages: readonly Message[];
   readonly tools: readonly ToolSpec[];
@@ -15,7 +24,17 @@ export interface ScriptInput {
   readonly signal: AbortSignal;
 }
 
-/** A scripted answer: plain text, or text and tool calls (ids default to `call_<turn>_<i>`). */
+/**
+ * A scripted answer: plain text, or text and tool calls (ids default to `call_<turn>_<i>`).
+ *
+ * @example
+ * ```ts
+ * const replies: ScriptedReply[] = [
+ *   'plain text',
+ *   { text: 'looking it up', toolCalls: [{ name: 'search', arguments: { query: 'oslo' } }], usage: { inputTokens: 10, outputTokens: 4 } },
+ * ]
+ * ```
+ */
 export type ScriptedReply =
   | string
   | {
@@ -24,10 +43,31 @@ export type ScriptedReply =
       readonly usage?: Usage;
     };
 
-/** One turn of a script: a fixed reply, or a function of what happened so far. */
+/**
+ * One turn of a script: a fixed reply, or a function of what happened so far.
+ *
+ * A step that throws fails the turn like a real model's error.
+ *
+ * @example
+ * ```ts
+ * const steps: ScriptStep[] = [
+ *   { toolCalls: [{ name: 'get_weather', arguments: { city: 'Oslo' } }] },
+ *   async ({ lastToolResults }) => `It is ${JSON.stringify(lastToolResults[0]?.content)}`,
+ * ]
+ * const model = new ScriptedModel(steps)
+ * ```
+ */
 export type ScriptStep = ScriptedReply | ((input: ScriptInput) => ScriptedReply | Promise<ScriptedReply>);
 
-/** Options of {@link ScriptedModel}. */
+/**
+ * Options of {@link ScriptedModel}.
+ *
+ * @example
+ * ```ts
+ * const options: ScriptedModelOptions = { whenExhausted: 'repeat-last' }
+ * const model = new ScriptedModel(['always this'], options)
+ * ```
+ */
 export interface ScriptedModelOptions {
   /** What happens past the last step: repeat it, or fail the turn (default). */
   readonly whenExhausted?: 'repeat-last' | 'error';
