@@ -1,3 +1,4 @@
+import { describeValue } from './internal/describeValue.js';
 import type { Model } from './Model.js';
 import type { AnyTool, Tool } from './Tool.js';
 import { InvalidArgumentError } from './TroupeError.js';
@@ -171,6 +172,12 @@ export function defineAgent<const T extends readonly AnyTool[] = [], const U ext
       throw new InvalidArgumentError(
         `${where}: module must be the file: URL of the module that defines the agent, got ${JSON.stringify(definition.module)}${scheme !== undefined ? ` (a ${scheme} URL)` : typeof definition.module === 'string' ? ' (a path, not a URL)' : ''}; pass import.meta.url`,
       );
+    }
+  }
+  for (const key of ['tools', 'subagents', 'mergeMetadataFrom'] as const) {
+    const list: unknown = definition[key];
+    if (list !== undefined && !Array.isArray(list)) {
+      throw new InvalidArgumentError(`${where}: ${key} must be an array, got ${describeValue(list)}`);
     }
   }
   const tools = [...(definition.tools ?? [])];

@@ -2,6 +2,8 @@
 // Node 20 has growable SharedArrayBuffers and Atomics.waitAsync, but the base
 // tsconfig targets ES2023 (Node 20 lacks other ES2024 APIs), so only the
 // shared-memory typings are pulled in, here and in slotRunCancellation.ts.
+
+import { describeValue } from './internal/describeValue.js';
 import { type CancelReason, InvalidArgumentError } from './TroupeError.js';
 
 /**
@@ -103,7 +105,7 @@ function assertDeadline(deadline: unknown, what: string): asserts deadline is nu
   if (deadline === undefined) return;
   if (typeof deadline !== 'number' || !Number.isFinite(deadline) || deadline < 0) {
     throw new InvalidArgumentError(
-      `${what} must be an absolute time in epoch milliseconds (a finite number ≥ 0) or undefined, got ${String(deadline)}`,
+      `${what} must be an absolute time in epoch milliseconds (a finite number ≥ 0) or undefined, got ${describeValue(deadline)}`,
     );
   }
 }
@@ -228,17 +230,17 @@ export class CancelSlots {
     const { capacity, maxCapacity, lanes } = options;
     if (!Number.isSafeInteger(lanes) || lanes < 0 || lanes > CancelSlots.MAX_LANES) {
       throw new InvalidArgumentError(
-        `lanes must be an integer from 0 to ${CancelSlots.MAX_LANES}, got ${String(lanes)}`,
+        `lanes must be an integer from 0 to ${CancelSlots.MAX_LANES}, got ${describeValue(lanes)}`,
       );
     }
     if (!Number.isSafeInteger(maxCapacity) || maxCapacity < 1 || maxCapacity > CancelSlots.MAX_CAPACITY) {
       throw new InvalidArgumentError(
-        `maxCapacity must be an integer from 1 to ${CancelSlots.MAX_CAPACITY} slots, got ${String(maxCapacity)}`,
+        `maxCapacity must be an integer from 1 to ${CancelSlots.MAX_CAPACITY} slots, got ${describeValue(maxCapacity)}`,
       );
     }
     if (!Number.isSafeInteger(capacity) || capacity < 1 || capacity > maxCapacity) {
       throw new InvalidArgumentError(
-        `capacity must be an integer from 1 to maxCapacity (${maxCapacity}) slots, got ${String(capacity)}: the buffer cannot hold more than maxCapacity`,
+        `capacity must be an integer from 1 to maxCapacity (${maxCapacity}) slots, got ${describeValue(capacity)}: the buffer cannot hold more than maxCapacity`,
       );
     }
     const stride = strideOf(lanes);

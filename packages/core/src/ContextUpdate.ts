@@ -1,5 +1,6 @@
 import { assertCloneable } from './assertCloneable.js';
 import type { AgentId } from './Id.js';
+import { describeValue } from './internal/describeValue.js';
 import { deepFreeze } from './Scope.js';
 import { InvalidArgumentError, TroupeError } from './TroupeError.js';
 
@@ -110,7 +111,7 @@ function isPlainObject(v: unknown): v is Record<string, unknown> {
 
 function checkKey(key: unknown, op: string, allowProtected: boolean): asserts key is string {
   if (typeof key !== 'string' || key.length === 0) {
-    throw updateError(`${op}: the key must be a non-empty string, got ${JSON.stringify(key)}`);
+    throw updateError(`${op}: the key must be a non-empty string, got ${describeValue(key)}`);
   }
   if (key === '__proto__') {
     // As a property name it would replace the metadata's prototype, not add a key.
@@ -126,7 +127,7 @@ function checkKey(key: unknown, op: string, allowProtected: boolean): asserts ke
 
 function checkEventType(type: unknown): asserts type is string {
   if (typeof type !== 'string' || type.length === 0) {
-    throw updateError(`logEvent: the type must be a non-empty string, got ${JSON.stringify(type)}`);
+    throw updateError(`logEvent: the type must be a non-empty string, got ${describeValue(type)}`);
   }
   if (TRANSCRIPT_EVENT_TYPES.has(type)) {
     throw updateError(
@@ -361,6 +362,12 @@ export class ContextUpdate {
    * added through the builder; an unknown operation is an error.
    */
   static from(operations: readonly unknown[]): ContextUpdate {
+    if (!Array.isArray(operations)) {
+      throw new InvalidArgumentError(
+        `ContextUpdate.from(operations): pass an array of operations ({ op, key, value }), got ${describeValue(operations)}`,
+        { code: 'ERR_CONTEXT_UPDATE' },
+      );
+    }
     let update = ContextUpdate.empty();
     for (const raw of operations) {
       const op = raw as Operation;
@@ -382,7 +389,7 @@ export class ContextUpdate {
           break;
         default:
           throw updateError(
-            `unknown operation ${JSON.stringify((raw as { op?: unknown })?.op)}: an update is never applied partially`,
+            `unknown operation ${describeValue((raw as { op?: unknown } | null)?.op)}: an update is never applied partially`,
           );
       }
     }

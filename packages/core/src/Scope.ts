@@ -1,6 +1,7 @@
 import { serialize } from 'node:v8';
 import type { z } from 'zod';
 import { assertCloneable, cloneableSizeBound, irregularKeys } from './assertCloneable.js';
+import { describeValue } from './internal/describeValue.js';
 import { InvalidArgumentError } from './TroupeError.js';
 
 /**
@@ -361,7 +362,9 @@ export function assertScopeBudget(
  */
 export function checkBudget(budgetBytes: unknown, name = 'budgetBytes'): number {
   if (typeof budgetBytes !== 'number' || !Number.isSafeInteger(budgetBytes) || budgetBytes <= 0) {
-    throw new InvalidArgumentError(`${name} must be a positive integer number of bytes, got ${String(budgetBytes)}`);
+    throw new InvalidArgumentError(
+      `${name} must be a positive integer number of bytes, got ${describeValue(budgetBytes)}`,
+    );
   }
   return budgetBytes;
 }

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { describeValue } from './internal/describeValue.js';
 import type { ToolContext } from './ToolContext.js';
 import type { ToolResult } from './ToolResult.js';
 import { InvalidArgumentError } from './TroupeError.js';
@@ -176,7 +177,7 @@ export function defineTool<P extends z.ZodType, R, S = unknown, TC extends objec
 ): Tool<P, R, S, TC> {
   const rawName: unknown = (definition as { name?: unknown } | null | undefined)?.name;
   // String() rather than JSON.stringify alone: a bigint name would make the message itself throw.
-  const where = `defineTool(${typeof rawName === 'string' ? JSON.stringify(rawName) : String(rawName)})`;
+  const where = `defineTool(${describeValue(rawName)})`;
   if (typeof definition !== 'object' || definition === null)
     throw new InvalidArgumentError('defineTool: pass a definition object');
   if (typeof definition.name !== 'string' || !NAME.test(definition.name)) {
@@ -190,7 +191,7 @@ export function defineTool<P extends z.ZodType, R, S = unknown, TC extends objec
   if (typeof definition.execute !== 'function') throw new InvalidArgumentError(`${where}: execute must be a function`);
   const retries = definition.retries ?? DEFAULT_TOOL_RETRIES;
   if (!Number.isSafeInteger(retries) || retries < 0 || retries > 100) {
-    throw new InvalidArgumentError(`${where}: retries must be an integer from 0 to 100, got ${String(retries)}`);
+    throw new InvalidArgumentError(`${where}: retries must be an integer from 0 to 100, got ${describeValue(retries)}`);
   }
   const rawTimeout = definition.timeoutMs === undefined ? DEFAULT_TOOL_TIMEOUT_MS : definition.timeoutMs;
   if (rawTimeout !== null && (typeof rawTimeout !== 'number' || !Number.isFinite(rawTimeout) || rawTimeout < 0)) {

@@ -1,6 +1,7 @@
 import type { CancelToken } from './CancelToken.js';
 import type { Metadata } from './ContextUpdate.js';
 import type { AgentId, ToolCallId } from './Id.js';
+import { describeValue } from './internal/describeValue.js';
 import type { Message, Todo } from './Model.js';
 import type { Answer } from './Request.js';
 import type { Scope } from './Scope.js';
@@ -208,7 +209,7 @@ function cancelFor(call: CallContext): (reason?: CancelReason) => void {
   return (reason: CancelReason = 'user') => {
     if (!CANCEL_REASONS.has(reason)) {
       throw new InvalidArgumentError(
-        `ctx.cancel(reason): reason must be 'user', 'parent', 'deadline' or 'shutdown', got ${String(reason)}`,
+        `ctx.cancel(reason): reason must be 'user', 'parent', 'deadline' or 'shutdown', got ${describeValue(reason)}`,
       );
     }
     if (cancelRun === undefined) {

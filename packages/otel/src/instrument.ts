@@ -1,5 +1,6 @@
 import { type Tracer, trace } from '@opentelemetry/api';
 import { InvalidArgumentError, type Scope } from '@troupe/core';
+import { describeValue } from '@troupe/core/internal';
 import type { Supervisor } from '@troupe/supervisor';
 import { Bridge } from './internal/Bridge.js';
 
@@ -141,7 +142,7 @@ export function instrument(supervisor: Supervisor, options: InstrumentOptions = 
     maxContentLength = options.captureContent.maxLength ?? DEFAULT_MAX_CONTENT;
     if (!Number.isSafeInteger(maxContentLength) || maxContentLength < 1) {
       throw new InvalidArgumentError(
-        `options.captureContent.maxLength must be a positive integer (characters kept per value), got ${String(maxContentLength)}`,
+        `options.captureContent.maxLength must be a positive integer (characters kept per value), got ${describeValue(maxContentLength)}`,
       );
     }
   }

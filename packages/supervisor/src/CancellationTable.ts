@@ -1,5 +1,5 @@
 import { type CancelReason, type Clock, InvalidArgumentError, TroupeError } from '@troupe/core';
-import { CancelSlots, type SlotHandle } from '@troupe/core/internal';
+import { CancelSlots, describeValue, type SlotHandle } from '@troupe/core/internal';
 import { systemClock } from '@troupe/subagent';
 
 /** Options of {@link CancellationTable}. */
@@ -387,7 +387,7 @@ export class CancellationTable {
    */
   expire(now: number = this.#clock.now()): ExpiredEntry[] {
     if (typeof now !== 'number' || !Number.isFinite(now)) {
-      throw new InvalidArgumentError(`expire(now) needs a finite time in epoch ms, got ${String(now)}`);
+      throw new InvalidArgumentError(`expire(now) needs a finite time in epoch ms, got ${describeValue(now)}`);
     }
     const out: ExpiredEntry[] = [];
     this.#sweep((touch) => {

@@ -1,4 +1,5 @@
 import { ClosedError, findNotJson, InvalidArgumentError, TroupeError } from '@troupe/core';
+import { describeValue } from '@troupe/core/internal';
 import {
   DEFAULT_TENANT_KEY,
   type ListOptions,
@@ -43,7 +44,7 @@ function id(value: unknown, what: string): string {
 
 function time(value: unknown, what: string): number {
   if (typeof value !== 'number' || !Number.isFinite(value)) {
-    throw bad(`${what} must be a finite number (milliseconds since the epoch), got ${String(value)}`);
+    throw bad(`${what} must be a finite number (milliseconds since the epoch), got ${describeValue(value)}`);
   }
   return value;
 }
@@ -124,7 +125,9 @@ export const PersistenceRules = Object.freeze({
     }
     id(e.agentName, 'envelope.agentName');
     if (typeof e.status !== 'string' || !CONVERSATION_STATUSES.has(e.status)) {
-      throw bad(`envelope.status must be one of ${[...CONVERSATION_STATUSES].join(', ')}, got ${String(e.status)}`);
+      throw bad(
+        `envelope.status must be one of ${[...CONVERSATION_STATUSES].join(', ')}, got ${describeValue(e.status)}`,
+      );
     }
     object(e.state, 'envelope.state');
     time(e.savedAt, 'envelope.savedAt');
@@ -146,13 +149,13 @@ export const PersistenceRules = Object.freeze({
     if (r.toolCallId !== undefined) id(r.toolCallId, 'run.toolCallId');
     if (r.module !== undefined && typeof r.module !== 'string') throw bad('run.module must be a string');
     if (typeof r.kind !== 'string' || !RUN_KINDS.has(r.kind)) {
-      throw bad(`run.kind must be message, subagent or spawn, got ${String(r.kind)}`);
+      throw bad(`run.kind must be message, subagent or spawn, got ${describeValue(r.kind)}`);
     }
     if (typeof r.status !== 'string' || !RUN_STATUSES.has(r.status)) {
-      throw bad(`run.status must be one of ${[...RUN_STATUSES].join(', ')}, got ${String(r.status)}`);
+      throw bad(`run.status must be one of ${[...RUN_STATUSES].join(', ')}, got ${describeValue(r.status)}`);
     }
     if (!Number.isSafeInteger(r.attempt) || (r.attempt as number) < 1) {
-      throw bad(`run.attempt is a fencing token: an integer ≥ 1, got ${String(r.attempt)}`);
+      throw bad(`run.attempt is a fencing token: an integer ≥ 1, got ${describeValue(r.attempt)}`);
     }
     usage(r.usage, 'run.usage');
     usage(r.totalUsage, 'run.totalUsage');
@@ -165,7 +168,7 @@ export const PersistenceRules = Object.freeze({
     id(k.runId, 'toolCall.runId');
     id(k.toolCallId, 'toolCall.toolCallId');
     if (!Number.isSafeInteger(k.attempt) || (k.attempt as number) < 1) {
-      throw bad(`toolCall.attempt must be an integer ≥ 1, got ${String(k.attempt)}`);
+      throw bad(`toolCall.attempt must be an integer ≥ 1, got ${describeValue(k.attempt)}`);
     }
   },
 
@@ -250,7 +253,7 @@ export const PersistenceRules = Object.freeze({
   page(options: ListOptions | undefined): { limit: number; after: string | undefined } {
     const limit = options?.limit ?? DEFAULT_LIMIT;
     if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_LIMIT) {
-      throw bad(`limit must be an integer from 1 to ${MAX_LIMIT}, got ${String(limit)}`);
+      throw bad(`limit must be an integer from 1 to ${MAX_LIMIT}, got ${describeValue(limit)}`);
     }
     const after = options?.after;
     if (after !== undefined && (typeof after !== 'string' || after.length === 0)) {

@@ -1,4 +1,5 @@
 import { InvalidArgumentError } from '@troupe/core';
+import { describeValue } from '@troupe/core/internal';
 
 /**
  * Restart intensity for parent agents, each on its own: an agent whose
@@ -32,10 +33,14 @@ export const DEFAULT_RESTART_POLICY: RestartPolicy = Object.freeze({ maxRestarts
 export function checkRestartPolicy(policy: Partial<RestartPolicy> | undefined): RestartPolicy {
   const p = { ...DEFAULT_RESTART_POLICY, ...policy };
   if (!Number.isSafeInteger(p.maxRestarts) || p.maxRestarts < 0) {
-    throw new InvalidArgumentError(`restart.maxRestarts must be a non-negative integer, got ${String(p.maxRestarts)}`);
+    throw new InvalidArgumentError(
+      `restart.maxRestarts must be a non-negative integer, got ${describeValue(p.maxRestarts)}`,
+    );
   }
   if (!Number.isFinite(p.periodMs) || p.periodMs <= 0) {
-    throw new InvalidArgumentError(`restart.periodMs must be a positive number of ms, got ${String(p.periodMs)}`);
+    throw new InvalidArgumentError(
+      `restart.periodMs must be a positive number of ms, got ${describeValue(p.periodMs)}`,
+    );
   }
   return Object.freeze(p);
 }

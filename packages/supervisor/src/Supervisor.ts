@@ -24,7 +24,7 @@ import {
   type ScopeDefinition,
   sealScope,
 } from '@troupe/core';
-import { freezeReceived, initialLoopState } from '@troupe/core/internal';
+import { describeValue, freezeReceived, initialLoopState } from '@troupe/core/internal';
 import { loadAgent, loadedAgent, systemClock } from '@troupe/subagent';
 import { EventEmitter } from 'eventemitter3';
 import { z } from 'zod';
@@ -367,16 +367,20 @@ export class Supervisor<S = unknown, I = S> extends EventEmitter<SupervisorEvent
     }
     const mailboxSize = options.mailboxSize ?? 256;
     if (!Number.isSafeInteger(mailboxSize) || mailboxSize < 1) {
-      throw new InvalidArgumentError(`options.mailboxSize must be a positive integer, got ${String(mailboxSize)}`);
+      throw new InvalidArgumentError(
+        `options.mailboxSize must be a positive integer, got ${describeValue(mailboxSize)}`,
+      );
     }
     const budget = options.scopeBudgetBytes ?? options.scope?.budgetBytes ?? DEFAULT_SCOPE_BUDGET_BYTES;
     if (!Number.isSafeInteger(budget) || budget <= 0) {
-      throw new InvalidArgumentError(`options.scopeBudgetBytes must be a positive integer, got ${String(budget)}`);
+      throw new InvalidArgumentError(
+        `options.scopeBudgetBytes must be a positive integer, got ${describeValue(budget)}`,
+      );
     }
     const timeout = options.subagentTimeoutMs;
     if (timeout !== undefined && (!Number.isFinite(timeout) || timeout <= 0)) {
       throw new InvalidArgumentError(
-        `options.subagentTimeoutMs must be a positive number of ms, got ${String(timeout)}`,
+        `options.subagentTimeoutMs must be a positive number of ms, got ${describeValue(timeout)}`,
       );
     }
     const clock = options.clock ?? systemClock;
@@ -414,7 +418,9 @@ export class Supervisor<S = unknown, I = S> extends EventEmitter<SupervisorEvent
     }
     const maxIdle = options.maxIdleAgents ?? 1000;
     if (!Number.isSafeInteger(maxIdle) || maxIdle < 0) {
-      throw new InvalidArgumentError(`options.maxIdleAgents must be a non-negative integer, got ${String(maxIdle)}`);
+      throw new InvalidArgumentError(
+        `options.maxIdleAgents must be a non-negative integer, got ${describeValue(maxIdle)}`,
+      );
     }
     this.#maxIdle = maxIdle;
     this.#restart = checkRestartPolicy(options.restart);
@@ -946,7 +952,9 @@ export class Supervisor<S = unknown, I = S> extends EventEmitter<SupervisorEvent
     if (typeof options.input !== 'string') throw new InvalidArgumentError('spawn: input must be a string');
     const timeoutMs = options.timeoutMs ?? this.#subagentTimeoutMs;
     if (timeoutMs !== undefined && (!Number.isFinite(timeoutMs) || timeoutMs < 0)) {
-      throw new InvalidArgumentError(`spawn: timeoutMs must be a non-negative number of ms, got ${String(timeoutMs)}`);
+      throw new InvalidArgumentError(
+        `spawn: timeoutMs must be a non-negative number of ms, got ${describeValue(timeoutMs)}`,
+      );
     }
     const signal = options.signal;
     if (signal?.aborted) throw new CancelledError('user', 'the spawn was aborted before it started');
@@ -1077,6 +1085,11 @@ export class Supervisor<S = unknown, I = S> extends EventEmitter<SupervisorEvent
    */
   close(options: { readonly timeoutMs?: number } = {}): Promise<void> {
     if (this.#closing !== undefined) return this.#closing;
+    if (typeof options !== 'object' || options === null) {
+      return Promise.reject(
+        new InvalidArgumentError(`close(options): pass { timeoutMs } or nothing, got ${describeValue(options)}`),
+      );
+    }
     const timeoutMs = options.timeoutMs ?? 30_000;
     if (!Number.isFinite(timeoutMs) || timeoutMs < 0) {
       return Promise.reject(

@@ -1,4 +1,5 @@
 import { type CancelReason, type Clock, ClosedError, InvalidArgumentError, type TimerHandle } from '@troupe/core';
+import { describeValue } from '@troupe/core/internal';
 import { systemClock } from '@troupe/subagent';
 import type { CancellationTable } from './CancellationTable.js';
 
@@ -73,11 +74,13 @@ export class Watchdog {
   constructor(options: WatchdogOptions) {
     const { graceMs, intervalMs = 10, kill } = options;
     if (typeof graceMs !== 'number' || !Number.isFinite(graceMs) || graceMs < 0) {
-      throw new InvalidArgumentError(`graceMs must be a finite number of milliseconds ≥ 0, got ${String(graceMs)}`);
+      throw new InvalidArgumentError(
+        `graceMs must be a finite number of milliseconds ≥ 0, got ${describeValue(graceMs)}`,
+      );
     }
     if (typeof intervalMs !== 'number' || !Number.isFinite(intervalMs) || intervalMs <= 0) {
       throw new InvalidArgumentError(
-        `intervalMs must be a finite number of milliseconds > 0, got ${String(intervalMs)}`,
+        `intervalMs must be a finite number of milliseconds > 0, got ${describeValue(intervalMs)}`,
       );
     }
     if (typeof kill !== 'function') throw new InvalidArgumentError('kill must be a function (key, cause) => void');

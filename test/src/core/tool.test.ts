@@ -46,7 +46,7 @@ describe('defineTool: validation', () => {
   });
 
   it('a non-string name is refused with a typed error, even a bigint', () => {
-    assert.match(refusal({ ...base, name: 10n }).message, /^defineTool\(10\): name must match/);
+    assert.match(refusal({ ...base, name: 10n }).message, /^defineTool\(10n\): name must match/);
     assert.match(refusal({ ...base, name: undefined }).message, /^defineTool\(undefined\): name must match/);
   });
 

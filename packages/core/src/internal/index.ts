@@ -78,3 +78,4 @@ export {
 } from '../slotRunCancellation.js';
 export { createTaskTool, type TaskSpawner } from '../TaskTool.js';
 export { type ScrubbedToolExceptionEvent, scrub } from '../ToolEvents.js';
+export { describeValue } from './describeValue.js';

@@ -1,4 +1,5 @@
 import type { Clock, TimerHandle } from '../Clock.js';
+import { describeValue } from '../internal/describeValue.js';
 import { InvalidArgumentError } from '../TroupeError.js';
 
 interface Timer {
@@ -53,7 +54,7 @@ export class ManualClock implements Clock {
   advance(ms: number): void {
     if (!Number.isFinite(ms) || ms < 0) {
       // The clock is monotonic: time never goes back.
-      throw new InvalidArgumentError(`ManualClock.advance: ms must be a finite number >= 0, got ${String(ms)}`);
+      throw new InvalidArgumentError(`ManualClock.advance: ms must be a finite number >= 0, got ${describeValue(ms)}`);
     }
     const target = this.#now + ms;
     for (;;) {

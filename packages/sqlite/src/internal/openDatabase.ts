@@ -1,6 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { InvalidArgumentError, TroupeError } from '@troupe/core';
+import { describeValue } from '@troupe/core/internal';
 import Database from 'better-sqlite3';
 import type { SqlitePersistenceOptions } from '../SqlitePersistence.js';
 import { checkHeader, migrate } from './schema.js';
@@ -34,7 +35,7 @@ export function openDatabase(
   }
   const synchronous = options.synchronous ?? 'NORMAL';
   if (synchronous !== 'NORMAL' && synchronous !== 'FULL') {
-    throw new InvalidArgumentError(`synchronous must be 'NORMAL' or 'FULL', got ${String(synchronous)}`);
+    throw new InvalidArgumentError(`synchronous must be 'NORMAL' or 'FULL', got ${describeValue(synchronous)}`);
   }
   const busy = options.busyTimeoutMs ?? 5000;
   if (!Number.isSafeInteger(busy) || busy < 0) throw new InvalidArgumentError('busyTimeoutMs must be an integer ≥ 0');

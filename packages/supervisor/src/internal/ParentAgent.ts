@@ -7,6 +7,7 @@ import {
   type CancelReason,
   type Clock,
   ClosedError,
+  InvalidArgumentError,
   type LoopState,
   type ModelDelta,
   type Request,
@@ -14,7 +15,7 @@ import {
   TroupeError,
   totalUsage,
 } from '@troupe/core';
-import { abandonPendingTurn } from '@troupe/core/internal';
+import { abandonPendingTurn, describeValue } from '@troupe/core/internal';
 import type { EventEmitter } from 'eventemitter3';
 import type {
   AgentHandle,
@@ -305,7 +306,9 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
     if (this.#status === 'stopped') {
       return new TroupeError(`agent ${this.id} is stopped: start a new agent`, { code: 'ERR_AGENT_STOPPED' });
     }
-    if (typeof message !== 'string') return new TypeError('send(message): message must be a string');
+    if (typeof message !== 'string') {
+      return new InvalidArgumentError(`send(message): message must be a string, got ${describeValue(message)}`);
+    }
     if (this.#status === 'interrupted') {
       return new TroupeError(
         `agent ${this.id} has a message a restart interrupted: call resume() to finish it before sending another`,
