@@ -3,6 +3,9 @@
 // called with values of every kind — including an object without a prototype, whose String()
 // throws, a bigint JSON cannot write, a proxy, a thenable — against real workers.
 import assert from 'node:assert/strict';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { ContextUpdate, defineAgent, defineScope, defineTool, isTroupeError, ToolResult } from '@troupe/core';
 import { openaiModel } from '@troupe/openai';
@@ -62,6 +65,11 @@ const noArgs = z.object({});
 describe('bad input to the public API: typed errors only', () => {
   let supervisor: Supervisor;
   let handle: AgentHandle;
+  // A file name that is valid makes a store: under a directory of the test's own, closed after.
+  const dir = mkdtempSync(join(tmpdir(), 'troupe-bad-input-'));
+  const cwdBefore = readdirSync(process.cwd()).sort();
+  const inDir = (w: unknown): unknown => (typeof w === 'string' && /^[a-z]+$/.test(w) ? join(dir, w) : w);
+  after(() => rmSync(dir, { recursive: true, force: true }));
   before(async () => {
     supervisor = createSupervisor({ pool: { threads: 1 }, persistence: null });
     await supervisor.pool.ready();
@@ -100,7 +108,7 @@ describe('bad input to the public API: typed errors only', () => {
     ['createSupervisor maxIdleAgents', (w) => createSupervisor({ maxIdleAgents: w }).destroy()],
     ['MemoryPersistence', (w) => new MemoryPersistence(w)],
     ['sqlitePersistence', (w) => sqlitePersistence(w)],
-    ['sqlitePersistence file', (w) => sqlitePersistence({ file: w })],
+    ['sqlitePersistence file', (w) => sqlitePersistence({ file: inDir(w) as never }).close()],
     ['openaiModel', (w) => openaiModel(w)],
     ['openaiModel baseURL', (w) => openaiModel({ model: 'm', baseURL: w })],
     ['startAgent agent', (w) => supervisor.startAgent(w, { scope: {} })],
@@ -137,4 +145,8 @@ describe('bad input to the public API: typed errors only', () => {
       assert.deepEqual(await untyped(fn), []);
     });
   }
+
+  it('made no file outside its own directory', () => {
+    assert.deepEqual(readdirSync(process.cwd()).sort(), cwdBefore);
+  });
 });
