@@ -18,8 +18,11 @@ export interface RunningProcess {
   readonly lines: readonly string[];
   /** Everything written to stderr so far. */
   readonly stderr: () => string;
-  /** The first stdout line (past or future) matching `pattern`; rejects if the process exits first. */
-  line(pattern: RegExp): Promise<RegExpExecArray>;
+  /**
+   * The first stdout line (past or future) matching `pattern`, counting only
+   * lines from index `from` on; rejects if the process exits first.
+   */
+  line(pattern: RegExp, from?: number): Promise<RegExpExecArray>;
   /** Resolves when the process has exited and its output is read to the end. */
   readonly exited: Promise<Exit>;
 }
@@ -72,9 +75,9 @@ export function startProcess(script: string, env: Readonly<Record<string, string
     lines,
     stderr: () => stderr,
     exited,
-    line(pattern) {
-      for (const line of lines) {
-        const match = pattern.exec(line);
+    line(pattern, from = 0) {
+      for (let i = from; i < lines.length; i++) {
+        const match = pattern.exec(lines[i] as string);
         if (match) return Promise.resolve(match);
       }
       if (ended) return Promise.reject(new Error(`the process has exited; no line matched ${pattern}`));
