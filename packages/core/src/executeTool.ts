@@ -370,11 +370,15 @@ export async function executeTool(
     }
 
     // A call whose own deadline passed is a timeout, whoever noticed it first
-    // (the executor's timer, the watchdog, or the tool via isCancelled()).
+    // (the executor's timer, the watchdog, or the tool via isCancelled()) — also
+    // when the tool then returned a value: it stopped, or ran on, past its
+    // deadline, and a timeout is terminal whatever it returned. (Which of the
+    // executor's timer and the watchdog's cancel came first is a race; the
+    // outcome must not depend on it.)
     const laneReason = lane.token.reason;
     const timedOut =
       settled.kind === 'timeout' ||
-      (settled.kind !== 'value' && laneReason === 'deadline' && !runToken.isCancelled() && tool.timeoutMs !== null);
+      (laneReason === 'deadline' && !runToken.isCancelled() && tool.timeoutMs !== null);
     if (timedOut) {
       const timeoutMs = tool.timeoutMs ?? 0;
       if (events !== undefined && events.listenerCount('tool.execute.timeout') > 0) {

@@ -9,6 +9,7 @@ import {
   type ApprovalHandler,
   type ApprovalRequest,
   CancelledError,
+  type CancelReason,
   CancelSource,
   ContextUpdate,
   createId,
@@ -515,6 +516,36 @@ describe('executeTool: approval', () => {
 });
 
 describe('executeTool: timeout is terminal', () => {
+  it('a tool that returns a value once its deadline fired elsewhere (the watchdog) is a timeout, not ok', async () => {
+    // The watchdog cancels a lane at its deadline from the supervisor; the worker's own timer
+    // may fire later. Which came first is a race the outcome must not depend on.
+    const h = harness();
+    const source = new CancelSource();
+    const calls: CancelSource[] = [];
+    const cancellation = {
+      token: source,
+      deadline: undefined,
+      openCall: () => {
+        const call = source.child();
+        calls.push(call);
+        return { token: call, cancel: (r: CancelReason) => call.cancel(r), close: () => call.dispose() };
+      },
+      cancel: (r: CancelReason) => source.cancel(r),
+    };
+    const { tool } = scripted(
+      (_a, ctx) =>
+        new Promise((resolve) => ctx.signal.addEventListener('abort', () => resolve('late value'), { once: true })),
+      { timeoutMs: 10_000 },
+    );
+    const running = h.exec(tool, { n: 1 }, { cancellation });
+    await afterWakeups();
+    assert.equal(calls.length, 1);
+    (calls[0] as CancelSource).cancel('deadline'); // the watchdog, before the executor's own timer
+    const result = failed(await running);
+    assert.equal(result.kind, 'timeout');
+    assert.ok(result.error instanceof ToolTimeoutError);
+  });
+
   it('a tool that overruns timeoutMs (retries 1) is invoked once and ends in a ToolTimeoutError', async () => {
     const h = harness();
     const started = deferred();
