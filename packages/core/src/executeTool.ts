@@ -377,8 +377,7 @@ export async function executeTool(
     // outcome must not depend on it.)
     const laneReason = lane.token.reason;
     const timedOut =
-      settled.kind === 'timeout' ||
-      (laneReason === 'deadline' && !runToken.isCancelled() && tool.timeoutMs !== null);
+      settled.kind === 'timeout' || (laneReason === 'deadline' && !runToken.isCancelled() && tool.timeoutMs !== null);
     if (timedOut) {
       const timeoutMs = tool.timeoutMs ?? 0;
       if (events !== undefined && events.listenerCount('tool.execute.timeout') > 0) {
