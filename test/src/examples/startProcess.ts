@@ -39,7 +39,12 @@ export function startProcess(script: string, env: Readonly<Record<string, string
   });
   const lines: string[] = [];
   let stderr = '';
-  const waiting: { pattern: RegExp; resolve: (m: RegExpExecArray) => void; reject: (e: Error) => void }[] = [];
+  const waiting: {
+    pattern: RegExp;
+    from: number;
+    resolve: (m: RegExpExecArray) => void;
+    reject: (e: Error) => void;
+  }[] = [];
   child.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
     stderr += chunk;
   });
@@ -48,7 +53,7 @@ export function startProcess(script: string, env: Readonly<Record<string, string
     lines.push(line);
     for (let i = waiting.length - 1; i >= 0; i--) {
       const w = waiting[i];
-      const match = w?.pattern.exec(line);
+      const match = w !== undefined && lines.length > w.from ? w.pattern.exec(line) : null;
       if (w !== undefined && match) {
         waiting.splice(i, 1);
         w.resolve(match);
@@ -81,7 +86,7 @@ export function startProcess(script: string, env: Readonly<Record<string, string
         if (match) return Promise.resolve(match);
       }
       if (ended) return Promise.reject(new Error(`the process has exited; no line matched ${pattern}`));
-      return new Promise((resolve, reject) => waiting.push({ pattern, resolve, reject }));
+      return new Promise((resolve, reject) => waiting.push({ pattern, from, resolve, reject }));
     },
   };
 }

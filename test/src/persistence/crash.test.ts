@@ -51,22 +51,21 @@ describe('restore after a crash (SIGKILL)', () => {
         CRASH_EFFECTS: effects,
         CRASH_SEED: String(seed * 1000 + round),
       });
+      // The kill lands after a random number of the child's lines (events, not time): a quarter
+      // of the rounds somewhere in its start or its restore, the rest after a random number of
+      // steps of its work (a turn, a tool call starting or ending — mid-turn, mid-tool, between
+      // messages). SIGKILL arrives while the child goes on, so the exact point is the process's.
       const early = random() < 0.25;
-      if (early) {
-        // Somewhere in its start or its restore.
-        await new Promise((resolve) => setTimeout(resolve, random() * 400));
-      } else {
+      let at = early ? Math.floor(random() * 8) : -1;
+      if (!early) {
         await Promise.race([child.line(/^ready$/), child.exited]);
-        // Most rounds let the process finish a message first (whatever the machine's load: a
-        // busy machine would otherwise kill every round before any work), then kill it a
-        // random moment later: mid-turn, mid-tool, between messages.
-        if (random() < 0.7) {
-          const ready = child.lines.indexOf('ready');
-          await Promise.race([child.line(/^saved /, ready + 1), child.exited]);
-        }
-        await new Promise((resolve) => setTimeout(resolve, 5 + random() * 250));
+        at = child.lines.indexOf('ready') + 1 + Math.floor(random() * 150);
       }
+      if (at > 0) await Promise.race([child.line(/^/, at - 1), child.exited]);
       if (!child.lines.includes('ready')) facts.killedBeforeReady++;
+      process.stderr.write(
+        `round ${round} at ${at} lines ${child.lines.length} ready ${child.lines.indexOf('ready')}\n`,
+      );
       child.child.kill('SIGKILL');
       const exit = await child.exited;
       assert.ok(
@@ -133,7 +132,7 @@ describe('restore after a crash (SIGKILL)', () => {
     for (const l of once) seen.set(l, (seen.get(l) ?? 0) + 1);
     const twice = [...seen].filter(([, n]) => n > 1);
     assert.deepEqual(twice, [], `seed ${seed}: side effects that happened more than once`);
-    assert.ok(once.length > 0, `work was done (${once.length} side effects; ${JSON.stringify(facts)})`);
+    assert.ok(once.length > ROUNDS, `work was done (${once.length} side effects; ${JSON.stringify(facts)})`);
     // The kills landed where they should: some mid-message (interrupted, then resumed).
     assert.ok(facts.interrupted > 0 && facts.resumed > 0 && facts.answered > 0, JSON.stringify(facts));
     assert.ok(!statuses.has('failed'), `no resume or answer failed (${[...statuses].join(', ')})`);

@@ -13,6 +13,9 @@
 //   answered <requestId> <status>              an answer to an open request resolved
 //   saved <agentId> <users> <assistants>       a reply resolved; the store holds that many messages of each
 //   ready                                      restored; work starts
+//   step <event>                               a turn, a tool call starting or ending, a subagent
+//                                              spawned or done, a question opened: the test kills
+//                                              the process after a random number of these
 //   final <conversations> <open requests> <interrupted>
 import { isTroupeError } from '@troupe/core';
 import { sqlitePersistence } from '@troupe/sqlite';
@@ -38,6 +41,17 @@ const toolContext = { effects, pauseMs: 3 };
 const store = sqlitePersistence({ file, tenantKey: (s) => (s as { org: string }).org });
 const supervisor = createSupervisor({ agents: [office], persistence: store, pool: { threads: 1, graceMs: 200 } });
 const handles = new Map<string, AgentHandle>();
+// The points the test picks its kill from: one line per step of the work, in order.
+for (const event of [
+  'agent.turn',
+  'tool.execute.start',
+  'tool.execute.stop',
+  'subagent.spawned',
+  'subagent.done',
+  'request.opened',
+] as const) {
+  supervisor.on(event, () => say(`step ${event}`));
+}
 if (process.env.CRASH_DEBUG !== undefined) {
   // What happened, on stderr, for a round that went wrong.
   for (const event of [

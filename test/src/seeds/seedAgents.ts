@@ -1,3 +1,4 @@
+/// <reference lib="es2024.sharedmemory" />
 // Agents that replay the seed documents' own examples (nous ContextUpdate and
 // ToolExecutor, sagents' context channels, toolnexus' ToolContext), loaded by
 // worker threads by module URL. Tool runs are counted across threads in
@@ -391,7 +392,8 @@ const cancelTheTurn = defineTool({
   execute: async (_args, ctx) => {
     // Let the sibling task start its subagent first (it parks on its own cancellation).
     const runs = (ctx.toolContext as { runs?: unknown }).runs as Int32Array;
-    while (Atomics.load(runs, Runs.selfCancel) === 0) await new Promise((resolve) => setImmediate(resolve));
+    const parked = Atomics.waitAsync(runs, Runs.selfCancel, 0);
+    if (parked.async) await parked.value;
     ctx.cancel();
     return 'cancelled the turn';
   },
@@ -404,7 +406,9 @@ const parkUntilCancelled = defineTool({
   parameters: z.object({}),
   timeoutMs: null,
   execute: async (_args, ctx) => {
-    Atomics.add((ctx.toolContext as { runs?: unknown }).runs as Int32Array, Runs.selfCancel, 1);
+    const runs = (ctx.toolContext as { runs?: unknown }).runs as Int32Array;
+    Atomics.add(runs, Runs.selfCancel, 1);
+    Atomics.notify(runs, Runs.selfCancel);
     await new Promise<void>((resolve) => ctx.signal.addEventListener('abort', () => resolve(), { once: true }));
     return 'parked';
   },
