@@ -1,4 +1,4 @@
-import type { CancelToken } from './CancelToken.js';
+import type { CancelToken, RunCancellation } from './CancelToken.js';
 import type { Metadata } from './ContextUpdate.js';
 import type { AgentId, ToolCallId } from './Id.js';
 import { describeValue } from './internal/describeValue.js';
@@ -198,24 +198,25 @@ export interface CallContext {
   readonly timeoutMs: number | undefined;
   readonly answer: Answer | undefined;
   readonly token: CancelToken;
-  /** Cancels the run the call belongs to (`ctx.cancel()`); without it `ctx.cancel()` throws. */
-  readonly cancelRun?: ((reason: CancelReason) => void) | undefined;
+  /** The run the call belongs to, for `ctx.cancel()`; without it `ctx.cancel()` throws. */
+  readonly cancellation?: Pick<RunCancellation, 'cancel'> | undefined;
 }
 
 const CANCEL_REASONS: ReadonlySet<unknown> = new Set(['user', 'parent', 'deadline', 'shutdown']);
 
-function cancelFor(call: CallContext): (reason?: CancelReason) => void {
-  const cancelRun = call.cancelRun;
+function cancelFor(run: Pick<RunCancellation, 'cancel'> | undefined): (reason?: CancelReason) => void {
   return (reason: CancelReason = 'user') => {
     if (!CANCEL_REASONS.has(reason)) {
       throw new InvalidArgumentError(
         `ctx.cancel(reason): reason must be 'user', 'parent', 'deadline' or 'shutdown', got ${describeValue(reason)}`,
       );
     }
-    if (cancelRun === undefined) {
-      throw new InvalidArgumentError('ctx.cancel(): this context belongs to no run (it was built without cancelRun)');
+    if (run === undefined) {
+      throw new InvalidArgumentError(
+        'ctx.cancel(): this context belongs to no run (it was built without a cancellation)',
+      );
     }
-    cancelRun(reason);
+    run.cancel(reason);
   };
 }
 
@@ -245,6 +246,8 @@ const classes = new WeakMap<object, ToolContextClass>();
 function contextClass(toolContext: Readonly<Record<string, unknown>>): ToolContextClass {
   const ToolContextObject = class implements ReservedToolContext<unknown, RunContext['toolContext']> {
     readonly #token: CancelToken;
+    readonly #run: Pick<RunCancellation, 'cancel'> | undefined;
+    #cancel: ((reason?: CancelReason) => void) | undefined;
     declare readonly scope: Scope;
     declare readonly toolContext: Readonly<Record<string, unknown>>;
     declare readonly state: AgentStateView;
@@ -259,7 +262,6 @@ function contextClass(toolContext: Readonly<Record<string, unknown>>): ToolConte
     // Own closures rather than prototype methods, so `const { isCancelled } = ctx` keeps working.
     declare readonly isCancelled: () => boolean;
     declare readonly throwIfCancelled: () => void;
-    declare readonly cancel: (reason?: CancelReason) => void;
 
     constructor(run: RunContext, call: CallContext) {
       const token = call.token;
@@ -277,7 +279,13 @@ function contextClass(toolContext: Readonly<Record<string, unknown>>): ToolConte
       this.answer = call.answer;
       this.isCancelled = () => token.isCancelled();
       this.throwIfCancelled = () => token.throwIfCancelled();
-      this.cancel = cancelFor(call);
+      this.#run = call.cancellation;
+    }
+
+    /** Made on first access (most tools never cancel their run); works detached, like isCancelled. */
+    get cancel(): (reason?: CancelReason) => void {
+      this.#cancel ??= cancelFor(this.#run);
+      return this.#cancel;
     }
 
     /** Read from the token on access: a token creates its AbortController lazily. */
@@ -307,7 +315,7 @@ function contextClass(toolContext: Readonly<Record<string, unknown>>): ToolConte
  * collision.
  *
  * Gotchas: the flat keys are inherited from a per-toolContext prototype and
- * `signal` is a getter there, so they are not own properties —
+ * `signal` and `cancel` are getters there, so they are not own properties —
  * `Object.keys(ctx)`, `{ ...ctx }` and `JSON.stringify(ctx)` show only the
  * reserved keys. Forward `ctx.toolContext`, never a spread of `ctx`. A frozen
  * `toolContext` (the normal case) is read once and cached; an unfrozen one is

@@ -350,7 +350,7 @@ export async function executeTool(
         timeoutMs: deadline === undefined ? undefined : Math.max(0, deadline - now),
         answer: options.answer,
         token: lane.token,
-        cancelRun: options.cancellation.cancel.bind(options.cancellation),
+        cancellation: options.cancellation,
       });
       let returned: unknown;
       let then: ReturnType<typeof thenOf>;
