@@ -5,7 +5,8 @@
 // writes into a payload are never used.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { HostOp } from '@troupe/core/internal';
+import { CAPABILITY_LENGTH, HostOp } from '@troupe/core/internal';
+import { Dispatcher } from '@troupe/supervisor/internal';
 import { echo } from '../fixtures/agents/basic.js';
 import { Board, intruder } from '../fixtures/agents/hostile.js';
 import { changed, type Hostile, hostileSupervisor, newBoard, processFaults } from './hostileSupervisor.js';
@@ -146,6 +147,32 @@ describe('authority: a stale capability (an earlier run on the same thread)', ()
       assert.deepEqual(processFaults.unhandled, []);
     } finally {
       await h.supervisor.destroy();
+    }
+  });
+});
+
+describe('authority: capabilities are unguessable', () => {
+  it('are 24 base64url characters (144 random bits), none repeated across many refills of the random pool', () => {
+    const seen = new Set<string>();
+    // 227 capabilities per refill of the pool: this crosses ~440 refills.
+    const n = 100_000;
+    const counts = new Map<string, number>();
+    for (let i = 0; i < n; i++) {
+      const c = Dispatcher.capability();
+      assert.equal(c.length, CAPABILITY_LENGTH);
+      assert.match(c, /^[A-Za-z0-9_-]{24}$/);
+      seen.add(c);
+      for (const ch of c) counts.set(ch, (counts.get(ch) ?? 0) + 1);
+    }
+    assert.equal(seen.size, n, 'a capability was minted twice');
+    // Every one of the 64 characters turns up, each near 1/64 of 2.4 million draws (±10 %, ~25 standard deviations).
+    assert.equal(counts.size, 64);
+    const expected = (n * CAPABILITY_LENGTH) / 64;
+    for (const [ch, count] of counts) {
+      assert.ok(
+        Math.abs(count - expected) < expected * 0.1,
+        `character ${ch} drawn ${count} times, expected ~${expected}`,
+      );
     }
   });
 });

@@ -290,6 +290,29 @@ describe('Supervisor.spawn: crash containment', () => {
     }
   });
 
+  it('a run that waits for the only thread while it is replaced starts on the new thread with its own slot', async () => {
+    // One thread: when it dies, the next run is posted before piscina has a
+    // thread ready, so piscina queues it and hands it to the balancer later
+    // (the dispatch moment the run learns its thread and slot in).
+    const supervisor = createSupervisor({ pool: { threads: 1 }, persistence: null });
+    try {
+      await supervisor.ready();
+      for (let i = 0; i < 5; i++) {
+        const [crashed, next, after] = await Promise.all([
+          supervisor.spawn(exiter, { input: 'x', scope }),
+          supervisor.spawn(echo, { input: `after crash ${i}`, scope }),
+          supervisor.spawn(echo, { input: `then ${i}`, scope }),
+        ]);
+        assert.equal(crashed.status, 'crashed');
+        assert.equal(next.status === 'done' && next.result, `echo: after crash ${i}`, JSON.stringify(next));
+        assert.equal(after.status === 'done' && after.result, `echo: then ${i}`, JSON.stringify(after));
+      }
+      assert.equal(supervisor.stats().pool.tableSize, 0);
+    } finally {
+      await supervisor.destroy();
+    }
+  });
+
   it('100 crashes in a row leave the pool serving normally', async () => {
     const supervisor = createSupervisor({ pool: { threads: 2 }, persistence: null });
     try {

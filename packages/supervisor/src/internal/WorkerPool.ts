@@ -80,6 +80,8 @@ export class WorkerPool {
   readonly #ready: Promise<void>;
   #markBooted: ((thread: number) => void) | undefined;
   #destroyed = false;
+  /** The ticket of the task inside `piscina.run()` now (see #post). */
+  #posting: DispatchTicket | undefined;
   /** Tasks posted to piscina and not settled: at most one per thread. */
   #inFlight = 0;
   /**
@@ -125,7 +127,12 @@ export class WorkerPool {
           if (w.currentUsage !== 0 || w.terminating || w.destroyed) continue;
           const thread = this.#threads.get(w.id);
           if (thread === undefined || thread.recycled !== undefined || thread.exitCode !== undefined) continue;
-          const ticket = (task as unknown as Record<symbol, unknown>)[kQueueOptions] as DispatchTicket | null;
+          // A task piscina queued carries its ticket; the one being posted now has it in a field (see #post).
+          let ticket = (task as unknown as Record<symbol, unknown>)[kQueueOptions] as DispatchTicket | null;
+          if (ticket === null) {
+            ticket = this.#posting ?? null;
+            this.#posting = undefined;
+          }
           try {
             ticket?.onDispatch(thread);
           } catch {
@@ -274,8 +281,17 @@ export class WorkerPool {
 
   #post(task: unknown[], ticket: DispatchTicket): Promise<unknown> {
     this.#inFlight++;
-    (task as unknown as Record<symbol, unknown>)[Piscina.queueOptionsSymbol] = ticket;
+    // Piscina calls the balancer inside run() when a thread is free (the norm:
+    // this pool posts only then), so the ticket waits in a field for it. When
+    // piscina queues the task instead (a thread is being replaced), it rides on
+    // the task, where the balancer finds it later: a symbol-keyed property on
+    // the array costs a map transition and a property store on every run.
+    this.#posting = ticket;
     const running = this.#piscina.run(task);
+    if (this.#posting !== undefined) {
+      this.#posting = undefined;
+      (task as unknown as Record<symbol, unknown>)[Piscina.queueOptionsSymbol] = ticket;
+    }
     running.then(this.#settled, this.#settled);
     return running;
   }
