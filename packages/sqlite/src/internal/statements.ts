@@ -3,8 +3,10 @@ import type Database from 'better-sqlite3';
 /** The SQL of every statement the store runs. */
 const SQL = {
   touchConversation: 'INSERT OR IGNORE INTO conversations (tenant, conversation_id) VALUES (?, ?)',
-  summarize:
-    'UPDATE conversations SET agent_id = ?, agent_name = ?, status = ?, updated_at = ? WHERE tenant = ? AND conversation_id = ?',
+  summarizeConversation: `INSERT INTO conversations (tenant, conversation_id, agent_id, agent_name, status, updated_at)
+       VALUES (?, ?, ?, ?, ?, ?)
+       ON CONFLICT (tenant, conversation_id) DO UPDATE SET agent_id = excluded.agent_id,
+         agent_name = excluded.agent_name, status = excluded.status, updated_at = excluded.updated_at`,
   putState: `INSERT INTO states (tenant, conversation_id, agent_id, version, json) VALUES (?, ?, ?, ?, ?)
        ON CONFLICT (tenant, conversation_id, agent_id) DO UPDATE SET version = excluded.version, json = excluded.json`,
   getState: 'SELECT json FROM states WHERE tenant = ? AND conversation_id = ? AND agent_id = ?',
