@@ -184,6 +184,8 @@ const NO_EVENTS: readonly never[] = Object.freeze([]);
  *   outcome flows up into its suspended ancestors' states, each resumed
  *   only once it has nothing left open.
  */
+const NO_WAITERS: readonly ((reply: unknown) => void)[] = Object.freeze([]);
+
 export class RunTree {
   readonly table: CancellationTable;
   readonly pool: WorkerPool;
@@ -409,11 +411,14 @@ export class RunTree {
 
   /** Resolves with what the root's owner makes of its tree the next time nothing of it runs. */
   whenQuiet(root: RunNode): Promise<unknown> {
-    return new Promise((resolve) => {
-      root.quiet ??= [];
-      root.quiet.push(resolve);
-      if (root.active === 0) this.#quiet(root);
-    });
+    return new Promise((resolve) => this.onQuiet(root, resolve));
+  }
+
+  /** Calls `callback` with what the root's owner makes of its tree the next time nothing of it runs. */
+  onQuiet(root: RunNode, callback: (reply: unknown) => void): void {
+    if (root.quiet === undefined) root.quiet = [callback];
+    else root.quiet.push(callback);
+    if (root.active === 0) this.#quiet(root);
   }
 
   /** Subscribe to the model deltas of a root's whole tree; returns the unsubscribe. */
@@ -551,7 +556,8 @@ export class RunTree {
     this.#ownEnded(node, endOfLoop(outcome), outcome.state.usage, outcome.state);
   }
 
-  async #runWorker(
+  // Not async: one `then` on the dispatch, no async frame per run.
+  #runWorker(
     node: RunNode,
     input: {
       readonly input?: string;
@@ -564,7 +570,7 @@ export class RunTree {
         readonly started?: readonly string[] | undefined;
       };
     },
-  ): Promise<void> {
+  ): void {
     this.#workerRuns++;
     node.received = 0;
     node.expect = undefined;
@@ -574,7 +580,11 @@ export class RunTree {
       (this.#observed() ? HostFeature.telemetry : 0) |
       (this.#streamed(node) ? HostFeature.stream : 0) |
       (this.#checkpointsFor(node) !== undefined ? HostFeature.durable : 0);
-    const we = await this.#dispatcher.run(node, input, features);
+    this.#dispatcher.run(node, input, features).then((we) => this.#workerAnswered(node, we));
+  }
+
+  // The worker answered (or its thread died): wait for the events it says it posted, then end its work.
+  #workerAnswered(node: RunNode, we: WorkerEnd): void {
     this.#workerRuns--;
     this.#completed++;
     const thread = node.thread;
@@ -586,18 +596,27 @@ export class RunTree {
       thread.exitCode === undefined &&
       thread.recycled === undefined
     ) {
-      await new Promise<void>((resolve) => {
-        node.expect = { sent: we.sent, resolve };
-        const timer = this.#clock.setTimeout(() => {
-          // A worker that claims more than it sent gets the grace period, not more.
-          if (node.expect !== undefined) {
-            node.expect = undefined;
-            resolve();
-          }
-        }, this.#o.graceMs);
-        node.expectTimer = timer;
-      });
+      node.expect = {
+        sent: we.sent,
+        // A microtask later, as a promise's resolution was: the caller (the last batch's
+        // handler, a holding message) finishes what it does with the run first.
+        resolve: () => queueMicrotask(() => this.#workerEnded(node, we)),
+      };
+      // A worker that claims more than it sent gets the grace period, not more.
+      node.expectTimer = this.#clock.setTimeout(() => {
+        const expect = node.expect;
+        if (expect !== undefined) {
+          node.expect = undefined;
+          expect.resolve();
+        }
+      }, this.#o.graceMs);
+      return;
     }
+    this.#workerEnded(node, we);
+  }
+
+  #workerEnded(node: RunNode, we: WorkerEnd): void {
+    const thread = node.thread;
     // Its last events came with the result: after the batches it posted, before its outcome.
     if (we.tail !== undefined && thread?.recycled === undefined) this.#workerTail(node, we.tail);
     const held = node.held;
@@ -872,7 +891,9 @@ export class RunTree {
   #quiet(root: RunNode): void {
     // Its own work is over but not its subtree's: it is quiet only once it has ended.
     if (root.phase === 'draining') return;
-    const waiters = root.quiet === undefined ? [] : root.quiet.splice(0);
+    // Taken whole: a waiter that waits again gets the next quiet.
+    const waiters = root.quiet ?? NO_WAITERS;
+    root.quiet = undefined;
     if (root.phase === 'ended') {
       if (root.reported && waiters.length === 0) return;
       root.reported = true;

@@ -941,38 +941,68 @@ export class Supervisor<S = unknown, I = S> extends EventEmitter<SupervisorEvent
     options: SpawnOptions<DeepReadonly<unknown extends S ? SA : I>, TC> &
       (Partial<TC> extends TC ? unknown : { readonly toolContext: TC }),
   ): Promise<SubagentOutcome>;
-  async spawn(agent: Agent, options: SpawnOptions): Promise<SubagentOutcome> {
-    this.#assertOpen();
-    if (!isAgent(agent))
-      throw new InvalidArgumentError('spawn(agent): pass an agent made with defineAgent', {
-        code: 'ERR_UNKNOWN_AGENT',
-      });
-    if (typeof options !== 'object' || options === null)
-      throw new InvalidArgumentError('spawn: pass { input, scope, ... }');
-    if (typeof options.input !== 'string') throw new InvalidArgumentError('spawn: input must be a string');
-    const timeoutMs = options.timeoutMs ?? this.#subagentTimeoutMs;
-    if (timeoutMs !== undefined && (!Number.isFinite(timeoutMs) || timeoutMs < 0)) {
-      throw new InvalidArgumentError(
-        `spawn: timeoutMs must be a non-negative number of ms, got ${describeValue(timeoutMs)}`,
-      );
+  // Not an async function: a spawn of a loaded agent (the norm) starts its run
+  // synchronously and its promise is settled by the run tree directly, with no
+  // async frame and no await hop on every run's way back. Every throw before
+  // the run starts is a rejection, as from an async function.
+  spawn(agent: Agent, options: SpawnOptions): Promise<SubagentOutcome> {
+    try {
+      this.#assertOpen();
+      if (!isAgent(agent))
+        throw new InvalidArgumentError('spawn(agent): pass an agent made with defineAgent', {
+          code: 'ERR_UNKNOWN_AGENT',
+        });
+      if (typeof options !== 'object' || options === null)
+        throw new InvalidArgumentError('spawn: pass { input, scope, ... }');
+      if (typeof options.input !== 'string') throw new InvalidArgumentError('spawn: input must be a string');
+      const timeoutMs = options.timeoutMs ?? this.#subagentTimeoutMs;
+      if (timeoutMs !== undefined && (!Number.isFinite(timeoutMs) || timeoutMs < 0)) {
+        throw new InvalidArgumentError(
+          `spawn: timeoutMs must be a non-negative number of ms, got ${describeValue(timeoutMs)}`,
+        );
+      }
+      if (options.signal?.aborted) throw new CancelledError('user', 'the spawn was aborted before it started');
+      const scope = this.#sealScope(options.scope);
+      const toolContext = this.#toolContext(options.toolContext);
+      const metadata = options.metadata;
+      if (metadata !== undefined && !Object.isFrozen(metadata)) assertCloneable(metadata, 'metadata');
+      // Loaded already (the common case): no await on the way to the dispatch.
+      const loaded = agent.module === undefined ? undefined : loadedAgent(agent.module, agent.name);
+      if (loaded === undefined) return this.#spawnLoading(agent, options, scope, toolContext, timeoutMs);
+      return this.#spawnStart(loaded, options, scope, toolContext, timeoutMs);
+    } catch (error) {
+      return Promise.reject(error);
     }
-    const signal = options.signal;
-    if (signal?.aborted) throw new CancelledError('user', 'the spawn was aborted before it started');
-    const scope = this.#sealScope(options.scope);
-    const toolContext = this.#toolContext(options.toolContext);
-    const metadata = options.metadata;
-    if (metadata !== undefined && !Object.isFrozen(metadata)) assertCloneable(metadata, 'metadata');
-    // Loaded already (the common case): no await on the way to the dispatch.
-    const loaded = agent.module === undefined ? undefined : loadedAgent(agent.module, agent.name);
-    const def = loaded ?? (await this.#definition(agent));
-    if (loaded === undefined) this.#assertOpen();
+  }
+
+  async #spawnLoading(
+    agent: Agent,
+    options: SpawnOptions,
+    scope: Scope,
+    toolContext: Readonly<Record<string, unknown>>,
+    timeoutMs: number | undefined,
+  ): Promise<SubagentOutcome> {
+    const def = await this.#definition(agent);
+    this.#assertOpen();
+    return this.#spawnStart(def, options, scope, toolContext, timeoutMs);
+  }
+
+  // Throws for a full queue (a rejection: both callers turn throws into one).
+  #spawnStart(
+    def: Agent,
+    options: SpawnOptions,
+    scope: Scope,
+    toolContext: Readonly<Record<string, unknown>>,
+    timeoutMs: number | undefined,
+  ): Promise<SubagentOutcome> {
     if (!this.#tree.canQueue()) {
       throw new BackpressureError(
         `the subagent queue is full (${this.#maxQueue} runs waiting for a thread): retry later or raise pool.maxQueue`,
         this.#maxQueue,
       );
     }
-    const root = this.#tree.startRoot({
+    const tree = this.#tree;
+    const root = tree.startRoot({
       kind: 'spawn',
       agent: def,
       agentId: createId('agent'),
@@ -980,25 +1010,29 @@ export class Supervisor<S = unknown, I = S> extends EventEmitter<SupervisorEvent
       toolContext,
       owner: SPAWN_OWNER,
       input: options.input,
-      metadata,
+      metadata: options.metadata,
       timeoutMs,
     });
+    const signal = options.signal;
     if (signal === undefined) {
-      const outcome = await this.#tree.whenQuiet(root);
-      if (outcome instanceof Error) throw outcome;
-      return outcome as SubagentOutcome;
+      return new Promise((resolve, reject) => {
+        tree.onQuiet(root, (outcome) => {
+          if (outcome instanceof Error) reject(outcome);
+          else resolve(outcome as SubagentOutcome);
+        });
+      });
     }
     const onAbort = (): void => {
-      this.#tree.cancel(root, 'user');
+      tree.cancel(root, 'user');
     };
     signal.addEventListener('abort', onAbort, { once: true });
-    try {
-      const outcome = await this.#tree.whenQuiet(root);
-      if (outcome instanceof Error) throw outcome;
-      return outcome as SubagentOutcome;
-    } finally {
-      signal.removeEventListener('abort', onAbort);
-    }
+    return new Promise((resolve, reject) => {
+      tree.onQuiet(root, (outcome) => {
+        signal.removeEventListener('abort', onAbort);
+        if (outcome instanceof Error) reject(outcome);
+        else resolve(outcome as SubagentOutcome);
+      });
+    });
   }
 
   // The agent as its own module exports it (a worker loads it by module URL).

@@ -96,23 +96,27 @@ const NO_UPDATES: readonly never[] = Object.freeze([]);
 
 /**
  * Capabilities: 18 bytes from the OS CSPRNG (144 bits) as 24 base64url
- * characters. The bytes are drawn 4 KiB at a time (one `randomFillSync` per
- * 227 runs) and each capability is one slice of the pool: a per-character
- * alphabet lookup (nanoid's customAlphabet) builds 24 strings per run.
+ * characters. The bytes are drawn for 227 capabilities at a time and
+ * encoded at once (18 bytes are 24 characters exactly, so the encoding of
+ * the pool is the encodings of its 18-byte groups end to end); each
+ * capability is a slice of that string (V8 makes a slice of 13 characters or
+ * more without copying). A per-character alphabet lookup (nanoid's
+ * customAlphabet) built 24 strings per run; an encoding per run is a native
+ * call per run.
  */
-const CAPABILITY_BYTES = (CAPABILITY_LENGTH * 3) / 4;
-const CAPABILITY_POOL = CAPABILITY_BYTES * 227;
-const capabilityPool = Buffer.allocUnsafe(CAPABILITY_POOL);
-let capabilityOffset = CAPABILITY_POOL;
+const CAPABILITIES_PER_DRAW = 227;
+const capabilityBytes = Buffer.allocUnsafe((CAPABILITY_LENGTH * 3 * CAPABILITIES_PER_DRAW) / 4);
+let capabilityDraw = '';
+let capabilityNext = CAPABILITIES_PER_DRAW;
 
 function mintCapability(): string {
-  if (capabilityOffset === CAPABILITY_POOL) {
-    randomFillSync(capabilityPool);
-    capabilityOffset = 0;
+  if (capabilityNext === CAPABILITIES_PER_DRAW) {
+    randomFillSync(capabilityBytes);
+    capabilityDraw = capabilityBytes.toString('base64url');
+    capabilityNext = 0;
   }
-  const start = capabilityOffset;
-  capabilityOffset += CAPABILITY_BYTES;
-  return capabilityPool.toString('base64url', start, capabilityOffset);
+  const start = capabilityNext++ * CAPABILITY_LENGTH;
+  return capabilityDraw.slice(start, start + CAPABILITY_LENGTH);
 }
 
 /** Where a task tuple carries its scope (see `SubagentTaskWire`). */
