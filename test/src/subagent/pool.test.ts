@@ -17,6 +17,7 @@ import { afterWakeups } from '../fixtures/afterWakeups.js';
 import { brokenModel, contextProbe, echo, looper, scopeIdentity, sloppy } from '../fixtures/agents/basic.js';
 import { politeTimeout, poller, spinner, stubborn, waiter } from '../fixtures/agents/cancellable.js';
 import { exiter, hog, thrower } from '../fixtures/agents/crashy.js';
+import { newGate, parker, release } from '../fixtures/agents/lifecycle.js';
 
 const basic = new URL('../fixtures/agents/basic.js', import.meta.url).href;
 const scope = Object.freeze({ userId: 'u1', orgId: 'o1', role: 'admin' });
@@ -308,6 +309,48 @@ describe('Supervisor.spawn: crash containment', () => {
         assert.equal(after.status === 'done' && after.result, `echo: then ${i}`, JSON.stringify(after));
       }
       assert.equal(supervisor.stats().pool.tableSize, 0);
+    } finally {
+      await supervisor.destroy();
+    }
+  });
+
+  it('never dispatches to a busy thread, before and after the other thread is replaced', async () => {
+    // The balancer reads each thread's state through piscina's per-thread
+    // interface, which the pool keeps (one object per thread): what it reads
+    // must be live, or a run would be sent to the thread a parked run holds.
+    const supervisor = createSupervisor({ pool: { threads: 2 }, persistence: null });
+    try {
+      await supervisor.ready();
+      const threads = new Map<string, number | undefined>();
+      supervisor.on('subagent.done', (e) => threads.set(e.agentId, e.threadId));
+      const gate = newGate();
+      const started = new Promise<void>((resolve) => {
+        supervisor.once('tool.execute.start', () => resolve());
+      });
+      const parked = supervisor.spawn(parker, { input: 'park', scope, toolContext: { gate } });
+      await started;
+      const ids: string[] = [];
+      const crashedAt = 10;
+      for (let i = 0; i < 20; i++) {
+        if (i === crashedAt) {
+          // The free thread dies and is replaced: the runs after it go to the new thread.
+          assert.equal((await supervisor.spawn(exiter, { input: 'x', scope })).status, 'crashed');
+        }
+        const o = await supervisor.spawn(echo, { input: `run ${i}`, scope });
+        assert.equal(o.status, 'done', JSON.stringify(o));
+        ids.push(o.agentId);
+      }
+      release(gate);
+      const p = await parked;
+      assert.equal(p.status, 'done', JSON.stringify(p));
+      const parkedOn = threads.get(p.agentId);
+      assert.notEqual(parkedOn, undefined);
+      const used = ids.map((id) => threads.get(id));
+      assert.ok(!used.includes(parkedOn), `a run went to the parked run's thread ${parkedOn}: ${used.join(', ')}`);
+      // Two threads served the echoes: the first one, and its replacement after the crash.
+      assert.equal(new Set(used.slice(0, crashedAt)).size, 1);
+      assert.equal(new Set(used.slice(crashedAt)).size, 1);
+      assert.notEqual(used[0], used[crashedAt]);
     } finally {
       await supervisor.destroy();
     }

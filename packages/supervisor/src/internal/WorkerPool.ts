@@ -65,6 +65,31 @@ export interface WorkerPoolOptions {
 }
 
 /**
+ * Piscina hands its balancer an "interface" per ready thread, made afresh by
+ * a getter on every `run()` (and every time a thread frees up): an object
+ * literal with six accessors, which V8 builds through its runtime, ~1.4 µs
+ * per thread on Node 20 — on every dispatch, times the threads (a 12-thread
+ * pool paid ~16 µs per task). Its accessors read the thread's live state, so
+ * one object per thread serves as well: the first one piscina makes (the one
+ * its `workerCreate` event carries) is kept as that thread's own `interface`
+ * property. Only this pool's threads are touched; when piscina's shape is
+ * not the one expected (another version), nothing is changed.
+ */
+function keepInterface(handle: object): void {
+  const key = Object.getOwnPropertySymbols(handle).find((s) => s.description === 'Piscina.kWorkerData');
+  if (key === undefined) return;
+  const info = (handle as Record<symbol, unknown>)[key];
+  if (typeof info !== 'object' || info === null) return;
+  let proto: object | null = Object.getPrototypeOf(info);
+  let getter: PropertyDescriptor | undefined;
+  for (; proto !== null && getter === undefined; proto = Object.getPrototypeOf(proto)) {
+    getter = Object.getOwnPropertyDescriptor(proto, 'interface');
+  }
+  if (getter?.get === undefined || Object.hasOwn(info, 'interface')) return;
+  Object.defineProperty(info, 'interface', { value: handle, configurable: true });
+}
+
+/**
  * Transport only: a warm piscina pool running the subagent worker entry,
  * one task per thread at a time. It knows threads — which one each task was
  * dispatched to (piscina's balancer tells it), their host channels (bound
@@ -151,6 +176,7 @@ export class WorkerPool {
   // Learn a new thread from piscina: its Worker object is its identity from now on.
   #hook(id: number, handle: object): void {
     if (this.#threads.has(id)) return;
+    keepInterface(handle);
     const worker = this.#piscina.threads.find((t) => t.threadId === id);
     if (worker === undefined) return;
     let exited: (code: number) => void = () => {};
