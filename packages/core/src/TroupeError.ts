@@ -166,6 +166,13 @@ export type CancelReason = 'user' | 'parent' | 'deadline' | 'shutdown';
  * Tools meet it through `ctx.throwIfCancelled()` and `ctx.signal`: let it
  * propagate rather than catch it.
  *
+ * It carries no stack frames (`stack` is its name and message): a cancel is
+ * control flow, its reason says why, and the frames would only name
+ * Troupe's executor. A cancelled tree makes one per cancelled call and run,
+ * on threads that wake all at once; capturing and then formatting a stack
+ * for each (its `stack` is read when it crosses a thread) was most of what
+ * a worker did to end a cancelled run.
+ *
  * @example
  * ```ts
  * const err = new CancelledError('deadline')
@@ -177,7 +184,13 @@ export class CancelledError extends TroupeError {
   override readonly name: string = 'CancelledError';
   readonly reason: CancelReason;
   constructor(reason: CancelReason, message?: string, options: TroupeErrorOptions = {}) {
-    super(message ?? `cancelled (${reason})`, { ...options, code: 'ERR_CANCELLED' });
+    const limit = Error.stackTraceLimit;
+    Error.stackTraceLimit = 0;
+    try {
+      super(message ?? `cancelled (${reason})`, { ...options, code: 'ERR_CANCELLED' });
+    } finally {
+      Error.stackTraceLimit = limit;
+    }
     this.reason = reason;
   }
   override toData(): Record<string, unknown> {
