@@ -1,5 +1,5 @@
 import type { ModelDelta } from './Model.js';
-import { isCapability } from './Protocol.js';
+import { isCapability, TELEMETRY_EVENT_COUNT, TELEMETRY_SHIFT } from './Protocol.js';
 import { Request } from './Request.js';
 
 /**
@@ -120,6 +120,18 @@ export const TELEMETRY_EVENTS: ReadonlySet<string> = new Set([
   'model.stop',
   'model.error',
 ]);
+
+const TELEMETRY_BITS: ReadonlyMap<string, number> = new Map(
+  [...TELEMETRY_EVENTS].map((name, i) => [name, 1 << (TELEMETRY_SHIFT + i)]),
+);
+if (TELEMETRY_BITS.size !== TELEMETRY_EVENT_COUNT)
+  throw new Error('TELEMETRY_EVENT_COUNT does not match TELEMETRY_EVENTS');
+
+/** The `host` bit of one telemetry event (see {@link TELEMETRY_SHIFT}; 0 for a name that is not one). */
+export function telemetryBit(name: string): number {
+  return TELEMETRY_BITS.get(name) ?? 0;
+}
+export const MAX_HOST_BITS = 2 ** (TELEMETRY_SHIFT + TELEMETRY_EVENTS.size) - 1;
 
 /** One event of a {@link HostOp.events} batch. */
 export type HostEvent =

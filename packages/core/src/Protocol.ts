@@ -47,6 +47,19 @@ export const HostFeature = Object.freeze({ approval: 1, spawn: 2, telemetry: 4, 
 export const TaskFlag = Object.freeze({ serializedScope: 8 });
 
 /**
+ * Where a task's {@link SubagentTask.host} says which telemetry events
+ * somebody listens to: bit `TELEMETRY_SHIFT + i` for the `i`th of the host
+ * protocol's `TELEMETRY_EVENTS` (see `telemetryBit`). A worker forwards
+ * those and no others: an event nobody listens to is neither built, encoded
+ * nor posted.
+ */
+export const TELEMETRY_SHIFT = 6;
+/** How many telemetry events a task's `host` has a bit for. */
+export const TELEMETRY_EVENT_COUNT = 11;
+/** The largest `host` a task may carry: feature, flag and telemetry bits. */
+export const MAX_HOST_BITS = 2 ** (TELEMETRY_SHIFT + TELEMETRY_EVENT_COUNT) - 1;
+
+/**
  * Resume a suspended run: its state; the answer to one of its own questions
  * (absent when the supervisor resolved every open call of the state itself,
  * e.g. a child's result); the calls the supervisor approved; and whether the
@@ -285,7 +298,9 @@ export function decodeSubagentTask(
   if (!isNonEmptyString(agentId)) return { error: 'agentId must be a string' };
   if (!isIndex(slot)) return { error: 'slot must be a non-negative integer' };
   if (!isIndex(generation) || generation === 0) return { error: 'generation must be a positive integer' };
-  if (!isIndex(host) || host > 63) return { error: 'host must be HostFeature and TaskFlag bits' };
+  if (!isIndex(host) || host > MAX_HOST_BITS) {
+    return { error: 'host must be HostFeature, TaskFlag and telemetry bits' };
+  }
   if ((host & TaskFlag.serializedScope) !== 0 && !(scope instanceof Uint8Array)) {
     return { error: 'a serialized scope must be a Uint8Array' };
   }

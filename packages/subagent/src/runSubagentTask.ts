@@ -29,6 +29,7 @@ import {
   slotRunCancellation,
   TaskFlag,
   type TaskSpawner,
+  telemetryBit,
 } from '@troupe/core/internal';
 import { HostLink } from './internal/HostLink.js';
 import { loadAgent, loadedAgent } from './loadAgent.js';
@@ -82,10 +83,14 @@ function cancelSlots(task: SubagentTask): CancelSlots {
   return attached;
 }
 
-/** Telemetry forwarded over the host channel; only built when the supervisor has listeners. */
-function telemetrySink(host: HostLink): LoopEventSink {
+/**
+ * Telemetry forwarded over the host channel; only built when the supervisor
+ * has listeners, and only for the events it says it listens to (`bits`: the
+ * task's host bits, see TELEMETRY_SHIFT).
+ */
+function telemetrySink(host: HostLink, bits: number): LoopEventSink {
   return {
-    listenerCount: () => 1,
+    listenerCount: (event) => ((bits & telemetryBit(event)) !== 0 ? 1 : 0),
     emit<K extends keyof LoopEvents>(event: K, ...args: LoopEvents[K]): boolean {
       const payload = { ...(args[0] as unknown as Record<string, unknown>) };
       if (event === 'tool.execute.exception') payload.reason = encodeError(payload.reason);
@@ -291,7 +296,7 @@ async function runTask(raw: unknown): Promise<SubagentResult> {
       cancellation,
       approval,
       spawner,
-      events: (task.host & HostFeature.telemetry) !== 0 ? telemetrySink(host) : undefined,
+      events: (task.host & HostFeature.telemetry) !== 0 ? telemetrySink(host, task.host) : undefined,
       onQuestion: (toolCallId, request) => host.event(['q', toolCallId, request]),
       onDelta: (task.host & HostFeature.stream) !== 0 ? (delta) => host.delta(delta) : undefined,
       abandoned: abandon,

@@ -43,6 +43,7 @@ import {
   subagentId,
   TELEMETRY_EVENTS,
   type TurnCheckpoints,
+  telemetryBit,
 } from '@troupe/core/internal';
 import { loadAgent, loadedAgent } from '@troupe/subagent';
 import type { EventEmitter } from 'eventemitter3';
@@ -577,7 +578,7 @@ export class RunTree {
     const features =
       BASE_FEATURES |
       (node.agent.subagents.length > 0 ? HostFeature.spawn : 0) |
-      (this.#observed() ? HostFeature.telemetry : 0) |
+      this.#telemetryBits() |
       (this.#streamed(node) ? HostFeature.stream : 0) |
       (this.#checkpointsFor(node) !== undefined ? HostFeature.durable : 0);
     this.#dispatcher.run(node, input, features).then((we) => this.#workerAnswered(node, we));
@@ -596,20 +597,18 @@ export class RunTree {
       thread.exitCode === undefined &&
       thread.recycled === undefined
     ) {
-      node.expect = {
-        sent: we.sent,
-        // A microtask later, as a promise's resolution was: the caller (the last batch's
-        // handler, a holding message) finishes what it does with the run first.
-        resolve: () => queueMicrotask(() => this.#workerEnded(node, we)),
-      };
-      // A worker that claims more than it sent gets the grace period, not more.
-      node.expectTimer = this.#clock.setTimeout(() => {
-        const expect = node.expect;
-        if (expect !== undefined) {
-          node.expect = undefined;
-          expect.resolve();
-        }
-      }, this.#o.graceMs);
+      // A promise, not a callback: its reaction runs in this run's async context (the one
+      // the dispatch came from, which a host's tracing follows), not the message handler's.
+      new Promise<void>((resolve) => {
+        node.expect = { sent: we.sent, resolve };
+        // A worker that claims more than it sent gets the grace period, not more.
+        node.expectTimer = this.#clock.setTimeout(() => {
+          if (node.expect !== undefined) {
+            node.expect = undefined;
+            resolve();
+          }
+        }, this.#o.graceMs);
+      }).then(() => this.#workerEnded(node, we));
       return;
     }
     this.#workerEnded(node, we);
@@ -1533,6 +1532,27 @@ export class RunTree {
   }
   #observedVersion = -2;
   #observedCache = false;
+
+  // What a worker run is told to forward: the telemetry feature and a bit per
+  // event somebody listens to (a tool's start too when its stop or timeout
+  // is listened to: the supervisor reports a killed call from it).
+  #telemetryBits(): number {
+    if (!this.#observed()) return 0;
+    const version = this.#o.listenersVersion?.() ?? -1;
+    if (version !== -1 && version === this.#bitsVersion) return this.#bitsCache;
+    let bits = HostFeature.telemetry;
+    for (const name of TELEMETRY_EVENTS) {
+      if (this.#events.listenerCount(name as keyof SupervisorEvents) > 0) bits |= telemetryBit(name);
+    }
+    if (this.#events.listenerCount('tool.execute.stop') > 0 || this.#events.listenerCount('tool.execute.timeout') > 0) {
+      bits |= telemetryBit('tool.execute.start');
+    }
+    this.#bitsVersion = version;
+    this.#bitsCache = bits;
+    return bits;
+  }
+  #bitsVersion = -2;
+  #bitsCache = 0;
 
   // Whether anyone listens to `name`: per-run checks read a cache the listener version invalidates.
   #has(name: keyof SupervisorEvents): boolean {

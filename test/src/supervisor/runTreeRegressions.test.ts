@@ -1,11 +1,13 @@
 // Regressions: run-tree bugs the property test found (runTree.property.test.ts), one test each,
 // with what was wrong and where it was fixed in the comment above it.
 import assert from 'node:assert/strict';
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { describe, it, type TestContext } from 'node:test';
 import { isTroupeError } from '@troupe/core';
 import { ManualClock } from '@troupe/core/testing';
 import { type AgentReply, createSupervisor, type Supervisor, type SupervisorOptions } from '@troupe/supervisor';
 import { echo } from '../fixtures/agents/basic.js';
+import { lateEvents, telemetryProbe } from '../fixtures/agents/lateEvents.js';
 import { type Plan, tree0 } from '../fixtures/agents/tree.js';
 import { EventLog } from './EventLog.js';
 
@@ -257,5 +259,71 @@ describe('the run tree: regressions found by the property test', () => {
       const reply = await parent.send(`message ${i}`);
       assert.equal(reply.status, 'done', `message ${i}`);
     }
+  });
+});
+
+describe('the run tree: a run whose events arrive after its result', () => {
+  it("waits for them, then ends the run in the async context it was started from (not the late message's)", async () => {
+    const supervisor = createSupervisor({ pool: { threads: 1 }, persistence: null });
+    try {
+      const context = new AsyncLocalStorage<string>();
+      const order: string[] = [];
+      let storeAtDone: string | undefined;
+      supervisor.on('tool.execute.start', (e) => order.push(`start ${e.toolName}`));
+      supervisor.on('subagent.done', () => {
+        order.push('subagent.done');
+        storeAtDone = context.getStore();
+      });
+      const outcome = await context.run('the caller', () =>
+        supervisor.spawn(lateEvents, { input: 'go', scope: { userId: 'u' } }),
+      );
+      assert.equal(outcome.status, 'done', JSON.stringify(outcome));
+      assert.deepEqual(
+        order,
+        ['start arm', 'start call', 'subagent.done'],
+        'the late batch is handled before the outcome',
+      );
+      assert.equal(storeAtDone, 'the caller', "the outcome is handled in the spawn's async context");
+    } finally {
+      await supervisor.destroy();
+    }
+  });
+});
+
+describe('the run tree: a worker posts only the telemetry somebody listens to', () => {
+  const posted = async (listen: (s: Supervisor) => void): Promise<string[]> => {
+    const supervisor = createSupervisor({ pool: { threads: 1 }, persistence: null });
+    try {
+      listen(supervisor);
+      const outcome = await supervisor.spawn(telemetryProbe, { input: 'go', scope: { userId: 'u' } });
+      assert.equal(outcome.status, 'done', JSON.stringify(outcome));
+      return JSON.parse(outcome.status === 'done' ? outcome.result : '[]') as string[];
+    } finally {
+      await supervisor.destroy();
+    }
+  };
+
+  it('tool starts are posted for a tool.execute.start listener, and model events are not', async () => {
+    const names = await posted((s) => s.on('tool.execute.start', () => {}));
+    assert.ok(names.includes('tool.execute.start'), names.join(', '));
+    assert.deepEqual(
+      names.filter((n) => n !== 'tool.execute.start'),
+      [],
+    );
+  });
+
+  it('nothing of tools is posted for a model.stop listener', async () => {
+    const names = await posted((s) => s.on('model.stop', () => {}));
+    // (A tool's start goes at once when it is forwarded; model events of a model that answers at once ride with the result.)
+    assert.deepEqual(
+      names.filter((n) => n.startsWith('tool.')),
+      [],
+    );
+  });
+
+  it('a tool.execute.stop listener gets the starts too (a killed call is reported from its start)', async () => {
+    const names = await posted((s) => s.on('tool.execute.stop', () => {}));
+    assert.ok(names.includes('tool.execute.start'), names.join(', '));
+    assert.ok(!names.some((n) => n.startsWith('model.')), names.join(', '));
   });
 });

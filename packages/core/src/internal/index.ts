@@ -45,6 +45,7 @@ export {
   parseHostEvents,
   parseHostReply,
   TELEMETRY_EVENTS,
+  telemetryBit,
 } from '../HostProtocol.js';
 export { subagentId } from '../Id.js';
 export {
@@ -68,6 +69,7 @@ export {
   type SubagentTaskWire,
   TaskFlag,
   TaskSlot,
+  TELEMETRY_SHIFT,
   WORKER_READY,
 } from '../Protocol.js';
 export { freezeReceived, serializedBytes, serializedSizeAtMost } from '../Scope.js';
