@@ -575,6 +575,10 @@ export async function runAgentLoop(options: RunAgentLoopOptions): Promise<LoopOu
   }
 }
 
+// The child maps of a run that cannot delegate: never written (see loop).
+const NO_CHILD_EVENTS = new Map<string, readonly SessionEvent[]>();
+const NO_CHILD_USAGE = new Map<string, Usage>();
+
 async function loop(options: RunAgentLoopOptions): Promise<LoopOutcome> {
   const { agent, run, clock, cancellation, events } = options;
   const token = cancellation.token;
@@ -582,12 +586,14 @@ async function loop(options: RunAgentLoopOptions): Promise<LoopOutcome> {
   const maxFailedTurns = options.maxFailedTurns ?? DEFAULT_MAX_FAILED_TURNS;
 
   // Child events and usage delivered by `task` calls, by call id, until the turn completes.
-  const childEvents = new Map<string, readonly SessionEvent[]>();
-  const childUsage = new Map<string, Usage>();
+  // Made only for a run that can delegate (only its task tool writes them; clearing an empty one is a no-op).
+  const delegates = agent.subagents.length > 0 && options.spawner !== undefined;
+  const childEvents = delegates ? new Map<string, readonly SessionEvent[]>() : NO_CHILD_EVENTS;
+  const childUsage = delegates ? new Map<string, Usage>() : NO_CHILD_USAGE;
   const index = toolIndexOf(agent);
   // The task tool closes over this run's spawner; everything else is shared per agent.
   const task =
-    agent.subagents.length > 0 && options.spawner !== undefined
+    delegates && options.spawner !== undefined
       ? createTaskTool(agent.subagents, options.spawner, (id, evs, usage) => {
           if (evs.length > 0) childEvents.set(id, evs);
           if (usage !== undefined) childUsage.set(id, usage);
