@@ -587,14 +587,15 @@ async function loop(options: RunAgentLoopOptions): Promise<LoopOutcome> {
 
   // Child events and usage delivered by `task` calls, by call id, until the turn completes.
   // Made only for a run that can delegate (only its task tool writes them; clearing an empty one is a no-op).
-  const delegates = agent.subagents.length > 0 && options.spawner !== undefined;
+  const spawner = agent.subagents.length > 0 ? options.spawner : undefined;
+  const delegates = spawner !== undefined;
   const childEvents = delegates ? new Map<string, readonly SessionEvent[]>() : NO_CHILD_EVENTS;
   const childUsage = delegates ? new Map<string, Usage>() : NO_CHILD_USAGE;
   const index = toolIndexOf(agent);
   // The task tool closes over this run's spawner; everything else is shared per agent.
   const task =
-    delegates && options.spawner !== undefined
-      ? createTaskTool(agent.subagents, options.spawner, (id, evs, usage) => {
+    spawner !== undefined
+      ? createTaskTool(agent.subagents, spawner, (id, evs, usage) => {
           if (evs.length > 0) childEvents.set(id, evs);
           if (usage !== undefined) childUsage.set(id, usage);
         })

@@ -131,7 +131,6 @@ if (TELEMETRY_BITS.size !== TELEMETRY_EVENT_COUNT)
 export function telemetryBit(name: string): number {
   return TELEMETRY_BITS.get(name) ?? 0;
 }
-export const MAX_HOST_BITS = 2 ** (TELEMETRY_SHIFT + TELEMETRY_EVENTS.size) - 1;
 
 /** One event of a {@link HostOp.events} batch. */
 export type HostEvent =

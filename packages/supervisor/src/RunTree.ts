@@ -1519,34 +1519,26 @@ export class RunTree {
 
   // Whether anyone listens to a worker's telemetry: asked on every dispatch, recomputed
   // only when the listeners changed (the supervisor counts changes).
+  // Whether anyone listens to a loop or tool event.
   #observed(): boolean {
-    const version = this.#o.listenersVersion?.() ?? -1;
-    if (version !== this.#observedVersion || version === -1) {
-      this.#observedVersion = version;
-      this.#observedCache = false;
-      for (const name of TELEMETRY_EVENTS) {
-        if (this.#events.listenerCount(name as keyof SupervisorEvents) > 0) this.#observedCache = true;
-      }
-    }
-    return this.#observedCache;
+    return this.#telemetryBits() !== 0;
   }
-  #observedVersion = -2;
-  #observedCache = false;
 
-  // What a worker run is told to forward: the telemetry feature and a bit per
-  // event somebody listens to (a tool's start too when its stop or timeout
-  // is listened to: the supervisor reports a killed call from it).
+  // What a worker run is told to forward: 0 when nobody listens to any loop or
+  // tool event, else the telemetry feature and a bit per event with a listener
+  // (a tool's start too when its stop or timeout is listened to: the
+  // supervisor reports a killed call from it). Cached per listener version.
   #telemetryBits(): number {
-    if (!this.#observed()) return 0;
     const version = this.#o.listenersVersion?.() ?? -1;
     if (version !== -1 && version === this.#bitsVersion) return this.#bitsCache;
-    let bits = HostFeature.telemetry;
+    let bits = 0;
     for (const name of TELEMETRY_EVENTS) {
       if (this.#events.listenerCount(name as keyof SupervisorEvents) > 0) bits |= telemetryBit(name);
     }
     if (this.#events.listenerCount('tool.execute.stop') > 0 || this.#events.listenerCount('tool.execute.timeout') > 0) {
       bits |= telemetryBit('tool.execute.start');
     }
+    if (bits !== 0) bits |= HostFeature.telemetry;
     this.#bitsVersion = version;
     this.#bitsCache = bits;
     return bits;

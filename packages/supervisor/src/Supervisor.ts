@@ -1014,21 +1014,16 @@ export class Supervisor<S = unknown, I = S> extends EventEmitter<SupervisorEvent
       timeoutMs,
     });
     const signal = options.signal;
-    if (signal === undefined) {
-      return new Promise((resolve, reject) => {
-        tree.onQuiet(root, (outcome) => {
-          if (outcome instanceof Error) reject(outcome);
-          else resolve(outcome as SubagentOutcome);
-        });
-      });
-    }
-    const onAbort = (): void => {
-      tree.cancel(root, 'user');
-    };
-    signal.addEventListener('abort', onAbort, { once: true });
+    const onAbort =
+      signal === undefined
+        ? undefined
+        : (): void => {
+            tree.cancel(root, 'user');
+          };
+    if (onAbort !== undefined) signal?.addEventListener('abort', onAbort, { once: true });
     return new Promise((resolve, reject) => {
       tree.onQuiet(root, (outcome) => {
-        signal.removeEventListener('abort', onAbort);
+        if (onAbort !== undefined) signal?.removeEventListener('abort', onAbort);
         if (outcome instanceof Error) reject(outcome);
         else resolve(outcome as SubagentOutcome);
       });

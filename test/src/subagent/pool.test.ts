@@ -47,6 +47,17 @@ function spawnUntilToolStarts(supervisor: Supervisor, agent: Agent, options: Par
   return { outcome, started, abort: () => controller.abort() };
 }
 
+// A supervisor of its own for a test that kills or parks threads, destroyed after it.
+async function onFreshPool(threads: number, test: (supervisor: Supervisor) => Promise<void>): Promise<void> {
+  const supervisor = createSupervisor({ pool: { threads }, persistence: null });
+  try {
+    await supervisor.ready();
+    await test(supervisor);
+  } finally {
+    await supervisor.destroy();
+  }
+}
+
 describe('Supervisor.spawn: a subagent run on the pool', () => {
   let supervisor: Supervisor;
   before(async () => {
@@ -295,9 +306,7 @@ describe('Supervisor.spawn: crash containment', () => {
     // One thread: when it dies, the next run is posted before piscina has a
     // thread ready, so piscina queues it and hands it to the balancer later
     // (the dispatch moment the run learns its thread and slot in).
-    const supervisor = createSupervisor({ pool: { threads: 1 }, persistence: null });
-    try {
-      await supervisor.ready();
+    await onFreshPool(1, async (supervisor) => {
       for (let i = 0; i < 5; i++) {
         const [crashed, next, after] = await Promise.all([
           supervisor.spawn(exiter, { input: 'x', scope }),
@@ -309,18 +318,14 @@ describe('Supervisor.spawn: crash containment', () => {
         assert.equal(after.status === 'done' && after.result, `echo: then ${i}`, JSON.stringify(after));
       }
       assert.equal(supervisor.stats().pool.tableSize, 0);
-    } finally {
-      await supervisor.destroy();
-    }
+    });
   });
 
   it('never dispatches to a busy thread, before and after the other thread is replaced', async () => {
     // The balancer reads each thread's state through piscina's per-thread
     // interface, which the pool keeps (one object per thread): what it reads
     // must be live, or a run would be sent to the thread a parked run holds.
-    const supervisor = createSupervisor({ pool: { threads: 2 }, persistence: null });
-    try {
-      await supervisor.ready();
+    await onFreshPool(2, async (supervisor) => {
       const threads = new Map<string, number | undefined>();
       supervisor.on('subagent.done', (e) => threads.set(e.agentId, e.threadId));
       const gate = newGate();
@@ -351,9 +356,7 @@ describe('Supervisor.spawn: crash containment', () => {
       assert.equal(new Set(used.slice(0, crashedAt)).size, 1);
       assert.equal(new Set(used.slice(crashedAt)).size, 1);
       assert.notEqual(used[0], used[crashedAt]);
-    } finally {
-      await supervisor.destroy();
-    }
+    });
   });
 
   it('100 crashes in a row leave the pool serving normally', async () => {
