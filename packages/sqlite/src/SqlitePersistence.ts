@@ -270,6 +270,7 @@ export class SqlitePersistence implements PersistenceAdapter {
 
   async getRun(scope: unknown, runId: string): Promise<RunRecord | undefined> {
     const tenant = this.#tenant(scope);
+    R.checkId(runId, 'runId');
     const json = this.#read('loading a run', () => this.#s.getRun.get(tenant, runId)) as string | undefined;
     return json === undefined ? undefined : (JSON.parse(json) as RunRecord);
   }
@@ -278,6 +279,7 @@ export class SqlitePersistence implements PersistenceAdapter {
   readonly durable = true;
 
   async markInterrupted(options: MarkInterruptedOptions = {}): Promise<readonly RunRecord[]> {
+    R.checkMarkInterrupted(options);
     const tenant = options.scope === undefined ? null : this.#tenant(options.scope);
     if (this.#closed) throw R.closed(`the store ${this.file}`);
     const now = options.now ?? this.#clock.now();
@@ -338,6 +340,7 @@ export class SqlitePersistence implements PersistenceAdapter {
 
   async answerRequest(scope: unknown, requestId: string, answer: Answer, at: number): Promise<AnswerResult> {
     const tenant = this.#tenant(scope);
+    R.checkId(requestId, 'requestId');
     R.checkAnswer(answer);
     if (typeof at !== 'number' || !Number.isFinite(at)) throw new InvalidArgumentError('at must be a finite time');
     const copy = JSON.parse(R.encode(answer, 'answer')) as Answer;
@@ -353,6 +356,7 @@ export class SqlitePersistence implements PersistenceAdapter {
 
   async withdrawRequest(scope: unknown, requestId: string, at: number): Promise<WithdrawResult> {
     const tenant = this.#tenant(scope);
+    R.checkId(requestId, 'requestId');
     if (typeof at !== 'number' || !Number.isFinite(at)) throw new InvalidArgumentError('at must be a finite time');
     return this.#write('withdrawing a request', (): WithdrawResult => {
       const row = this.#s.getRequest.get(tenant, requestId) as { status: string } | undefined;
@@ -366,6 +370,7 @@ export class SqlitePersistence implements PersistenceAdapter {
 
   async getRequest(scope: unknown, requestId: string): Promise<RequestRecord | undefined> {
     const tenant = this.#tenant(scope);
+    R.checkId(requestId, 'requestId');
     const row = this.#read('loading a request', () => this.#s.getRequest.get(tenant, requestId)) as
       | { json: string }
       | undefined;
@@ -375,6 +380,7 @@ export class SqlitePersistence implements PersistenceAdapter {
   async listRequests(scope: unknown, options: RequestListOptions = {}): Promise<Page<RequestRecord>> {
     const tenant = this.#tenant(scope);
     const { limit, after } = R.page(options);
+    if (options.conversationId !== undefined) R.checkId(options.conversationId, 'listRequests({ conversationId })');
     const from = after === undefined ? undefined : R.parseCursor(after);
     const at = from?.at ?? null;
     const key = from?.key ?? null;
@@ -425,6 +431,7 @@ export class SqlitePersistence implements PersistenceAdapter {
     const ms = options.finishedRunsOlderThanMs;
     if (typeof ms !== 'number' || !(ms >= 0))
       throw new InvalidArgumentError('finishedRunsOlderThanMs must be a number ≥ 0');
+    if (options.now !== undefined) R.checkTime(options.now, 'prune({ now })');
     const cutoff = (options.now ?? this.#clock.now()) - ms;
     return this.#write('pruning', () => {
       const pruned = this.#s.pruneRuns.all({ cutoff, tenant }) as { tenant: string; runId: string }[];

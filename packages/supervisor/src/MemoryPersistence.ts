@@ -227,12 +227,14 @@ export class MemoryPersistence implements PersistenceAdapter {
 
   async getRun(scope: unknown, runId: string): Promise<RunRecord | undefined> {
     const tenant = this.#tenant(scope);
+    R.checkId(runId, 'runId');
     const conv = this.#t.runIndex.get(`${tenant}${SEP}${runId}`);
     const run = conv?.runs.get(runId);
     return run === undefined ? undefined : (JSON.parse(run.json) as RunRecord);
   }
 
   async markInterrupted(options: MarkInterruptedOptions = {}): Promise<readonly RunRecord[]> {
+    R.checkMarkInterrupted(options);
     const tenant = options.scope === undefined ? undefined : this.#tenant(options.scope);
     if (this.#closed) throw R.closed('MemoryPersistence');
     const now = options.now ?? this.#clock.now();
@@ -313,6 +315,7 @@ export class MemoryPersistence implements PersistenceAdapter {
 
   async answerRequest(scope: unknown, requestId: string, answer: Answer, at: number): Promise<AnswerResult> {
     const tenant = this.#tenant(scope);
+    R.checkId(requestId, 'requestId');
     R.checkAnswer(answer);
     if (typeof at !== 'number' || !Number.isFinite(at)) throw new InvalidArgumentError('at must be a finite time');
     const json = R.encode(answer, 'answer');
@@ -326,6 +329,7 @@ export class MemoryPersistence implements PersistenceAdapter {
 
   async withdrawRequest(scope: unknown, requestId: string, at: number): Promise<WithdrawResult> {
     const tenant = this.#tenant(scope);
+    R.checkId(requestId, 'requestId');
     if (typeof at !== 'number' || !Number.isFinite(at)) throw new InvalidArgumentError('at must be a finite time');
     const stored = this.#t.requests.get(`${tenant}${SEP}${requestId}`);
     if (stored === undefined) return { status: 'unknown' };
@@ -337,6 +341,7 @@ export class MemoryPersistence implements PersistenceAdapter {
 
   async getRequest(scope: unknown, requestId: string): Promise<RequestRecord | undefined> {
     const tenant = this.#tenant(scope);
+    R.checkId(requestId, 'requestId');
     const stored = this.#t.requests.get(`${tenant}${SEP}${requestId}`);
     return stored === undefined ? undefined : (JSON.parse(stored.json) as RequestRecord);
   }
@@ -344,6 +349,7 @@ export class MemoryPersistence implements PersistenceAdapter {
   async listRequests(scope: unknown, options: RequestListOptions = {}): Promise<Page<RequestRecord>> {
     const tenant = this.#tenant(scope);
     const { limit, after } = R.page(options);
+    if (options.conversationId !== undefined) R.checkId(options.conversationId, 'listRequests({ conversationId })');
     const from = after === undefined ? undefined : R.parseCursor(after);
     const open: { at: number; id: string; s: StoredRequest }[] = [];
     for (const [key, s] of this.#t.requests) {
@@ -400,6 +406,7 @@ export class MemoryPersistence implements PersistenceAdapter {
     const ms = options.finishedRunsOlderThanMs;
     if (typeof ms !== 'number' || !(ms >= 0))
       throw new InvalidArgumentError('finishedRunsOlderThanMs must be a number ≥ 0');
+    if (options.now !== undefined) R.checkTime(options.now, 'prune({ now })');
     const cutoff = (options.now ?? this.#clock.now()) - ms;
     const result = { runs: 0, toolCalls: 0, requests: 0 };
     for (const conv of this.#t.conversations.values()) {

@@ -103,6 +103,23 @@ export const PersistenceRules = Object.freeze({
     return key;
   },
 
+  /** Check an id argument (a run's, a request's, a conversation's): a non-empty string of at most 512 characters without NUL. */
+  checkId(value: unknown, what: string): string {
+    return id(value, what);
+  },
+
+  /** Check a time argument: a finite number of milliseconds since the epoch. */
+  checkTime(value: unknown, what: string): number {
+    return time(value, what);
+  },
+
+  /** Check the options of `markInterrupted` (nothing, or an object whose `now` is a finite time if given). */
+  checkMarkInterrupted(options: unknown): void {
+    if (options === undefined) return;
+    const o = object(options, 'markInterrupted(options)');
+    if (o.now !== undefined) time(o.now, 'markInterrupted({ now })');
+  },
+
   /** Check a {@link PersistenceContext}. */
   checkContext(context: PersistenceContext): void {
     object(context, 'the persistence context');

@@ -1,5 +1,5 @@
-import { mkdirSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { existsSync, mkdirSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
 import { InvalidArgumentError, TroupeError } from '@troupe/core';
 import { describeValue } from '@troupe/core/internal';
 import Database from 'better-sqlite3';
@@ -47,6 +47,12 @@ export function openDatabase(
     }
   }
   const file = resolve(directory === undefined ? (given as string) : join(directory, 'troupe.sqlite'));
+  if (!existsSync(dirname(file))) {
+    throw new TroupeError(
+      `${file} cannot be created: its directory ${dirname(file)} does not exist; create it, or pass { directory } (created for you)`,
+      { code: 'ERR_STORE_WRITE' },
+    );
+  }
   checkHeader(file);
   let db: Database.Database | undefined;
   try {

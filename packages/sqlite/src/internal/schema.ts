@@ -1,4 +1,4 @@
-import { closeSync, openSync, readSync } from 'node:fs';
+import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { TroupeError } from '@troupe/core';
 import type Database from 'better-sqlite3';
 import { MIGRATIONS, SCHEMA_VERSION } from './migrations.js';
@@ -20,6 +20,12 @@ export function checkHeader(file: string): void {
     return; // missing (created fresh) or unreadable (SQLite's open reports it)
   }
   try {
+    if (fstatSync(fd).isDirectory()) {
+      throw new TroupeError(
+        `${file} is a directory, not a database file: pass the path of a file (created if missing), or pass it as { directory }`,
+        { code: 'ERR_STORE_WRITE' },
+      );
+    }
     const head = Buffer.alloc(SQLITE_HEADER.length);
     const n = readSync(fd, head, 0, head.length, 0);
     if (n === 0) return; // an empty file is a fresh database
