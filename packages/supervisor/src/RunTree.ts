@@ -1183,16 +1183,25 @@ export class RunTree {
       } finally {
         entry.taking = false;
       }
-      if (taken.status !== 'taken') {
-        // Another process took it, or it is gone there: not answerable here either.
-        if (this.#requests.get(id) === entry) {
-          this.#requests.delete(id);
-          entry.node.deleteRequest(entry.toolCallId);
-          this.#remember(id, taken.status === 'already-answered' ? 'answered' : 'withdrawn');
-        }
-      }
+      if (taken.status !== 'taken')
+        this.takenElsewhere(id, taken.status === 'already-answered' ? 'answered' : 'withdrawn');
     }
     return this.#deliver(id, answer);
+  }
+
+  /**
+   * The store says another process answered (or withdrew) the open request
+   * `id`: it is not answerable here either, and the root whose tree asked is
+   * stale (that process resumed it from what is saved); its owner is told.
+   */
+  takenElsewhere(id: string, how: 'answered' | 'withdrawn'): void {
+    const entry = this.#requests.get(id);
+    if (entry === undefined || entry.answer !== undefined) return;
+    this.#requests.delete(id);
+    entry.node.deleteRequest(entry.toolCallId);
+    this.#remember(id, how);
+    const root = entry.node.root;
+    (root.owner as RootOwner | undefined)?.takenElsewhere?.(root, id);
   }
 
   /** True while `id` is an open request of this tree (not answered, not withdrawn). */

@@ -638,6 +638,7 @@ export class Supervisor<S = unknown, I = S> extends EventEmitter<SupervisorEvent
       closed: () => this.#closed || this.#closing !== undefined,
       idle: (agent) => this.#agentIdle(agent),
       busy: (agent) => this.#busy(agent),
+      stale: (agent) => this.#forget(agent),
     };
     return this.#agentDeps;
   }
@@ -672,7 +673,9 @@ export class Supervisor<S = unknown, I = S> extends EventEmitter<SupervisorEvent
   /**
    * A saved conversation comes back: suspended (its runs at every depth, its
    * questions open under their ids, answers taken before a crash delivered),
-   * or interrupted (a message that was mid-turn, resumed by `resume()`).
+   * or interrupted (a message that was mid-turn, resumed by `resume()`) — also
+   * one whose envelope is still suspended while its row says a resumed run was
+   * interrupted: the answer was taken and the process died inside the re-run.
    * Questions of runs that did not survive are withdrawn.
    */
   async #restore(parent: ParentAgent, def: Agent, saved: AgentStateEnvelope, ctx: PersistenceContext): Promise<void> {
@@ -753,7 +756,13 @@ export class Supervisor<S = unknown, I = S> extends EventEmitter<SupervisorEvent
       );
       // Answers a dead process took before its run resumed: delivered now (the tool re-runs once).
       parent.redeliver(answered);
-    } else if (saved.status === 'running' && rootRow !== undefined && !isEndedRow(rootRow)) {
+    } else if (
+      rootRow !== undefined &&
+      !isEndedRow(rootRow) &&
+      // Mid-turn when its envelope says so, or when its row does: a message resumed by an answer
+      // writes its run's row (running, a new attempt) and no envelope until it settles.
+      (saved.status === 'running' || rootRow.status === 'interrupted')
+    ) {
       const calls = await store.loadToolCalls(scope, rootRow.runId);
       const state = (rootRow.state as LoopState | undefined) ?? saved.state;
       // Children it may have spawned before the crash keep their ids: new ones are numbered past them.
@@ -897,6 +906,10 @@ export class Supervisor<S = unknown, I = S> extends EventEmitter<SupervisorEvent
       });
     }
     if (open && record.status === 'open') return;
+    // Open here, closed in the store: another process took it, and what this supervisor holds is stale.
+    if (open && (record.status === 'answered' || record.status === 'withdrawn')) {
+      this.#tree.takenElsewhere(requestId, record.status);
+    }
     if (record.status === 'answered') {
       throw new InvalidArgumentError(`request ${requestId} was already answered: an answer is taken once`, {
         code: 'ERR_REQUEST_ALREADY_ANSWERED',
@@ -1166,7 +1179,9 @@ export class Supervisor<S = unknown, I = S> extends EventEmitter<SupervisorEvent
 
   /**
    * Tear down at once, also during a `close()`: running messages and spawns
-   * end cancelled (shutdown, forced); workers are terminated. Idempotent.
+   * end cancelled (shutdown, forced); workers are terminated; the store is
+   * closed, keeping what it saved (suspended conversations keep their
+   * questions). Idempotent.
    */
   destroy(): Promise<void> {
     this.#closed = true;
@@ -1179,6 +1194,8 @@ export class Supervisor<S = unknown, I = S> extends EventEmitter<SupervisorEvent
       await Promise.all([...this.#agents.values()].map((a) => a.stop()));
       this.#letGo();
       tree.endSuspendedSpawns();
+      // What was saved stays saved; the store is closed as by close() (a close() after this returns this).
+      await this.#persistence?.close?.();
     })();
     this.#closing ??= this.#destroying;
     return this.#destroying;

@@ -60,6 +60,12 @@ describe('two supervisors on one file: the one whose answer lost', () => {
           'B still lists a request the store says was answered',
         );
         assert.notEqual(restored.status, 'suspended', 'B’s agent is still suspended on an answered request');
+        // The stale copy is let go without writing; a message to it is refused, saying what to do...
+        await assert.rejects(restored.send('again'), (e) => isTroupeError(e, 'ERR_AGENT_STOPPED'));
+        // ...and starting the conversation again in B loads what A saved.
+        const again = await b.startAgent(office, { scope: alice, agentId: 'office-r' });
+        assert.equal(again.status, 'idle');
+        assert.deepEqual(again.snapshot().messages.slice(-1), agent.snapshot().messages.slice(-1));
       } finally {
         await b.close();
         await a.close();

@@ -140,9 +140,10 @@ describe('durable state: a question asked two levels down survives a restart', (
     const request = requestOf(await agent.send('release'));
     await a.supervisor.destroy();
     // The dead process's compare-and-set went through; its run never resumed.
-    const taken = await a.store.answerRequest(alice, request.id, { id: request.id, ok: true, data: { env: 'eu' } }, 1);
+    const dead = sqlitePersistence({ file: at.file, tenantKey });
+    const taken = await dead.answerRequest(alice, request.id, { id: request.id, ok: true, data: { env: 'eu' } }, 1);
     assert.equal(taken.status, 'taken');
-    await a.store.close();
+    await dead.close();
 
     const b = open(at);
     const done = new Promise<unknown>((resolve) => b.supervisor.once('agent.done', resolve));

@@ -49,6 +49,8 @@ export interface ParentAgentDeps {
   idle(agent: ParentAgent): void;
   /** The agent got work (the supervisor holds it while it has some). */
   busy(agent: ParentAgent): void;
+  /** The agent stopped because its copy is stale (see {@link ParentAgent.takenElsewhere}): let go of it. */
+  stale(agent: ParentAgent): void;
 }
 
 /** A message a crash interrupted, as saved: resumed by {@link ParentAgent.resume}. */
@@ -656,6 +658,22 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
     if (this.#root !== undefined) this.#deps.tree.forget(this.#root);
     this.#root = undefined;
     this.#stopNow('stopped by its owner');
+  }
+
+  /**
+   * Another process took the answer to a question of this agent's suspended
+   * message and resumed it from the store: what this agent holds is behind
+   * what is saved. It stops, writing nothing (saving would overwrite what
+   * that process saved); a new `startAgent` loads the conversation again.
+   */
+  takenElsewhere(root: RunNode, requestId: string): void {
+    if (this.#root !== root || this.#status !== 'suspended') return;
+    this.#deps.tree.forget(root);
+    this.#root = undefined;
+    this.#stopNow(
+      `another process answered request ${requestId} and resumed this conversation from the store; startAgent it again to load what that process saved`,
+    );
+    this.#deps.stale(this);
   }
 
   snapshot(): AgentSnapshot {

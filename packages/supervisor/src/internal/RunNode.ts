@@ -94,6 +94,12 @@ export interface RootOwner {
   settle(root: RunNode): unknown;
   /** The root runs again (an answer resumed part of its tree). */
   resumed?(root: RunNode): void;
+  /**
+   * Another process took the answer to `requestId`, a question of the root's
+   * tree (or withdrew it): that process resumed what is saved, so this copy
+   * of the tree is stale. The request is already gone from the tree.
+   */
+  takenElsewhere?(root: RunNode, requestId: string): void;
 }
 
 /** What a node is made from. */
