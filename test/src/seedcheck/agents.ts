@@ -1,0 +1,46 @@
+// Agent modules of the seedcheck tests. Workers import this file by URL.
+import { defineAgent, defineTool, type ToolContext } from '@troupe/core';
+import { ScriptedModel } from '@troupe/core/testing';
+import { z } from 'zod';
+
+const tokens = (n: number) => ({ inputTokens: n, outputTokens: n });
+
+/**
+ * Marks `toolContext.started[0]` (an Int32Array over a SharedArrayBuffer) and
+ * waits for its signal: a subagent's call that ends only with a cancel.
+ */
+const waitForCancel = defineTool({
+  name: 'wait',
+  description: 'Wait until cancelled',
+  parameters: z.object({}),
+  timeoutMs: null,
+  execute: (_args, ctx: ToolContext<unknown, { started?: unknown }>) => {
+    const started = ctx.started;
+    if (started instanceof Int32Array) {
+      Atomics.store(started, 0, 1);
+      Atomics.notify(started, 0);
+    }
+    return new Promise<string>((resolve) => ctx.signal.addEventListener('abort', () => resolve('stopped')));
+  },
+});
+
+/** Spends 1000 + 1000 tokens on its first turn, then waits for a cancel. */
+export const spender = defineAgent({
+  name: 'spender',
+  module: import.meta.url,
+  instructions: 'Spend, then wait.',
+  tools: [waitForCancel],
+  model: new ScriptedModel([{ toolCalls: [{ name: 'wait' }], usage: tokens(1000) }, { text: 'x', usage: tokens(1000) }]),
+});
+
+/** A parent that spends 1 + 1 tokens and delegates to `spender`. */
+export const delegator = defineAgent({
+  name: 'delegator',
+  module: import.meta.url,
+  instructions: 'Delegate.',
+  subagents: [spender],
+  model: new ScriptedModel([
+    { toolCalls: [{ name: 'task', arguments: { subagent: 'spender', instructions: 'go' } }], usage: tokens(1) },
+    { text: 'done', usage: tokens(1) },
+  ]),
+});

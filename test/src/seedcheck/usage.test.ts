@@ -1,0 +1,25 @@
+// Hostile-checker findings on usage totals (AgentHandle: snapshot().totalUsage is
+// "tokens of the conversation's whole run trees: this agent and its subagents").
+import assert from 'node:assert/strict';
+import { it } from 'node:test';
+import { createSupervisor } from '@troupe/supervisor';
+import { delegator } from './agents.js';
+
+it("a cancelled message's subagent tokens stay in the conversation's totalUsage (the reply counts them)", async () => {
+  const supervisor = createSupervisor({ pool: { threads: 1 } });
+  try {
+    const started = new Int32Array(new SharedArrayBuffer(4));
+    const agent = await supervisor.startAgent(delegator, { scope: {}, toolContext: { started } });
+    const replying = agent.send('go');
+    // The subagent has spent its first turn's tokens and waits in its tool.
+    await Atomics.waitAsync(started, 0, 0).value;
+    assert.equal(agent.cancel(), true);
+    const reply = await replying;
+    assert.equal(reply.status, 'cancelled');
+    assert.deepEqual(reply.totalUsage, { inputTokens: 1001, outputTokens: 1001 });
+    // The tokens were spent: the conversation's total must not forget them.
+    assert.deepEqual(agent.snapshot().totalUsage, reply.totalUsage);
+  } finally {
+    await supervisor.destroy();
+  }
+});
