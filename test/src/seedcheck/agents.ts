@@ -44,3 +44,19 @@ export const delegator = defineAgent({
     { text: 'done', usage: tokens(1) },
   ]),
 });
+
+/** A parent agent whose own tool returns a Date inside its result (cloneable, not JSON). */
+export const stamper = defineAgent({
+  name: 'stamper',
+  module: import.meta.url,
+  instructions: 'Tell the time.',
+  tools: [
+    defineTool({
+      name: 'now',
+      description: 'The time',
+      parameters: z.object({}),
+      execute: () => ({ when: new Date(0) }),
+    }),
+  ],
+  model: new ScriptedModel([{ toolCalls: [{ name: 'now' }] }, 'it is time']),
+});
