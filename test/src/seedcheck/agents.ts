@@ -30,7 +30,10 @@ export const spender = defineAgent({
   module: import.meta.url,
   instructions: 'Spend, then wait.',
   tools: [waitForCancel],
-  model: new ScriptedModel([{ toolCalls: [{ name: 'wait' }], usage: tokens(1000) }, { text: 'x', usage: tokens(1000) }]),
+  model: new ScriptedModel([
+    { toolCalls: [{ name: 'wait' }], usage: tokens(1000) },
+    { text: 'x', usage: tokens(1000) },
+  ]),
 });
 
 /** A parent that spends 1 + 1 tokens and delegates to `spender`. */
