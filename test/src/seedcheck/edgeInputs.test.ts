@@ -37,23 +37,34 @@ describe('seedcheck — metadata that is not an object', () => {
     }
   });
 
-  it('a malformed first task does not poison its worker: the next spawn on the same thread runs', async () => {
-    const supervisor = createSupervisor({ pool: { threads: 1 } });
-    try {
-      // Refused at the edge or failed in the worker: either way nothing of it may outlive it.
-      await supervisor.spawn(echo, { input: 'x', scope: {}, metadata: [1] as unknown as Metadata }).catch(() => {});
-      const outcome = await supervisor.spawn(echo, { input: 'hello', scope: {} });
-      assert.equal(
-        outcome.status,
-        'done',
-        outcome.status === 'failed' ? `${(outcome.error as { code?: string }).code}: ${outcome.error.message}` : '',
-      );
-      const again = await supervisor.spawn(echo, { input: 'hello again', scope: {} });
-      assert.equal(again.status, 'done');
-    } finally {
-      await supervisor.destroy();
-    }
-  });
+  // The first task a thread gets carries its cancellation buffer (Dispatcher.bind sets
+  // bufferSent before the task is posted). A first task the worker refuses to decode, or
+  // one that cannot be posted at all, loses the buffer: every later task on the thread
+  // then fails with ERR_PROTOCOL "this worker received a task before its cancellation buffer".
+  for (const [label, metadata] of [
+    ['a list as metadata (the worker refuses the task)', [1]],
+    ['a frozen metadata holding a function (the task cannot be posted)', Object.freeze({ fn() {} })],
+  ] as const) {
+    it(`a first task that never starts does not poison its worker: ${label}`, async () => {
+      const supervisor = createSupervisor({ pool: { threads: 1 } });
+      try {
+        // Refused at the edge or failed in the worker: either way nothing of it may outlive it.
+        await supervisor
+          .spawn(echo, { input: 'x', scope: {}, metadata: metadata as unknown as Metadata })
+          .catch(() => {});
+        const outcome = await supervisor.spawn(echo, { input: 'hello', scope: {} });
+        assert.equal(
+          outcome.status,
+          'done',
+          outcome.status === 'failed' ? `${(outcome.error as { code?: string }).code}: ${outcome.error.message}` : '',
+        );
+        const again = await supervisor.spawn(echo, { input: 'hello again', scope: {} });
+        assert.equal(again.status, 'done');
+      } finally {
+        await supervisor.destroy();
+      }
+    });
+  }
 });
 
 describe('seedcheck — metadata that JSON cannot hold', () => {
