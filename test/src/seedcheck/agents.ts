@@ -63,3 +63,32 @@ export const stamper = defineAgent({
   ],
   model: new ScriptedModel([{ toolCalls: [{ name: 'now' }] }, 'it is time']),
 });
+
+/**
+ * A tool with `timeoutMs: 50` that computes for 200 ms without yielding, then
+ * returns: it overran its deadline (the busy loop creates the condition; nothing waits on it).
+ */
+export const overrunner = defineAgent({
+  name: 'overrunner',
+  module: import.meta.url,
+  instructions: 'Compute.',
+  tools: [
+    defineTool({
+      name: 'crunch',
+      description: 'Compute for 200 ms',
+      parameters: z.object({}),
+      timeoutMs: 50,
+      execute: () => {
+        const end = Date.now() + 200;
+        while (Date.now() < end) {
+          // CPU-bound, never yields
+        }
+        return 'crunched';
+      },
+    }),
+  ],
+  model: new ScriptedModel([
+    { toolCalls: [{ name: 'crunch' }] },
+    ({ lastToolResults }) => JSON.stringify(lastToolResults[0]?.content),
+  ]),
+});
