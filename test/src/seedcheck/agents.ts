@@ -1,5 +1,5 @@
 // Agent modules of the seedcheck tests. Workers import this file by URL.
-import { defineAgent, defineTool, type ToolContext } from '@troupe/core';
+import { defineAgent, defineTool, type ToolContext, ToolResult } from '@troupe/core';
 import { ScriptedModel } from '@troupe/core/testing';
 import { z } from 'zod';
 
@@ -89,6 +89,28 @@ export const overrunner = defineAgent({
   ],
   model: new ScriptedModel([
     { toolCalls: [{ name: 'crunch' }] },
+    ({ lastToolResults }) => JSON.stringify(lastToolResults[0]?.content),
+  ]),
+});
+
+/** A parent agent whose tool asks a question whose `data` holds a Date (cloneable, not JSON). */
+export const dateAsker = defineAgent({
+  name: 'dateAsker',
+  module: import.meta.url,
+  instructions: 'Ask when.',
+  tools: [
+    defineTool({
+      name: 'schedule',
+      description: 'Ask a person to confirm a date',
+      parameters: z.object({}),
+      execute: (_args, ctx) =>
+        ctx.answer === undefined
+          ? ToolResult.pending({ kind: 'confirm', prompt: 'Schedule it then?', data: { at: new Date(0) } })
+          : `scheduled: ${String(ctx.answer.ok)}`,
+    }),
+  ],
+  model: new ScriptedModel([
+    { toolCalls: [{ name: 'schedule' }] },
     ({ lastToolResults }) => JSON.stringify(lastToolResults[0]?.content),
   ]),
 });
