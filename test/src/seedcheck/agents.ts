@@ -114,3 +114,15 @@ export const dateAsker = defineAgent({
     ({ lastToolResults }) => JSON.stringify(lastToolResults[0]?.content),
   ]),
 });
+
+/** A parent that delegates to `dateAsker`: the same question, asked one level down. */
+export const dateAskerLead = defineAgent({
+  name: 'dateAskerLead',
+  module: import.meta.url,
+  instructions: 'Delegate the scheduling.',
+  subagents: [dateAsker],
+  model: new ScriptedModel([
+    { toolCalls: [{ name: 'task', arguments: { subagent: 'dateAsker', instructions: 'schedule it' } }] },
+    ({ lastToolResults }) => JSON.stringify(lastToolResults[0]?.content),
+  ]),
+});
