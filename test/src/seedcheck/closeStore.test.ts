@@ -1,0 +1,70 @@
+// Hostile-checker finding: close({ timeoutMs }) resolves — and closes the store — while
+// a write of a running message is still in flight in the adapter. The write then lands
+// after store.close() (MemoryPersistence refuses it: the turn is lost and the reply
+// settles `failed`, after close() resolved). DESIGN §9/§11: close() drains gracefully;
+// "nothing runs after close() resolves"; no data is lost. An asynchronous adapter (one
+// over a network database) is what the PersistenceAdapter contract allows.
+import assert from 'node:assert/strict';
+import { it } from 'node:test';
+import {
+  type AgentReply,
+  createSupervisor,
+  MemoryPersistence,
+  type PersistenceContext,
+  type TurnBatch,
+} from '@troupe/supervisor';
+import { echo } from '../fixtures/agents/basic.js';
+
+/** A store whose commits take 300 ms (a slow network database, on purpose), and that logs. */
+class SlowStore extends MemoryPersistence {
+  slow = false;
+  inFlight = 0;
+  readonly log: string[] = [];
+  #entered: (() => void) | undefined;
+  readonly entered = new Promise<void>((resolve) => {
+    this.#entered = resolve;
+  });
+
+  override async commit(scope: unknown, batch: TurnBatch, context: PersistenceContext): Promise<void> {
+    if (!this.slow) return super.commit(scope, batch, context);
+    this.inFlight++;
+    this.log.push('commit started');
+    this.#entered?.();
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      return await super.commit(scope, batch, context);
+    } finally {
+      this.inFlight--;
+      this.log.push('commit ended');
+    }
+  }
+
+  override async close(): Promise<void> {
+    this.log.push(`store closed with ${this.inFlight} write(s) in flight`);
+    return super.close();
+  }
+}
+
+it('close({ timeoutMs }) does not close the store under an in-flight write, and the reply settles before close() resolves', async () => {
+  const store = new SlowStore();
+  const supervisor = createSupervisor({ pool: { threads: 1 }, persistence: store });
+  const agent = await supervisor.startAgent(echo, { scope: {} });
+  store.slow = true;
+  let reply: AgentReply | undefined;
+  const replying = agent.send('hello').then((r) => {
+    reply = r;
+    return r;
+  });
+  await store.entered;
+  await supervisor.close({ timeoutMs: 100 });
+  const inFlightAtClose = store.inFlight;
+  const settledAtClose = reply !== undefined;
+  await replying;
+  assert.deepEqual(
+    { inFlightAtClose, settledAtClose },
+    { inFlightAtClose: 0, settledAtClose: true },
+    `store log: ${store.log.join(' → ')}; reply ${reply?.status}`,
+  );
+  // The turn was not lost to the close (the store refused the late write: ERR_CLOSED).
+  assert.notEqual(reply?.status, 'failed', reply?.status === 'failed' ? reply.error.message : '');
+});
