@@ -126,3 +126,25 @@ export const dateAskerLead = defineAgent({
     ({ lastToolResults }) => JSON.stringify(lastToolResults[0]?.content),
   ]),
 });
+
+/** Spends 100 + 100 tokens and answers. */
+export const quickSpender = defineAgent({
+  name: 'quickSpender',
+  module: import.meta.url,
+  instructions: 'Answer.',
+  model: new ScriptedModel([{ text: 'spent', usage: tokens(100) }]),
+});
+
+/** Spends 1 + 1 tokens delegating to `quickSpender`, then its model fails. */
+export const failingDelegator = defineAgent({
+  name: 'failingDelegator',
+  module: import.meta.url,
+  instructions: 'Delegate, then fail.',
+  subagents: [quickSpender],
+  model: new ScriptedModel([
+    { toolCalls: [{ name: 'task', arguments: { subagent: 'quickSpender', instructions: 'go' } }], usage: tokens(1) },
+    () => {
+      throw new Error('the model is down');
+    },
+  ]),
+});

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import { createSupervisor } from '@troupe/supervisor';
-import { delegator } from './agents.js';
+import { delegator, failingDelegator } from './agents.js';
 
 it("a cancelled message's subagent tokens stay in the conversation's totalUsage (the reply counts them)", async () => {
   const supervisor = createSupervisor({ pool: { threads: 1 } });
@@ -19,6 +19,25 @@ it("a cancelled message's subagent tokens stay in the conversation's totalUsage 
     assert.deepEqual(reply.totalUsage, { inputTokens: 1001, outputTokens: 1001 });
     // The tokens were spent: the conversation's total must not forget them.
     assert.deepEqual(agent.snapshot().totalUsage, reply.totalUsage);
+  } finally {
+    await supervisor.destroy();
+  }
+});
+
+it("a failed message's tokens (its own and its subagent's) stay in the conversation's usage (the reply counts them)", async () => {
+  const supervisor = createSupervisor({ pool: { threads: 1 } });
+  try {
+    const agent = await supervisor.startAgent(failingDelegator, { scope: {} });
+    const reply = await agent.send('go');
+    assert.equal(reply.status, 'failed');
+    assert.deepEqual(reply.usage, { inputTokens: 1, outputTokens: 1 });
+    assert.deepEqual(reply.totalUsage, { inputTokens: 101, outputTokens: 101 });
+    // Restarted from its last saved state — but the tokens were spent.
+    const snapshot = agent.snapshot();
+    assert.deepEqual(
+      { usage: snapshot.usage, totalUsage: snapshot.totalUsage },
+      { usage: reply.usage, totalUsage: reply.totalUsage },
+    );
   } finally {
     await supervisor.destroy();
   }
