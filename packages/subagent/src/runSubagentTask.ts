@@ -28,6 +28,7 @@ import {
   type SubagentTask,
   slotRunCancellation,
   TaskFlag,
+  TaskSlot,
   type TaskSpawner,
   telemetryBit,
 } from '@troupe/core/internal';
@@ -204,6 +205,16 @@ export async function runSubagentTask(raw: unknown): Promise<unknown[]> {
 async function runTask(raw: unknown): Promise<SubagentResult> {
   const decoded = decodeSubagentTask(raw);
   if (decoded.error !== undefined) {
+    // The thread's buffer comes once, with its first task: kept even from a task refused here,
+    // or every later task on this thread would be refused for want of it.
+    const buffer = Array.isArray(raw) ? raw[TaskSlot.buffer] : undefined;
+    if (buffer instanceof SharedArrayBuffer && buffer !== attached?.buffer) {
+      try {
+        attached = CancelSlots.attach(buffer);
+      } catch {
+        // Not a cancellation buffer: the next task's check reports it.
+      }
+    }
     return failedResult(new TroupeError(`malformed subagent task: ${decoded.error}`, { code: 'ERR_PROTOCOL' }));
   }
   const task = decoded.task;

@@ -235,7 +235,11 @@ export class Dispatcher {
     const ticket = new Ticket(node, task, this, wire);
     node.ticket = ticket;
     return this.#o.pool.run(task, ticket).then(
-      (raw) => this.#fromResult(raw, node),
+      (raw) => {
+        // The worker answered a task that carried its buffer: it has it (see bind).
+        if (task[TaskSlot.buffer] !== null && node.thread !== undefined) node.thread.bufferSent = true;
+        return this.#fromResult(raw, node);
+      },
       async (error: unknown) => {
         // (Set by the ticket at dispatch: TypeScript cannot see that.)
         const thread = node.thread as ThreadInfo | undefined;
@@ -266,10 +270,10 @@ export class Dispatcher {
       // No slot (the thread's buffer is full): the worker refuses a task without one.
       return;
     }
-    if (!thread.bufferSent) {
-      thread.bufferSent = true;
-      task[TaskSlot.buffer] = thread.segment.slots.buffer;
-    }
+    // Every task carries the thread's buffer until the worker has answered one that did: a
+    // first task that could not be posted (or that the worker refused) must not leave the
+    // thread without it.
+    if (!thread.bufferSent) task[TaskSlot.buffer] = thread.segment.slots.buffer;
     const deadline = table.deadlineOf(node.id);
     if (deadline !== undefined) {
       let extras = task[10] as Record<string, unknown> | null;

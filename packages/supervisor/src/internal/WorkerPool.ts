@@ -12,7 +12,7 @@ export interface ThreadInfo {
   readonly worker: Worker;
   /** This thread's own cancellation buffer. */
   readonly segment: Segment;
-  /** Whether the buffer went out with a task already (a thread keeps it). */
+  /** Whether the worker has the buffer: it answered a task that carried it (a thread keeps it). */
   bufferSent: boolean;
   /** Its host channel, once it handed one over. */
   port: MessagePort | undefined;
