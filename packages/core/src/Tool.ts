@@ -198,6 +198,13 @@ export function defineTool<P extends z.ZodType, R, S = unknown, TC extends objec
     throw new InvalidArgumentError(`${where}: timeoutMs must be a non-negative number of ms, 0 or null for none`);
   }
   const timeoutMs = rawTimeout === null || rawTimeout === 0 ? null : rawTimeout;
+  // A gate must not fail open: `requiresApproval: 'yes'` would otherwise run the tool unasked.
+  for (const flag of ['requiresApproval', 'idempotent'] as const) {
+    const value: unknown = definition[flag];
+    if (value !== undefined && typeof value !== 'boolean') {
+      throw new InvalidArgumentError(`${where}: ${flag} must be true or false, got ${describeValue(value)}`);
+    }
+  }
   let spec: ToolSpec | undefined;
   const tool: Tool<P, R, S, TC> = {
     name: definition.name,
