@@ -31,6 +31,14 @@ export const DEFAULT_RESTART_POLICY: RestartPolicy = Object.freeze({ maxRestarts
 
 /** Validate a restart policy at the edge. */
 export function checkRestartPolicy(policy: Partial<RestartPolicy> | undefined): RestartPolicy {
+  if (policy !== undefined && (typeof policy !== 'object' || policy === null || Array.isArray(policy))) {
+    throw new InvalidArgumentError(`restart must be { maxRestarts, periodMs }, got ${describeValue(policy)}`);
+  }
+  for (const key of Object.keys(policy ?? {})) {
+    if (key !== 'maxRestarts' && key !== 'periodMs') {
+      throw new InvalidArgumentError(`restart: unknown option "${key}"; pass { maxRestarts, periodMs }`);
+    }
+  }
   const p = { ...DEFAULT_RESTART_POLICY, ...policy };
   if (!Number.isSafeInteger(p.maxRestarts) || p.maxRestarts < 0) {
     throw new InvalidArgumentError(

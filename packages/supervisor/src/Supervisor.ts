@@ -5,6 +5,7 @@ import {
   Answer,
   type ApprovalHandler,
   assertCloneable,
+  assertJson,
   BackpressureError,
   CancelledError,
   type CancelReason,
@@ -16,6 +17,7 @@ import {
   deepFreeze,
   InvalidArgumentError,
   isAgent,
+  isDeepFrozen,
   isTroupeError,
   type LoopState,
   type Metadata,
@@ -29,6 +31,7 @@ import { loadAgent, loadedAgent, systemClock } from '@troupe/subagent';
 import { EventEmitter } from 'eventemitter3';
 import { z } from 'zod';
 import type { AgentHandle, AgentReply } from './AgentHandle.js';
+import { checkSignal } from './internal/checkSignal.js';
 import { Durability } from './internal/Durability.js';
 import { ParentAgent, type ParentAgentDeps } from './internal/ParentAgent.js';
 import { firstOpenRequest, type RootOwner, type RunNode, totalOf } from './internal/RunNode.js';
@@ -101,7 +104,7 @@ export interface SupervisorOptions<S = unknown, I = S> {
   /**
    * Where conversations, runs, questions and tool calls are saved (default:
    * a bounded `MemoryPersistence`; `null`: nowhere). A daemon passes
-   * `sqlitePersistence({ path })` from `@troupe/sqlite`: every turn is then
+   * `sqlitePersistence({ file })` from `@troupe/sqlite`: every turn is then
    * checkpointed, and a new supervisor on the same file restores what was
    * open (`startAgent`, `answer(id, answer, { scope })`).
    */
@@ -287,6 +290,21 @@ const ADAPTER_METHODS = [
 ] as const;
 
 /** What a direct spawn's caller gets: the run's outcome each time its tree is quiet. */
+/** The keys of {@link SupervisorOptions}: any other is refused (a misspelt option would be ignored). */
+const SUPERVISOR_OPTIONS: ReadonlySet<string> = new Set([
+  'agents',
+  'pool',
+  'approval',
+  'persistence',
+  'maxIdleAgents',
+  'clock',
+  'scope',
+  'scopeBudgetBytes',
+  'mailboxSize',
+  'restart',
+  'subagentTimeoutMs',
+]);
+
 const SPAWN_OWNER: RootOwner = Object.freeze({ settle: outcomeOf });
 
 /**
@@ -357,6 +375,18 @@ export class Supervisor<S = unknown, I = S> extends EventEmitter<SupervisorEvent
     super();
     if (typeof options !== 'object' || options === null)
       throw new InvalidArgumentError('createSupervisor(options): pass an object');
+    for (const key of Object.keys(options)) {
+      if (!SUPERVISOR_OPTIONS.has(key)) {
+        throw new InvalidArgumentError(
+          `createSupervisor: unknown option "${key}" (a misspelling?); the options are ${[...SUPERVISOR_OPTIONS].join(', ')}`,
+        );
+      }
+    }
+    if (options.agents !== undefined && !Array.isArray(options.agents)) {
+      throw new InvalidArgumentError(
+        `options.agents must be an array of agents made with defineAgent, got ${describeValue(options.agents)}`,
+      );
+    }
     for (const agent of options.agents ?? []) {
       if (!isAgent(agent)) throw new InvalidArgumentError('options.agents must hold agents made with defineAgent');
       if (this.#agentsByName.has(agent.name)) throw new InvalidArgumentError(`two agents are named "${agent.name}"`);
@@ -404,7 +434,7 @@ export class Supervisor<S = unknown, I = S> extends EventEmitter<SupervisorEvent
     if (persistence !== undefined) {
       if (typeof persistence !== 'object') {
         throw new InvalidArgumentError(
-          'options.persistence must be a PersistenceAdapter (e.g. sqlitePersistence({ path })) or null',
+          'options.persistence must be a PersistenceAdapter (e.g. sqlitePersistence({ file }) from @troupe/sqlite) or null',
         );
       }
       const missing = ADAPTER_METHODS.filter(
@@ -573,7 +603,7 @@ export class Supervisor<S = unknown, I = S> extends EventEmitter<SupervisorEvent
     }
     assertCloneable(toolContext, 'toolContext');
     const metadata = options.metadata ?? {};
-    assertCloneable(metadata, 'metadata');
+    checkMetadata(metadata);
     if (
       options.agentId !== undefined &&
       (typeof options.agentId !== 'string' || !/^[A-Za-z0-9_.:-]{1,128}$/.test(options.agentId))
@@ -974,11 +1004,11 @@ export class Supervisor<S = unknown, I = S> extends EventEmitter<SupervisorEvent
           `spawn: timeoutMs must be a non-negative number of ms, got ${describeValue(timeoutMs)}`,
         );
       }
-      if (options.signal?.aborted) throw new CancelledError('user', 'the spawn was aborted before it started');
+      if (checkSignal(options.signal, 'spawn({ signal })')?.aborted)
+        throw new CancelledError('user', 'the spawn was aborted before it started');
       const scope = this.#sealScope(options.scope);
       const toolContext = this.#toolContext(options.toolContext);
-      const metadata = options.metadata;
-      if (metadata !== undefined && !Object.isFrozen(metadata)) assertCloneable(metadata, 'metadata');
+      if (options.metadata !== undefined) checkMetadata(options.metadata);
       // Loaded already (the common case): no await on the way to the dispatch.
       const loaded = agent.module === undefined ? undefined : loadedAgent(agent.module, agent.name);
       if (loaded === undefined) return this.#spawnLoading(agent, options, scope, toolContext, timeoutMs);
@@ -1287,6 +1317,23 @@ function replyOf(outcome: SubagentOutcome): AgentReply {
     case 'incomplete':
       return { ...usage, status: 'incomplete', turns: outcome.turns };
   }
+}
+
+// Metadata becomes the state's, saved as JSON: a plain object JSON carries exactly (ContextUpdate
+// refuses the same values). A deep-frozen one — a fan-out passes one snapshot to every spawn — is
+// checked once.
+const checkedMetadata = new WeakSet<object>();
+
+function checkMetadata(metadata: unknown): void {
+  if (typeof metadata === 'object' && metadata !== null && checkedMetadata.has(metadata)) return;
+  if (typeof metadata !== 'object' || metadata === null || Array.isArray(metadata)) {
+    throw new InvalidArgumentError(
+      `metadata must be a plain object of JSON data (its keys are the state's metadata), got ${describeValue(metadata)}`,
+    );
+  }
+  assertCloneable(metadata, 'metadata');
+  assertJson(metadata, 'metadata');
+  if (isDeepFrozen(metadata)) checkedMetadata.add(metadata);
 }
 
 // A copy of the host's metadata; one too deep to copy is refused like one that cannot cross a thread.

@@ -1,4 +1,5 @@
-import type { ModelDelta } from '@troupe/core';
+import { InvalidArgumentError, type ModelDelta } from '@troupe/core';
+import { describeValue } from '@troupe/core/internal';
 import type { AgentReply, StreamChunk, StreamOptions } from '../AgentHandle.js';
 import type { RunNode } from './RunNode.js';
 
@@ -28,7 +29,13 @@ export class AgentStream implements AsyncIterableIterator<StreamChunk> {
   #failure: unknown;
 
   constructor(source: StreamSource, message: string, options: StreamOptions) {
-    this.#highWater = Math.max(1, options.highWaterMark ?? 1024);
+    const highWater = options.highWaterMark ?? 1024;
+    if (!Number.isSafeInteger(highWater) || highWater < 1) {
+      throw new InvalidArgumentError(
+        `stream(message, { highWaterMark }): pass a whole number of chunks ≥ 1 (default 1024), got ${describeValue(highWater)}`,
+      );
+    }
+    this.#highWater = highWater;
     this.reply = source.sendStreaming(message, options.signal, (node, deltas) => this.#push(node, deltas));
     this.reply.then(
       () => this.#finish(undefined),

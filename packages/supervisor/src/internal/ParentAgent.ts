@@ -31,6 +31,7 @@ import type { RestoredRequest, RestoredRun, RunTree } from '../RunTree.js';
 import { type AgentStateEnvelope, STATE_ENVELOPE_VERSION } from '../StateEnvelope.js';
 import type { SupervisorEvents } from '../SupervisorEvents.js';
 import { AgentStream, type StreamSource } from './AgentStream.js';
+import { checkSignal } from './checkSignal.js';
 import type { Durability } from './Durability.js';
 import { firstOpenRequest, type RootOwner, type RunNode, totalOf } from './RunNode.js';
 
@@ -232,7 +233,12 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
       );
     }
     if (this.#deps.closed()) return Promise.reject(new ClosedError('the supervisor is closed: create a new one'));
-    const signal = options?.signal;
+    let signal: AbortSignal | undefined;
+    try {
+      signal = checkSignal(options?.signal, 'resume({ signal })');
+    } catch (error) {
+      return Promise.reject(error);
+    }
     if (signal?.aborted) return Promise.reject(new CancelledError('user', 'the resume was aborted before it started'));
     this.#interrupted = undefined;
     this.#status = 'idle';
@@ -316,6 +322,11 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
         `agent ${this.id} has a message a restart interrupted: call resume() to finish it before sending another`,
         { code: 'ERR_INTERRUPTED' },
       );
+    }
+    try {
+      checkSignal(signal, 'send(message, { signal })');
+    } catch (error) {
+      return error as Error;
     }
     if (signal?.aborted) return new CancelledError('user', 'the message was aborted before it was sent');
     if (this.#mailbox.length >= this.#deps.mailboxSize) {
