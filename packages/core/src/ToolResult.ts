@@ -1,4 +1,4 @@
-import type { ContextUpdate } from './ContextUpdate.js';
+import { assertJson, type ContextUpdate } from './ContextUpdate.js';
 import { createId } from './Id.js';
 import { Request } from './Request.js';
 import { InvalidArgumentError, TroupeError } from './TroupeError.js';
@@ -109,6 +109,10 @@ export const ToolResult = Object.freeze({
         `ToolResult.pending: ${where}: ${issue?.message ?? 'invalid'}; pass { kind, prompt, data?, expiresAt? }`,
         { cause: parsed.error },
       );
+    }
+    // A question is saved with its run (JSON): a value JSON cannot carry is refused here too.
+    if (parsed.data.data !== undefined) {
+      assertJson(parsed.data.data, 'ToolResult.pending: request.data', { undefinedPropertiesAreAbsent: true });
     }
     return Object.freeze({
       [TOOL_RESULT]: true as const,

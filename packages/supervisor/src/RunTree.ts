@@ -812,7 +812,11 @@ export class RunTree {
         entry.saved = true;
         unsaved.push(entry);
       }
-      d.suspended(node, unsaved).catch((error: unknown) => this.#saveFailed(node, error));
+      d.suspended(node, unsaved).catch((error: unknown) => {
+        // Not in the store: its answer is taken here (the store cannot take what it never had).
+        for (const entry of unsaved) entry.unsaved = true;
+        this.#saveFailed(node, error);
+      });
     }
     const waiter = node.waiter;
     const first = firstOpenRequest(node);
@@ -1183,7 +1187,10 @@ export class RunTree {
       } finally {
         entry.taking = false;
       }
-      if (taken.status !== 'taken')
+      // The store never had it (its opening failed to save): answered here. Otherwise another
+      // process took it, or it is gone there.
+      const neverSaved = taken.status === 'unknown' && entry.unsaved === true;
+      if (taken.status !== 'taken' && !neverSaved)
         this.takenElsewhere(id, taken.status === 'already-answered' ? 'answered' : 'withdrawn');
     }
     return this.#deliver(id, answer);

@@ -7,7 +7,8 @@
 // DESIGN §6: answer(requestId) resumes the run; every bad input gets a typed error.
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
-import { createSupervisor } from '@troupe/supervisor';
+import { createSupervisor, MemoryPersistence, type PersistenceContext, type TurnBatch } from '@troupe/supervisor';
+import { office } from '../fixtures/agents/durable.js';
 import { dateAsker, dateAskerLead } from './agents.js';
 
 for (const [where, agentDef] of [
@@ -30,6 +31,7 @@ for (const [where, agentDef] of [
       } else {
         // Or refused where it was asked: an error result the model saw, the message went on.
         assert.equal(reply.status, 'done');
+        assert.match(reply.text, /request\.data\.at is a Date/);
       }
       assert.equal(agent.status, 'idle');
     } finally {
@@ -38,14 +40,41 @@ for (const [where, agentDef] of [
   });
 }
 
-it('control: with persistence: null the same question is answered', async () => {
+it('with persistence: null the same question is refused the same way (it does not depend on the store)', async () => {
   const supervisor = createSupervisor({ pool: { threads: 1 }, persistence: null });
   try {
     const agent = await supervisor.startAgent(dateAsker, { scope: {} });
     const reply = await agent.send('schedule it');
+    assert.equal(reply.status, 'done');
+    assert.match(reply.status === 'done' ? reply.text : '', /request\.data\.at is a Date/);
+    assert.equal(agent.status, 'idle');
+  } finally {
+    await supervisor.destroy();
+  }
+});
+
+// A store that cannot save a question (a full disk, say): the question stays answerable in
+// this process — the store cannot take an answer to what it never had.
+class NoQuestions extends MemoryPersistence {
+  override async commit(scope: unknown, batch: TurnBatch, context: PersistenceContext): Promise<void> {
+    if ((batch.openedRequests?.length ?? 0) > 0) throw new Error('disk full');
+    return super.commit(scope, batch, context);
+  }
+}
+
+it('a question whose opening failed to save is answered in this process (persistence.failed reported)', async () => {
+  const supervisor = createSupervisor({ pool: { threads: 1 }, persistence: new NoQuestions() });
+  try {
+    const failed = new Promise<unknown>((resolve) => supervisor.once('persistence.failed', resolve));
+    const agent = await supervisor.startAgent(office, { scope: { org: 'acme' }, agentId: 'office-nq' });
+    const reply = await agent.send('release');
     assert.equal(reply.status, 'suspended');
-    const answered = await supervisor.answer(reply.status === 'suspended' ? reply.request.id : '', { ok: true });
-    assert.equal(answered.status, 'done');
+    await failed;
+    const done = await supervisor.answer(reply.status === 'suspended' ? reply.request.id : '', {
+      ok: true,
+      data: { env: 'eu' },
+    });
+    assert.equal(done.status, 'done', JSON.stringify(done));
     assert.equal(agent.status, 'idle');
   } finally {
     await supervisor.destroy();

@@ -83,6 +83,8 @@ export interface RequestEntry {
   saved: boolean;
   /** An answer is being taken in the store right now. */
   taking?: boolean;
+  /** Its opening could not be saved (`persistence.failed`): answered in this process only. */
+  unsaved?: boolean;
 }
 
 /** The caller that owns a root run and turns its settled state into a reply. */
