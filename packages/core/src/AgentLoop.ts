@@ -6,6 +6,7 @@ import {
   applyContextUpdate,
   ContextUpdate,
   type EventsDropped,
+  findNotJson,
   type Metadata,
   type Operation,
   type SessionEvent,
@@ -242,12 +243,38 @@ function toCallResult(call: ModelToolCall, execution: ToolExecution): CallResult
           failed: true,
         };
       }
+      let content = execution.value ?? null;
+      if (findNotJson(content, 'result', { undefinedPropertiesAreAbsent: true }) !== undefined) {
+        // The transcript is saved, and read by models, as JSON: what the model would be shown of a
+        // Date (its ISO string), an undefined in a list (null) is what the transcript keeps.
+        try {
+          content = JSON.parse(JSON.stringify(content)) ?? null;
+        } catch (error) {
+          const refused = new TroupeError(
+            `tool "${call.name}" returned a value JSON cannot write (${(error as Error)?.message ?? String(error)}): return plain data`,
+            { code: 'ERR_NOT_JSON' },
+          );
+          return {
+            message: {
+              role: 'tool',
+              toolCallId: call.id,
+              name: call.name,
+              content: errorContent(refused),
+              isError: true,
+            },
+            operations: undefined,
+            request: undefined,
+            approval: false,
+            failed: true,
+          };
+        }
+      }
       return {
         message: {
           role: 'tool',
           toolCallId: call.id,
           name: call.name,
-          content: execution.value ?? null,
+          content,
           isError: false,
         },
         operations: execution.update?.operations,

@@ -21,6 +21,9 @@ it('a tool returning a Date does not fail the message under the default store (t
     assert.equal(reply.status === 'done' && reply.text, 'it is time');
     // The turn is kept: user, assistant (the call), tool result, assistant (the answer) after the system prompt.
     assert.equal(agent.snapshot().messages.length, 5);
+    // The transcript keeps what the model is shown of the Date: its JSON form.
+    const tool = agent.snapshot().messages.find((m) => m.role === 'tool');
+    assert.deepEqual(tool?.content, { when: '1970-01-01T00:00:00.000Z' });
   } finally {
     await supervisor.destroy();
   }
