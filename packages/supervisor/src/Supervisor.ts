@@ -366,6 +366,8 @@ export class Supervisor<S = unknown, I = S> extends EventEmitter<SupervisorEvent
   readonly #parsedScopes = new WeakSet<object>();
   readonly #checkedToolContexts = new WeakSet<object>();
   #closing: Promise<void> | undefined;
+  /** How long a cancelled run (or a reply being saved at shutdown) gets before it is cut off. */
+  readonly #graceMs: number;
   #destroying: Promise<void> | undefined;
   /** Bumped on every listener change (the run tree caches whether anyone listens). */
   #listeners = 0;
@@ -463,6 +465,7 @@ export class Supervisor<S = unknown, I = S> extends EventEmitter<SupervisorEvent
     this.#subagentTimeoutMs = timeout;
     const p = pool.data;
     this.#maxQueue = p.maxQueue ?? 1024;
+    this.#graceMs = p.graceMs ?? 1000;
     this.#tree = new RunTree({
       clock,
       events: this,
@@ -470,7 +473,7 @@ export class Supervisor<S = unknown, I = S> extends EventEmitter<SupervisorEvent
       threads: p.threads,
       resourceLimits: p.resourceLimits as ResourceLimits | undefined,
       maxQueue: this.#maxQueue,
-      graceMs: p.graceMs ?? 1000,
+      graceMs: this.#graceMs,
       watchdogIntervalMs: p.watchdogIntervalMs ?? 10,
       tableCapacity: p.tableCapacity,
       subagentTimeoutMs: timeout,
@@ -1197,7 +1200,7 @@ export class Supervisor<S = unknown, I = S> extends EventEmitter<SupervisorEvent
       }
       // Bounded: what was cancelled ends cooperatively or is killed after the grace period.
       await tree.whenIdle();
-      await Promise.all([...this.#agents.values()].map((a) => a.stop()));
+      await this.#stopAgents();
       this.#letGo();
       tree.endSuspendedSpawns();
       await tree.closeTransport();
@@ -1221,7 +1224,7 @@ export class Supervisor<S = unknown, I = S> extends EventEmitter<SupervisorEvent
       tree.cancelRunning('shutdown');
       await tree.destroyTransport();
       await tree.whenIdle();
-      await Promise.all([...this.#agents.values()].map((a) => a.stop()));
+      await this.#stopAgents();
       this.#letGo();
       tree.endSuspendedSpawns();
       // What was saved stays saved; the store is closed as by close() (a close() after this returns this).
@@ -1229,6 +1232,22 @@ export class Supervisor<S = unknown, I = S> extends EventEmitter<SupervisorEvent
     })();
     this.#closing ??= this.#destroying;
     return this.#destroying;
+  }
+
+  // Stop every agent; a reply still being saved is waited for, up to the grace period (a
+  // store that never answers does not hold a shutdown forever), before the store is closed.
+  async #stopAgents(): Promise<void> {
+    let timer: unknown;
+    const grace = new Promise<void>((resolve) => {
+      timer = this.#clock.setTimeout(resolve, this.#graceMs);
+      // The system clock's timers are unref'd: this one holds the process until close() is done.
+      (timer as { ref?: () => void }).ref?.();
+    });
+    try {
+      await Promise.race([Promise.all([...this.#agents.values()].map((a) => a.stop())), grace]);
+    } finally {
+      this.#clock.clearTimeout(timer);
+    }
   }
 
   // A closed supervisor holds no agent (something of the pool may outlive close() for a while).

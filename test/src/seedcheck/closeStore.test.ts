@@ -68,3 +68,33 @@ it('close({ timeoutMs }) does not close the store under an in-flight write, and 
   // The turn was not lost to the close (the store refused the late write: ERR_CLOSED).
   assert.notEqual(reply?.status, 'failed', reply?.status === 'failed' ? reply.error.message : '');
 });
+
+/** A store whose commits never settle once `hang` is set (a network database that went away). */
+class HangingStore extends MemoryPersistence {
+  hang = false;
+  #entered: (() => void) | undefined;
+  readonly entered = new Promise<void>((resolve) => {
+    this.#entered = resolve;
+  });
+
+  override async commit(scope: unknown, batch: TurnBatch, context: PersistenceContext): Promise<void> {
+    if (!this.hang) return super.commit(scope, batch, context);
+    this.#entered?.();
+    return new Promise<void>(() => {});
+  }
+}
+
+it('close({ timeoutMs }) stays bounded by the grace period when the store never answers a write', {
+  timeout: 20_000,
+}, async () => {
+  const store = new HangingStore();
+  const supervisor = createSupervisor({ pool: { threads: 1, graceMs: 100 }, persistence: store });
+  const agent = await supervisor.startAgent(echo, { scope: {} });
+  store.hang = true;
+  const replying = agent.send('hello');
+  await store.entered;
+  // Resolves (the test's timeout fails it otherwise): the write in flight got the grace period.
+  await supervisor.close({ timeoutMs: 100 });
+  assert.equal(supervisor.stats().agents, 0);
+  replying.catch(() => {});
+});

@@ -661,8 +661,9 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
     if (this.#status === 'stopped') return;
     this.dropMailbox();
     const root = this.#root;
-    if (root !== undefined && this.#status === 'running') {
-      this.#deps.tree.cancel(root, 'shutdown');
+    if (this.#status === 'running') {
+      // Running, or settling (its root ended and its reply is being saved): the save is awaited.
+      if (root !== undefined) this.#deps.tree.cancel(root, 'shutdown');
       await this.whenIdle();
     }
     // A stopped agent keeps its saved suspension: a new supervisor can resume it.
