@@ -148,3 +148,23 @@ export const failingDelegator = defineAgent({
     },
   ]),
 });
+
+/** Every message: 1 + 1 tokens to delegate to `quickSpender` (100 + 100), 1 + 1 to answer. */
+export const steadyDelegator = defineAgent({
+  name: 'steadyDelegator',
+  module: import.meta.url,
+  instructions: 'Delegate every message.',
+  subagents: [quickSpender],
+  model: new ScriptedModel(
+    [
+      ({ messages }) =>
+        messages[messages.length - 1]?.role === 'tool'
+          ? { text: 'done', usage: tokens(1) }
+          : {
+              toolCalls: [{ name: 'task', arguments: { subagent: 'quickSpender', instructions: 'go' } }],
+              usage: tokens(1),
+            },
+    ],
+    { whenExhausted: 'repeat-last' },
+  ),
+});

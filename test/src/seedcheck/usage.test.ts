@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import { createSupervisor } from '@troupe/supervisor';
-import { delegator, failingDelegator } from './agents.js';
+import { delegator, failingDelegator, steadyDelegator } from './agents.js';
 
 it("a cancelled message's subagent tokens stay in the conversation's totalUsage (the reply counts them)", async () => {
   const supervisor = createSupervisor({ pool: { threads: 1 } });
@@ -38,6 +38,25 @@ it("a failed message's tokens (its own and its subagent's) stay in the conversat
       { usage: snapshot.usage, totalUsage: snapshot.totalUsage },
       { usage: reply.usage, totalUsage: reply.totalUsage },
     );
+  } finally {
+    await supervisor.destroy();
+  }
+});
+
+it("a reply's usage is its message's (the snapshot's is the conversation's), on every message", async () => {
+  const supervisor = createSupervisor({ pool: { threads: 1 } });
+  try {
+    const agent = await supervisor.startAgent(steadyDelegator, { scope: {} });
+    for (let n = 1; n <= 3; n++) {
+      const reply = await agent.send(`go ${n}`);
+      assert.equal(reply.status, 'done');
+      // Documented: the message's own model calls, and its whole tree's.
+      assert.deepEqual(reply.usage, { inputTokens: 2, outputTokens: 2 }, `message ${n}`);
+      assert.deepEqual(reply.totalUsage, { inputTokens: 102, outputTokens: 102 }, `message ${n}`);
+      const snapshot = agent.snapshot();
+      assert.deepEqual(snapshot.usage, { inputTokens: 2 * n, outputTokens: 2 * n });
+      assert.deepEqual(snapshot.totalUsage, { inputTokens: 102 * n, outputTokens: 102 * n });
+    }
   } finally {
     await supervisor.destroy();
   }

@@ -2,6 +2,7 @@ import { AsyncResource } from 'node:async_hooks';
 import {
   type Agent,
   type AgentId,
+  addUsage,
   BackpressureError,
   CancelledError,
   type CancelReason,
@@ -14,6 +15,7 @@ import {
   type Scope,
   TroupeError,
   totalUsage,
+  type Usage,
 } from '@troupe/core';
 import { abandonPendingTurn, describeValue } from '@troupe/core/internal';
 import type { EventEmitter } from 'eventemitter3';
@@ -429,8 +431,11 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
     const { clock, events } = this.#deps;
     const at = clock.now();
     this.#children = Math.max(this.#children, root.nextChild);
-    const usage = root.usage;
-    const total = totalOf(root);
+    // The run's loop carries the conversation's tokens so far: the message's are what it added
+    // to the state it started from.
+    const start = this.#checkpoint;
+    const usage = lessUsage(root.usage, start.usage);
+    const total = lessUsage(totalOf(root), start.usage);
     const ref = { agentId: this.id, runId: root.id, path: root.path };
     if (root.phase !== 'ended') {
       // Suspended throughout: keep the state to resume from; the reply names the first open question.
@@ -478,7 +483,8 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
           reply = this.#notSaved(failed, usage, total);
           break;
         }
-        this.#keep(state);
+        // Tokens spent are kept, also those of children a cancel cut off before they reported.
+        this.#keep(withMessageUsage(state, start, usage, total));
         if (end.status === 'done') {
           events.emit('agent.done', { ...ref, usage, totalUsage: total, turns: state.turns, at });
           reply = { status: 'done', text: end.text, turns: state.turns, usage, totalUsage: total };
@@ -509,7 +515,9 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
         });
         this.#restarts ??= [];
         const restarted = defect || admitRestart(this.#deps.restart, this.#restarts, at);
-        // One-for-one: only this agent restarts, from its last good state.
+        // One-for-one: only this agent restarts, from its last good state — with the tokens the
+        // failed message spent.
+        this.#checkpoint = withMessageUsage(this.#checkpoint, start, usage, total);
         this.#state = this.#checkpoint;
         this.#unsaved = undefined;
         // The run is saved as failed; the conversation, as it was before the message.
@@ -706,3 +714,25 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
 }
 
 const ZERO = Object.freeze({ inputTokens: 0, outputTokens: 0 });
+
+// `a` less `b`, never below zero (a run that never started reports none).
+function lessUsage(a: Usage, b: Usage): Usage {
+  if (b.inputTokens === 0 && b.outputTokens === 0) return a;
+  return {
+    inputTokens: Math.max(0, a.inputTokens - b.inputTokens),
+    outputTokens: Math.max(0, a.outputTokens - b.outputTokens),
+  };
+}
+
+// `state` with the conversation's tokens: those it had at the message's `start`, plus the
+// message's own (`usage`) and its subagents' (`total` less `usage`).
+function withMessageUsage(state: LoopState, start: LoopState, usage: Usage, total: Usage): LoopState {
+  const own = addUsage(start.usage, usage);
+  const children = addUsage(start.childUsage ?? ZERO, lessUsage(total, usage));
+  if (sameUsage(state.usage, own) && sameUsage(state.childUsage ?? ZERO, children)) return state;
+  return { ...state, usage: own, childUsage: children };
+}
+
+function sameUsage(a: Usage, b: Usage): boolean {
+  return a.inputTokens === b.inputTokens && a.outputTokens === b.outputTokens;
+}
