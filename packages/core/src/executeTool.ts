@@ -375,9 +375,13 @@ export async function executeTool(
     // deadline, and a timeout is terminal whatever it returned. (Which of the
     // executor's timer and the watchdog's cancel came first is a race; the
     // outcome must not depend on it.)
+    // A tool that never yielded cannot be stopped where nothing else runs (a parent agent's, on
+    // the supervisor's thread): had its deadline passed when it returned, it overran all the same.
     const laneReason = lane.token.reason;
+    const overran = callDeadline !== undefined && settled.kind !== 'timeout' && clock.now() > callDeadline;
     const timedOut =
-      settled.kind === 'timeout' || (laneReason === 'deadline' && !runToken.isCancelled() && tool.timeoutMs !== null);
+      settled.kind === 'timeout' ||
+      ((laneReason === 'deadline' || overran) && !runToken.isCancelled() && tool.timeoutMs !== null);
     if (timedOut) {
       const timeoutMs = tool.timeoutMs ?? 0;
       if (events !== undefined && events.listenerCount('tool.execute.timeout') > 0) {
