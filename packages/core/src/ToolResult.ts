@@ -1,3 +1,4 @@
+import { assertCloneable } from './assertCloneable.js';
 import { assertJson, type ContextUpdate } from './ContextUpdate.js';
 import { createId } from './Id.js';
 import { Request } from './Request.js';
@@ -112,6 +113,8 @@ export const ToolResult = Object.freeze({
     }
     // A question is saved with its run (JSON): a value JSON cannot carry is refused here too.
     if (parsed.data.data !== undefined) {
+      // It crosses threads, and is saved as JSON.
+      assertCloneable(parsed.data.data, 'ToolResult.pending: request.data');
       assertJson(parsed.data.data, 'ToolResult.pending: request.data', { undefinedPropertiesAreAbsent: true });
     }
     return Object.freeze({

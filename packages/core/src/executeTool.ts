@@ -506,12 +506,22 @@ type ApprovalOutcome =
   | { readonly kind: 'denied'; readonly message: string }
   | { readonly kind: 'ask'; readonly request: Request };
 
+/**
+ * The reason a host gives for a rejection when no approval handler is configured (a worker's
+ * tool asks its host, which has none): worded as the in-process case is.
+ */
+export const NO_APPROVAL_HANDLER = 'no approval handler is configured';
+
+function noApprovalHandler(name: string): string {
+  return `tool "${name}" requires approval and no approval handler is configured: denied (pass createSupervisor({ approval }) to decide)`;
+}
+
 async function askApproval(tool: AnyTool, call: ToolCallInput, options: ExecuteToolOptions): Promise<ApprovalOutcome> {
   const handler = options.approval;
   if (handler === undefined) {
     return {
       kind: 'denied',
-      message: `tool "${tool.name}" requires approval and no approval handler is configured: denied`,
+      message: noApprovalHandler(tool.name),
     };
   }
   let raw: unknown;
@@ -565,7 +575,10 @@ async function askApproval(tool: AnyTool, call: ToolCallInput, options: ExecuteT
     case 'reject':
       return {
         kind: 'denied',
-        message: `tool "${tool.name}" was rejected by the approval handler${d.reason ? `: ${d.reason}` : ''}`,
+        message:
+          d.reason === NO_APPROVAL_HANDLER
+            ? noApprovalHandler(tool.name)
+            : `tool "${tool.name}" was rejected by the approval handler${d.reason ? `: ${d.reason}` : ''}`,
       };
     case 'ask': {
       const request: Request = {

@@ -33,6 +33,7 @@ import {
   HostFeature,
   type LoopEventSink,
   type LoopOutcome,
+  NO_APPROVAL_HANDLER,
   openCalls,
   parseHostEvents,
   renameRequest,
@@ -1385,8 +1386,7 @@ export class RunTree {
       agentId: node.agentId,
       runId: node.id,
       approve: (request) => {
-        if (approval === undefined)
-          return Promise.resolve({ decision: 'reject', reason: 'no approval handler is configured' });
+        if (approval === undefined) return Promise.resolve({ decision: 'reject', reason: NO_APPROVAL_HANDLER });
         node.ended ??= new AbortController();
         const ended = node.ended;
         return Promise.resolve(

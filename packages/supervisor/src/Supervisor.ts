@@ -1351,7 +1351,17 @@ function checkMetadata(metadata: unknown): void {
     );
   }
   assertCloneable(metadata, 'metadata');
-  assertJson(metadata, 'metadata');
+  try {
+    assertJson(metadata, 'metadata');
+  } catch (error) {
+    if (!(error instanceof RangeError)) throw error;
+    throw new InvalidArgumentError(
+      'metadata is nested too deeply to be copied or saved: pass plain data, nested less deeply',
+      {
+        code: 'ERR_NOT_CLONEABLE',
+      },
+    );
+  }
   if (isDeepFrozen(metadata)) checkedMetadata.add(metadata);
 }
 

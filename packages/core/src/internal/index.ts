@@ -31,7 +31,13 @@ export { cloneableSizeBound, irregularKeys } from '../assertCloneable.js';
 export { CancelSlots, type CancelSlotsOptions, type SlotHandle } from '../CancelSlots.js';
 export { localRunCancellation } from '../CancelSource.js';
 export { decodeError, ErrorShape, encodeError } from '../ErrorShape.js';
-export { type ExecuteToolOptions, executeTool, type ToolCallInput, type ToolExecution } from '../executeTool.js';
+export {
+  type ExecuteToolOptions,
+  executeTool,
+  NO_APPROVAL_HANDLER,
+  type ToolCallInput,
+  type ToolExecution,
+} from '../executeTool.js';
 export {
   type HostCall,
   type HostCallWire,
