@@ -1,5 +1,5 @@
 import type { ModelDelta } from './Model.js';
-import { isCapability, TELEMETRY_EVENT_COUNT, TELEMETRY_SHIFT } from './Protocol.js';
+import { findBadPending, isCapability, TELEMETRY_EVENT_COUNT, TELEMETRY_SHIFT } from './Protocol.js';
 import { Request } from './Request.js';
 
 /**
@@ -69,6 +69,9 @@ export function parseHostCheckpoint(payload: unknown): HostCheckpoint | string {
   if (!isPlainRecord(state) || typeof state.agentId !== 'string' || !Array.isArray(state.messages)) {
     return 'checkpoint.state must be a loop state';
   }
+  // Saved, and walked again on a restore: its open calls are checked as a handed-back state's are.
+  const badPending = findBadPending(state.pending);
+  if (badPending !== undefined) return `checkpoint: ${badPending}`;
   if (!Array.isArray(calls) || calls.length > 4096) return 'checkpoint.calls must be an array';
   for (const c of calls) {
     if (

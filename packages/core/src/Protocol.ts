@@ -17,9 +17,65 @@ export const AgentRef = z.object({ module: z.string().min(1), name: z.string().m
 /** See the {@link AgentRef} schema. */
 export type AgentRef = z.infer<typeof AgentRef>;
 
+/**
+ * The most questions a run's state may hold open when a worker hands it back
+ * (see `MAX_QUESTIONS_PER_DISPATCH` of the host channel, which has the same
+ * bound for the questions a dispatch asks as it runs).
+ */
+export const MAX_PENDING_QUESTIONS = 1024;
+
+/** The most calls a state's `pending` may list (a turn's tool calls). */
+const MAX_PENDING_CALLS = 4096;
+
+/**
+ * What is wrong with a state's `pending` as a worker handed it back, or
+ * undefined: the supervisor walks these calls (opens their questions,
+ * resolves delegated ones, resumes with an answer), so each is checked here,
+ * at the port — a list of `{ call: { id, name }, result?, request?, approval?,
+ * delegated?, usage?, operations?, childEvents? }`, its questions valid
+ * requests, at most {@link MAX_PENDING_QUESTIONS} of them open.
+ */
+export function findBadPending(pending: unknown): string | undefined {
+  if (pending === undefined) return undefined;
+  if (!Array.isArray(pending)) return 'state.pending must be a list of calls';
+  if (pending.length > MAX_PENDING_CALLS) return `state.pending lists over ${MAX_PENDING_CALLS} calls`;
+  let open = 0;
+  const ids = new Set<string>();
+  for (const p of pending as unknown[]) {
+    if (typeof p !== 'object' || p === null) return 'state.pending holds a call that is not an object';
+    const entry = p as Record<string, unknown>;
+    const call = entry.call as Record<string, unknown> | null | undefined;
+    if (typeof call !== 'object' || call === null || typeof call.id !== 'string' || call.id.length === 0)
+      return 'state.pending holds a call without an id';
+    if (typeof call.name !== 'string') return `state.pending call ${call.id} has no tool name`;
+    if (ids.has(call.id)) return `state.pending lists call ${call.id} twice`;
+    ids.add(call.id);
+    const result = entry.result as Record<string, unknown> | null | undefined;
+    if (result !== undefined && (typeof result !== 'object' || result === null || result.role !== 'tool'))
+      return `state.pending call ${call.id} has a result that is not a tool message`;
+    if (entry.request !== undefined) {
+      if (!Request.safeParse(entry.request).success) return `state.pending call ${call.id} holds a malformed request`;
+      if (result === undefined && entry.delegated !== true && ++open > MAX_PENDING_QUESTIONS)
+        return `state.pending holds over ${MAX_PENDING_QUESTIONS} open questions`;
+    }
+    for (const flag of ['approval', 'delegated'] as const) {
+      if (entry[flag] !== undefined && typeof entry[flag] !== 'boolean')
+        return `state.pending call ${call.id}: ${flag} must be a boolean`;
+    }
+    if (entry.usage !== undefined && !isUsage(entry.usage))
+      return `state.pending call ${call.id}: usage must be non-negative token counts`;
+    for (const list of ['operations', 'childEvents'] as const) {
+      if (entry[list] !== undefined && !Array.isArray(entry[list]))
+        return `state.pending call ${call.id}: ${list} must be a list`;
+    }
+  }
+  return undefined;
+}
+
 // The loop state is produced by this library on the other side and its
 // parts are re-checked where they are used (operations by the reducer,
-// answers against the pending request); here its outer shape is checked.
+// answers against the pending request); here its outer shape is checked,
+// and what the supervisor walks of it (`pending`, see findBadPending).
 const LoopStateSchema = z.custom<LoopState>(
   (v) =>
     typeof v === 'object' &&
@@ -539,6 +595,8 @@ function decodeResultBody(
       const state = LoopStateSchema.safeParse(raw[7]);
       if (!request.success) return { error: 'suspended: not a request' };
       if (!state.success) return { error: 'suspended: not a loop state' };
+      const badPending = findBadPending(state.data.pending);
+      if (badPending !== undefined) return { error: `suspended: ${badPending}` };
       return {
         result: { turns, usage: u, events: e, sent, status: 'suspended', request: request.data, state: state.data },
       };
