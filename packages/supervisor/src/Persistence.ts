@@ -227,6 +227,12 @@ export interface RequestOpening {
   readonly toolCallId: string;
   /** True when the request asks to approve a tool call. */
   readonly approval: boolean;
+  /**
+   * For an approval: the call the handler was asked about (its tool and arguments). A yes
+   * pre-approves that call only; a record without it (saved by an older Troupe) pre-approves
+   * nothing, and the handler is asked again.
+   */
+  readonly approvedCall?: { readonly toolName: string; readonly arguments: unknown } | undefined;
   readonly openedAt: number;
 }
 

@@ -220,6 +220,11 @@ export const PersistenceRules = Object.freeze({
     id(r.localId, 'request.localId');
     id(r.toolCallId, 'request.toolCallId');
     if (typeof r.approval !== 'boolean') throw bad('request.approval must be a boolean');
+    if (r.approvedCall !== undefined) {
+      const call = object(r.approvedCall, 'request.approvedCall');
+      id(call.toolName, 'request.approvedCall.toolName');
+      json(call.arguments ?? null, 'request.approvedCall.arguments');
+    }
     time(r.openedAt, 'request.openedAt');
     json(r.request, 'request.request');
   },

@@ -54,6 +54,7 @@ import type { Durability } from './internal/Durability.js';
 import { HostChannel, type HostLookup, type HostRun } from './internal/HostChannel.js';
 import { RecentMap } from './internal/RecentMap.js';
 import {
+  type ApprovedCall,
   type FinalEnd,
   firstOpenRequest,
   hostRequest,
@@ -127,6 +128,8 @@ export interface RestoredRequest {
   readonly toolCallId: string;
   readonly local: Request;
   readonly approval: boolean;
+  /** For an approval: the call it is about, as saved (none: a yes does not pre-approve). */
+  readonly call?: ApprovedCall | undefined;
   /** The run whose tool asked (default: the root). */
   readonly runId?: string | undefined;
 }
@@ -345,7 +348,7 @@ export class RunTree {
     for (const r of requests) {
       const node = byId.get(r.runId ?? root.id);
       if (node === undefined) continue;
-      const entry = this.#open(node, r.toolCallId, r.local, r.approval, r.id, false);
+      const entry = this.#open(node, r.toolCallId, r.local, r.approval, r.id, false, r.call);
       // A state saved before questions were named by the host's ids names them so now.
       if (node.state !== undefined) node.state = renameRequest(node.state, r.toolCallId, hostRequest(entry));
     }
@@ -793,9 +796,13 @@ export class RunTree {
     if (answer !== undefined) {
       const taken = answer.answer as NonNullable<RequestEntry['answer']>;
       node.deleteRequest(answer.toolCallId);
+      // A yes to an approval runs the call pre-approved only if it is the call the handler was
+      // asked about: a worker's state could have put another tool, or other arguments, under its id.
+      const approved =
+        answer.approval && taken.answer.ok && isApprovedCall(answer.call, pendingCall(state, answer.toolCallId));
       this.#resume(node, {
         answer: taken.answer,
-        approvedCalls: answer.approval && taken.answer.ok ? [answer.toolCallId] : [],
+        approvedCalls: approved ? [answer.toolCallId] : [],
         expired: taken.expired,
       });
       return;
@@ -1065,7 +1072,10 @@ export class RunTree {
           data: d.data ?? { toolName: request.toolName, arguments: request.arguments },
           ...(d.expiresAt === undefined ? {} : { expiresAt: d.expiresAt }),
         };
-        this.#open(node, request.toolCallId, local, true);
+        this.#open(node, request.toolCallId, local, true, undefined, true, {
+          toolName: request.toolName,
+          arguments: request.arguments,
+        });
         return { ...d, requestId: id };
       }
       // Anything else goes back as it came: the executor denies what is not a decision, and says so.
@@ -1088,6 +1098,7 @@ export class RunTree {
     approval: boolean,
     known?: string,
     announce = true,
+    call?: ApprovedCall,
   ): RequestEntry {
     const id = known ?? (approval ? local.id : createId('req'));
     const entry: RequestEntry = {
@@ -1096,6 +1107,7 @@ export class RunTree {
       node,
       toolCallId,
       approval,
+      call: approval ? call : undefined,
       openedAt: this.#clock.now(),
       answer: undefined,
       saved: known !== undefined,
@@ -1888,5 +1900,26 @@ async function definitionOf(agent: Agent): Promise<Agent> {
     if (isTroupeError(error))
       throw new InvalidArgumentError(error.message, { code: 'ERR_UNKNOWN_AGENT', cause: error });
     throw error;
+  }
+}
+
+// The pending call of `state` under `toolCallId`, if any.
+function pendingCall(
+  state: LoopState,
+  toolCallId: string,
+): { readonly name: string; readonly arguments?: unknown } | undefined {
+  return state.pending?.find((p) => p.call.id === toolCallId)?.call;
+}
+
+// True when `call` is the call an approval was asked about: the same tool, the same arguments.
+function isApprovedCall(
+  asked: ApprovedCall | undefined,
+  call: { readonly name: string; readonly arguments?: unknown } | undefined,
+): boolean {
+  if (asked === undefined || call === undefined || call.name !== asked.toolName) return false;
+  try {
+    return JSON.stringify(call.arguments ?? null) === JSON.stringify(asked.arguments ?? null);
+  } catch {
+    return false;
   }
 }

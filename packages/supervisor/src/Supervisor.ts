@@ -771,6 +771,8 @@ export class Supervisor<S = unknown, I = S> extends EventEmitter<SupervisorEvent
             local,
             // Whether it asks for an approval is what the supervisor saved, never what a run's state says.
             approval: record?.approval ?? old?.approval ?? false,
+            // And the call it approves, as saved then (none: a yes asks the handler again).
+            call: record?.approvedCall,
             runId: runId === '' ? undefined : runId,
           });
           kept.add(id);

@@ -246,6 +246,7 @@ export class Durability {
       localId: entry.local.id,
       toolCallId: entry.toolCallId,
       approval: entry.approval,
+      ...(entry.call === undefined ? {} : { approvedCall: entry.call }),
       openedAt: entry.openedAt,
     };
   }

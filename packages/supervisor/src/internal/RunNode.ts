@@ -66,6 +66,12 @@ export type FinalEnd = Exclude<RunEnd, { readonly status: 'suspended' }>;
  */
 export type RunPhase = 'queued' | 'running' | 'suspended' | 'draining' | 'ended';
 
+/** The tool call an approval question is about (see {@link RequestEntry.call}). */
+export interface ApprovedCall {
+  readonly toolName: string;
+  readonly arguments: unknown;
+}
+
 /** A question a run asked, as the supervisor tracks it until it is answered or withdrawn. */
 export interface RequestEntry {
   /** The id the host sees: minted here, unique per supervisor. */
@@ -76,6 +82,11 @@ export interface RequestEntry {
   readonly toolCallId: string;
   /** An approval question (`ask` from the approval handler): only a yes runs the call, pre-approved. */
   readonly approval: boolean;
+  /**
+   * For an approval: the call the handler was asked about. Only that call — the same tool,
+   * the same arguments — runs pre-approved on a yes, whatever the run's state says later.
+   */
+  readonly call?: ApprovedCall | undefined;
   readonly openedAt: number;
   /** Taken answer, waiting for the run to be suspended so it can be delivered. */
   answer: { readonly answer: Answer; readonly expired: boolean } | undefined;
