@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { sqlitePersistence } from '@troupe/sqlite';
+import Database from 'better-sqlite3';
 import { startProcess } from '../examples/startProcess.js';
 import { tempDir } from './sqliteFiles.js';
 
@@ -124,6 +125,20 @@ describe('restore after a crash (SIGKILL)', () => {
     assert.equal(interrupted, 0, 'every interrupted message was resumed');
     for (const line of last.lines)
       if (line.startsWith('resumed') || line.startsWith('answered')) statuses.add(line.split(' ')[2] as string);
+    // No message was dropped on the way: every parent's run the file holds has ended (a
+    // conversation restored idle over a run left interrupted would keep it so for ever).
+    const db = new Database(file, { readonly: true });
+    try {
+      const live = db
+        .prepare(
+          `SELECT run_id AS runId, status FROM runs
+           WHERE json_extract(json, '$.kind') = 'message' AND status IN ('running', 'interrupted', 'suspended')`,
+        )
+        .all();
+      assert.deepEqual(live, [], `seed ${seed}: parents' runs left unfinished after the final restore`);
+    } finally {
+      db.close();
+    }
 
     // No side effect that is not safe to repeat happened twice.
     const lines = existsSync(effects) ? readFileSync(effects, 'utf8').trim().split('\n') : [];
