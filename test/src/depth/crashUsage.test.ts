@@ -18,7 +18,7 @@ before(async () => {
   server = await PlanServer.start();
   process.env.DEEP_BASE_URL = server.baseURL;
   ({ d0 } = await import('../fixtures/agents/deepOpenai.js'));
-  supervisor = createSupervisor({ persistence: null, pool: { threads: 2 } });
+  supervisor = createSupervisor({ persistence: null, pool: { threads: 4, graceMs: 100 } });
   log = new EventLog(supervisor);
   await supervisor.ready();
 });
@@ -72,6 +72,40 @@ describe('usage of a crashed subagent at depth', () => {
       },
       { crashedOwn: 7, subtreeOfX: subX, reply: total.input, snapshot: total.input },
       'every token the server reported is counted',
+    );
+  });
+
+  it('the tokens of a run killed after the grace (forced cancel) are in the totals', async () => {
+    const plan: Plan = {
+      label: 'froot',
+      kind: 'delegate',
+      u: 100,
+      o: 10,
+      children: [
+        {
+          label: 'F',
+          kind: 'delegate',
+          u: 20,
+          o: 2,
+          children: [{ label: 'F0', kind: 'tool', tool: 'busy', u: 7, o: 3 }],
+        },
+      ],
+    };
+    const agent = await supervisor.startAgent(d0, { scope: {} });
+    const f0 = `${agent.id}-sub-1-sub-1`;
+    const busy = log.whenNamed('tool.execute.start', (e) => e.agentId === f0 && e.toolName === 'busy');
+    const replyP = agent.send(JSON.stringify(plan));
+    await busy;
+    agent.cancel('user');
+    const reply = await replyP;
+    assert.equal(reply.status, 'cancelled');
+    const ended = log.named('subagent.cancelled').find((e) => e.payload.agentId === f0);
+    assert.equal(ended?.payload.forced, true, 'F0 was killed');
+    const total = ['froot', 'F', 'F0'].reduce((s, l) => s + (server.reported.get(l)?.input ?? 0), 0);
+    assert.deepEqual(
+      { killedOwn: ended?.payload.usage?.inputTokens, reply: reply.totalUsage.inputTokens },
+      { killedOwn: 7, reply: total },
+      'the killed run spent 7 input tokens (its model.stop said so); the reply counts them',
     );
   });
 });

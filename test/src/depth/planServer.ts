@@ -16,7 +16,7 @@ export interface Plan {
   readonly children?: readonly Plan[];
   readonly tool?: string;
   /** How the first model call of this run fails (the later ones answer). */
-  readonly fail?: 'badjson' | 'cut' | '429' | '500' | '500always' | '400';
+  readonly fail?: 'badjson' | 'cut' | '429' | '500' | '500always' | '400' | 'hang';
   readonly pieces?: number;
 }
 
@@ -104,6 +104,10 @@ export class PlanServer {
         case 'badjson':
           sse(res);
           res.end('data: {"choices":[{"index":0,"delta":{"content":"x"\n\ndata: [DONE]\n\n');
+          return;
+        case 'hang':
+          sse(res);
+          res.write(`data: ${JSON.stringify(chunk({ content: 'first' }))}\n\n`);
           return;
         case 'cut':
           sse(res);
