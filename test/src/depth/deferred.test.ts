@@ -61,4 +61,67 @@ describe('a tree deeper than the pool', () => {
     );
     assert.equal(reply.status, 'done');
   });
+
+  it('on 2 threads: a depth-3 crash under a deferred parent reaches it as a typed error', async () => {
+    const plan: Plan = {
+      label: 'cr',
+      kind: 'delegate',
+      children: [
+        {
+          label: 'ca',
+          kind: 'delegate',
+          children: [
+            { label: 'cb', kind: 'delegate', children: [{ label: 'cc', kind: 'tool', tool: 'exit' }] },
+            { label: 'cb2', kind: 'answer' },
+          ],
+        },
+      ],
+    };
+    const agent = await supervisor.startAgent(d0, { scope: {} });
+    const reply = await agent.send(JSON.stringify(plan));
+    assert.equal(reply.status, 'done', JSON.stringify(reply));
+    assert.match(reply.text, /ERR_WORKER_CRASHED/);
+    assert.equal(supervisor.stats().runs, 0);
+  });
+
+  it('on 2 threads: cancel while a parent is deferred ends the whole tree before the reply', async () => {
+    const plan: Plan = {
+      label: 'xr',
+      kind: 'delegate',
+      children: [
+        {
+          label: 'xa',
+          kind: 'delegate',
+          children: [{ label: 'xb', kind: 'delegate', children: [{ label: 'xc', kind: 'tool', tool: 'spin' }] }],
+        },
+      ],
+    };
+    const agent = await supervisor.startAgent(d0, { scope: {} });
+    const id = agent.id;
+    const spinning = log.whenNamed(
+      'tool.execute.start',
+      (e) => e.agentId === `${id}-sub-1-sub-1-sub-1` && e.toolName === 'spin',
+    );
+    const from = log.entries.length;
+    const replyP = agent.send(JSON.stringify(plan));
+    await spinning;
+    assert.equal(agent.cancel('user'), true);
+    const reply = await replyP;
+    const replied = log.note('reply', {}).seq;
+    assert.equal(reply.status, 'cancelled');
+    await supervisor.spawn(d0, { input: JSON.stringify({ label: 'xlate', kind: 'answer' }), scope: {} });
+    const late = log.entries.filter((e) => e.seq > replied && String(e.payload?.agentId).startsWith(id));
+    assert.deepEqual(
+      late.map((e) => `${e.name} ${e.payload.agentId}`),
+      [],
+    );
+    const ends = log.entries
+      .slice(from)
+      .filter((e) => /^subagent\.(cancelled|done|failed|crashed|suspended)$/.test(e.name))
+      .map((e) => `${e.name} ${String(e.payload.agentId).slice(id.length)}`);
+    assert.ok(ends.includes('subagent.cancelled -sub-1-sub-1-sub-1'), ends.join('\n'));
+    assert.equal(supervisor.stats().runs, 0);
+    assert.equal(supervisor.stats().suspendedSubagents, 0);
+    assert.deepEqual(supervisor.pendingRequests(), []);
+  });
 });

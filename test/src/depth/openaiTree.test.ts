@@ -96,6 +96,18 @@ describe('openaiModel at depth', () => {
       got = [...runs].length === 1 ? whole : '';
       assert.equal(got, whole, `the answer of ${label} streamed whole on one run`);
     }
+    // model.stop of the retried calls says how many attempts they took.
+    const attemptsOf = (agentId: string) =>
+      log
+        .named('model.stop')
+        .filter((e) => e.payload.agentId === agentId)
+        .map((e) => e.payload.attempts);
+    assert.deepEqual(attemptsOf(`${agent.id}-sub-2`), [2], 'B: a 500 then an answer');
+    assert.deepEqual(
+      attemptsOf(`${agent.id}-sub-1-sub-2-sub-2`),
+      [2],
+      'A11: a 429 with retry-after-ms, then an answer',
+    );
     // Events: subagent.done totals; snapshot total.
     const snap = agent.snapshot();
     assert.equal(snap.totalUsage.inputTokens, total.input, 'snapshot totalUsage');
@@ -133,5 +145,53 @@ describe('openaiModel at depth', () => {
       assert.equal(typeof parsed.code, 'string', `E${i}'s task call is a typed error: ${r}`);
     }
     assert.match(String(inner.results[4]), /E4/);
+  });
+
+  it('cached and reasoning tokens roll up through the tree like input and output', async () => {
+    const plan: Plan = {
+      label: 'k',
+      kind: 'delegate',
+      u: 50,
+      cached: 40,
+      reasoning: 4,
+      children: [
+        {
+          label: 'k1',
+          kind: 'delegate',
+          u: 30,
+          cached: 20,
+          reasoning: 2,
+          children: [
+            {
+              label: 'k2',
+              kind: 'delegate',
+              u: 9,
+              cached: 8,
+              reasoning: 1,
+              children: [{ label: 'k3', kind: 'answer', u: 5, cached: 3, reasoning: 7 }],
+            },
+          ],
+        },
+      ],
+    };
+    const agent = await supervisor.startAgent(d0, { scope: {} });
+    const reply = await agent.send(JSON.stringify(plan));
+    assert.equal(reply.status, 'done');
+    let cached = 0;
+    let reasoning = 0;
+    for (const l of ['k', 'k1', 'k2', 'k3']) {
+      cached += server.reported.get(l)?.cached ?? 0;
+      reasoning += server.reported.get(l)?.reasoning ?? 0;
+    }
+    const stop = log.named('model.stop').find((e) => e.payload.agentId === `${agent.id}-sub-1-sub-1-sub-1`);
+    assert.equal(stop?.payload.usage?.cachedInputTokens, 3, 'the depth-3 model call reports its cached tokens');
+    assert.deepEqual(
+      { cached: reply.totalUsage.cachedInputTokens, reasoning: reply.totalUsage.reasoningTokens },
+      { cached, reasoning },
+    );
+    assert.deepEqual(
+      { cached: reply.usage.cachedInputTokens, reasoning: reply.usage.reasoningTokens },
+      { cached: 80, reasoning: 8 },
+    );
   });
 });

@@ -18,13 +18,19 @@ export interface Plan {
   /** How the first model call of this run fails (the later ones answer). */
   readonly fail?: 'badjson' | 'cut' | '429' | '500' | '500always' | '400' | 'hang';
   readonly pieces?: number;
+  /** Cached input and reasoning output tokens each model call reports. */
+  readonly cached?: number;
+  readonly reasoning?: number;
 }
 
 export class PlanServer {
   readonly #server: Server;
   readonly #sockets = new Set<Socket>();
   /** Tokens reported in successful answers: per label. */
-  readonly reported = new Map<string, { input: number; output: number; calls: number }>();
+  readonly reported = new Map<
+    string,
+    { input: number; output: number; calls: number; cached?: number; reasoning?: number }
+  >();
   /** Requests seen per label. */
   readonly requests = new Map<string, number>();
   /** Text deltas sent per label, in order. */
@@ -65,9 +71,28 @@ export class PlanServer {
     await once(this.#server, 'close');
   }
 
+  readonly #gated: ServerResponse[] = [];
+  #open = false;
+
+  /** Close the gate again. */
+  reset(): void {
+    this.#open = false;
+  }
+
+  /** Answer every request to `/gate` (held until now) and every later one at once. */
+  release(): void {
+    this.#open = true;
+    for (const res of this.#gated.splice(0)) res.end('open');
+  }
+
   async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     req.on('error', () => {});
     res.on('error', () => {});
+    if (req.url?.endsWith('/gate')) {
+      if (this.#open) res.end('open');
+      else this.#gated.push(res);
+      return;
+    }
     const parts: Buffer[] = [];
     for await (const p of req) parts.push(p as Buffer);
     // biome-ignore lint/suspicious/noExplicitAny: a request body read by field
@@ -119,8 +144,23 @@ export class PlanServer {
     const u = plan.u ?? 1;
     const o = plan.o ?? 1;
     const r = this.reported.get(plan.label) ?? { input: 0, output: 0, calls: 0 };
-    this.reported.set(plan.label, { input: r.input + u, output: r.output + o, calls: r.calls + 1 });
-    const usage = { choices: [], usage: { prompt_tokens: u, completion_tokens: o, total_tokens: u + o } };
+    this.reported.set(plan.label, {
+      input: r.input + u,
+      output: r.output + o,
+      calls: r.calls + 1,
+      cached: (r.cached ?? 0) + (plan.cached ?? 0),
+      reasoning: (r.reasoning ?? 0) + (plan.reasoning ?? 0),
+    });
+    const usage = {
+      choices: [],
+      usage: {
+        prompt_tokens: u,
+        completion_tokens: o,
+        total_tokens: u + o,
+        ...(plan.cached === undefined ? {} : { prompt_tokens_details: { cached_tokens: plan.cached } }),
+        ...(plan.reasoning === undefined ? {} : { completion_tokens_details: { reasoning_tokens: plan.reasoning } }),
+      },
+    };
     sse(res);
     if (turn === 0 && plan.kind !== 'answer') {
       const calls =
@@ -134,7 +174,15 @@ export class PlanServer {
                 arguments: JSON.stringify({ subagent: `d${depth + 1}`, instructions: JSON.stringify(c) }),
               },
             }))
-          : [{ index: 0, id: `${plan.label}_t`, type: 'function', function: { name: plan.tool, arguments: '{}' } }];
+          : [];
+      if (plan.tool !== undefined) {
+        calls.push({
+          index: calls.length,
+          id: `${plan.label}_t`,
+          type: 'function',
+          function: { name: plan.tool, arguments: '{}' },
+        });
+      }
       res.write(`data: ${JSON.stringify(chunk({ tool_calls: calls }))}\n\n`);
       res.write(`data: ${JSON.stringify(chunk({}, 'tool_calls'))}\n\n`);
     } else {
