@@ -108,4 +108,26 @@ describe('usage of a crashed subagent at depth', () => {
       'the killed run spent 7 input tokens (its model.stop said so); the reply counts them',
     );
   });
+
+  it('the tokens of a run whose never-yielding tool overran its timeout (forced ToolTimeoutError) are in the totals', async () => {
+    const plan: Plan = {
+      label: 'troot',
+      kind: 'delegate',
+      u: 100,
+      o: 10,
+      children: [{ label: 'T', kind: 'delegate', u: 20, o: 2, children: [{ label: 'T0', kind: 'tool', tool: 'busyTimed', u: 7, o: 3 }] }],
+    };
+    const agent = await supervisor.startAgent(d0, { scope: {} });
+    const t0 = `${agent.id}-sub-1-sub-1`;
+    const reply = await agent.send(JSON.stringify(plan));
+    assert.equal(reply.status, 'done', JSON.stringify(reply));
+    assert.match(reply.text, /ERR_TOOL_TIMEOUT/);
+    const failed = log.named('subagent.failed').find((e) => e.payload.agentId === t0);
+    assert.ok(failed !== undefined, 'T0 failed');
+    const total = ['troot', 'T', 'T0'].reduce((s, l) => s + (server.reported.get(l)?.input ?? 0), 0);
+    assert.deepEqual(
+      { ownOfT0: failed.payload.usage?.inputTokens, reply: reply.totalUsage.inputTokens },
+      { ownOfT0: 7, reply: total },
+    );
+  });
 });

@@ -112,4 +112,46 @@ describe('spans at depth', () => {
     assert.equal(spans.filter((s) => s.name === 'invoke_agent d3').length, 1, tree);
     tracing.stop();
   });
+
+  it('a question at depth 3 in two branches, answered: suspended spans, resumed spans link back, every span ended', async () => {
+    const { exporter, tracer } = memoryTracing();
+    const tracing = instrument(supervisor, { tracer });
+    const branch = (l: string): Plan => ({
+      label: l,
+      kind: 'delegate',
+      children: [{ label: `${l}x`, kind: 'delegate', children: [{ label: `${l}y`, kind: 'tool', tool: 'ask' }] }],
+    });
+    const plan: Plan = { label: 'sq', kind: 'delegate', children: [branch('s1'), branch('s2')] };
+    const agent = await supervisor.startAgent(d0, { scope: { userId: SECRET } });
+    const first = await agent.send(JSON.stringify(plan));
+    assert.equal(first.status, 'suspended');
+    const open = supervisor.pendingRequests();
+    assert.equal(open.length, 2);
+    const [qa, qb] = open.map((p) => p.request.id);
+    await supervisor.answer(qb as string, { ok: true, data: 'two' });
+    const reply = await supervisor.answer(qa as string, { ok: false, reason: 'nope' });
+    assert.equal(reply.status, 'done', JSON.stringify(reply));
+    assert.equal(tracing.stats().open, 0, 'every span ended');
+    const spans = exporter.getFinishedSpans();
+    const tree = renderTree(spans);
+    const invoke = spans.filter((s) => s.name.startsWith('invoke_agent'));
+    const byAgent = new Map<string, ReadableSpan[]>();
+    for (const s of invoke) {
+      const a = String(attr(s, GenAi.agentId));
+      byAgent.set(a, [...(byAgent.get(a) ?? []), s]);
+    }
+    for (const [a, list] of byAgent) {
+      const suspended = list.filter((s) => JSON.stringify(s.attributes).includes('suspended'));
+      const resumed = list.filter((s) => s.links.length > 0);
+      assert.ok(list.length >= 2, `${a} ran twice (suspended, resumed)\n${tree}`);
+      assert.ok(suspended.length >= 1 && resumed.length >= 1, `${a}: suspended and resumed spans\n${tree}`);
+      for (const r of resumed) {
+        const ids = new Set(list.map((s) => s.spanContext().spanId));
+        assert.ok(r.links.every((l) => ids.has(l.context.spanId)), `${a}: the resumed run links to its suspended span`);
+      }
+    }
+    const text = JSON.stringify(spans.map((s) => ({ n: s.name, a: s.attributes, e: s.events, st: s.status })));
+    assert.ok(!text.includes(SECRET), 'no scope value in any span');
+    tracing.stop();
+  });
 });
