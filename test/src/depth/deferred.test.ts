@@ -124,4 +124,67 @@ describe('a tree deeper than the pool', () => {
     assert.equal(supervisor.stats().suspendedSubagents, 0);
     assert.deepEqual(supervisor.pendingRequests(), []);
   });
+
+  it('on 2 threads: a real question under a deferred parent; answered, the tree finishes', async () => {
+    const plan: Plan = {
+      label: 'hr',
+      kind: 'delegate',
+      children: [
+        {
+          label: 'ha',
+          kind: 'delegate',
+          children: [
+            { label: 'hb', kind: 'delegate', children: [{ label: 'hc', kind: 'tool', tool: 'ask' }] },
+            { label: 'hb2', kind: 'answer' },
+          ],
+        },
+      ],
+    };
+    const agent = await supervisor.startAgent(d0, { scope: {} });
+    const from = log.entries.length;
+    const first = await agent.send(JSON.stringify(plan));
+    assert.equal(first.status, 'suspended', JSON.stringify(first));
+    const open = supervisor.pendingRequests();
+    assert.equal(open.length, 1, JSON.stringify(open));
+    assert.equal(open[0]?.request.kind, 'input', 'the host sees only the person’s question');
+    const reply = await supervisor.answer(open[0]?.request.id as string, { ok: true, data: 'yes' });
+    assert.equal(reply.status, 'done', JSON.stringify(reply));
+    assert.ok(reply.text.replace(/\\/g, '').includes('"answered":"yes"'), reply.text);
+    assert.equal(reply.totalUsage.inputTokens, log.entries.slice(from).filter((e) => e.name === 'model.stop').length);
+    assert.equal(supervisor.stats().runs, 0);
+    assert.equal(supervisor.stats().suspendedSubagents, 0);
+  });
+
+  it('on 2 threads: cancel of the deferred parent itself stops its child, and the tree goes on', async () => {
+    const plan: Plan = {
+      label: 'kr',
+      kind: 'delegate',
+      children: [
+        {
+          label: 'ka',
+          kind: 'delegate',
+          children: [{ label: 'kb', kind: 'delegate', children: [{ label: 'kc', kind: 'tool', tool: 'spin' }] }],
+        },
+      ],
+    };
+    const agent = await supervisor.startAgent(d0, { scope: {} });
+    const id = agent.id;
+    const spinning = log.whenNamed('tool.execute.start', (e) => e.agentId === `${id}-sub-1-sub-1-sub-1` && e.toolName === 'spin');
+    const from = log.entries.length;
+    const replyP = agent.send(JSON.stringify(plan));
+    await spinning;
+    // kb (depth 2) gave its thread up for kc: cancel kb.
+    assert.equal(supervisor.cancel(`${id}-sub-1-sub-1`, 'user'), true, 'a deferred run can be cancelled');
+    const reply = await replyP;
+    assert.equal(reply.status, 'done', JSON.stringify(reply));
+    assert.match(reply.text, /ERR_CANCELLED/);
+    const ends = log.entries
+      .slice(from)
+      .filter((e) => /^subagent\.(cancelled|done|failed|crashed)$/.test(e.name))
+      .map((e) => `${e.name} ${String(e.payload.agentId).slice(id.length)} ${e.payload.reason ?? ''}`.trim());
+    assert.ok(ends.includes('subagent.cancelled -sub-1-sub-1-sub-1 parent'), ends.join('\n'));
+    assert.ok(ends.includes('subagent.cancelled -sub-1-sub-1 user'), ends.join('\n'));
+    assert.equal(supervisor.stats().runs, 0);
+    assert.equal(supervisor.stats().suspendedSubagents, 0);
+  });
 });

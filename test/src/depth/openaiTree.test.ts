@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Agent } from '@troupe/core';
 import { createSupervisor, type StreamChunk, type Supervisor } from '@troupe/supervisor';
+import { checkRunTree } from '../supervisor/checkRunTree.js';
 import { EventLog } from '../supervisor/EventLog.js';
 import { type Plan, PlanServer } from './planServer.js';
 
@@ -58,6 +59,7 @@ describe('openaiModel at depth', () => {
       ],
     };
     const agent = await supervisor.startAgent(d0, { scope: {} });
+    const from = log.entries.length;
     const stream = agent.stream(JSON.stringify(plan));
     const chunks: StreamChunk[] = [];
     for await (const c of stream) chunks.push(c);
@@ -96,6 +98,8 @@ describe('openaiModel at depth', () => {
       got = [...runs].length === 1 ? whole : '';
       assert.equal(got, whole, `the answer of ${label} streamed whole on one run`);
     }
+    const problems = checkRunTree(log.entries.slice(from), { final: true });
+    assert.deepEqual(problems, [], problems.join('\n'));
     // model.stop of the retried calls says how many attempts they took.
     const attemptsOf = (agentId: string) =>
       log

@@ -100,4 +100,41 @@ describe('questions at depth 3', () => {
       `${JSON.stringify(first.totalUsage)} ${JSON.stringify(r3.totalUsage)} vs ${stops.length} model calls`,
     );
   });
+
+  it('answers to three depth-3 questions at once (same tick), and a duplicate answer at once', async () => {
+    const plan: Plan = {
+      kind: 'delegate',
+      label: 'cc',
+      u: 1,
+      children: [branch('P', { kind: 'ask', label: 'qp', u: 1 }), branch('Q', { kind: 'ask', label: 'qq', u: 1 }), branch('R', { kind: 'ask', label: 'qr', u: 1 })],
+    };
+    const agent = await supervisor.startAgent(tree0, { scope: {} });
+    const from = log.entries.length;
+    const first = await agent.send(JSON.stringify(plan));
+    assert.equal(first.status, 'suspended');
+    const open = supervisor.pendingRequests();
+    assert.equal(open.length, 3);
+    const ids = open.map((p) => p.request.id);
+    const settled = await Promise.allSettled([
+      supervisor.answer(ids[0] as string, { ok: true, data: 'p' }),
+      supervisor.answer(ids[1] as string, { ok: true, data: 'q' }),
+      supervisor.answer(ids[2] as string, { ok: true, data: 'r' }),
+      supervisor.answer(ids[2] as string, { ok: true, data: 'r-again' }),
+    ]);
+    const statuses = settled.map((s) => (s.status === 'fulfilled' ? s.value.status : `rejected ${(s.reason as { code?: string }).code}`));
+    assert.equal(statuses.filter((s) => s.startsWith('rejected')).length, 1, statuses.join(', '));
+    assert.ok(statuses.slice(0, 3).includes('done'), statuses.join(', '));
+    const done = settled.find((s) => s.status === 'fulfilled' && s.value.status === 'done') as PromiseFulfilledResult<{ status: 'done'; text: string }>;
+    const text = done.value.text.replace(/\\/g, '');
+    for (const d of ['p', 'q', 'r']) assert.ok(text.includes(`"answered":"${d}"`), `${d} in ${text}`);
+    assert.ok(!text.includes('r-again'));
+    assert.equal(supervisor.pendingRequests().length, 0);
+    assert.equal(supervisor.stats().runs, 0);
+    assert.equal(agent.status, 'idle');
+    const problems = checkRunTree(log.entries.slice(from), { final: true });
+    assert.deepEqual(problems, [], `${problems.join('\n')}\n${log.dump(from)}`);
+    // The parent ran its final turn once.
+    const rootDone = log.entries.slice(from).filter((e) => e.name === 'agent.done' && e.payload.agentId === agent.id);
+    assert.equal(rootDone.length, 1);
+  });
 });

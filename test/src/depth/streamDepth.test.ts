@@ -90,4 +90,25 @@ describe('streams at depth', () => {
     assert.equal(supervisor.stats().runs, 0);
     assert.deepEqual(unhandled, []);
   });
+
+  it('aborting the stream’s signal mid-stream at depth: the iterator ends, the reply says cancelled, no delta after it', async () => {
+    const agent = await supervisor.startAgent(d0, { scope: {} });
+    const controller = new AbortController();
+    const plan: Plan = {
+      label: 'ab',
+      kind: 'delegate',
+      children: [{ label: 'ab1', kind: 'delegate', children: [{ label: 'ab2', kind: 'answer', fail: 'hang' }] }],
+    };
+    const stream = agent.stream(JSON.stringify(plan), { signal: controller.signal });
+    const seen: StreamChunk[] = [];
+    for await (const c of stream) {
+      seen.push(c);
+      if (c.agentId === `${agent.id}-sub-1-sub-1` && c.type === 'text') controller.abort();
+    }
+    const reply = await stream.reply;
+    assert.equal(reply.status, 'cancelled');
+    assert.ok(seen.some((c) => c.agentId === `${agent.id}-sub-1-sub-1`), 'the depth-2 delta came through');
+    assert.equal(supervisor.stats().runs, 0);
+    assert.deepEqual(unhandled, []);
+  });
 });
