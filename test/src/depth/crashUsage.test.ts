@@ -115,7 +115,15 @@ describe('usage of a crashed subagent at depth', () => {
       kind: 'delegate',
       u: 100,
       o: 10,
-      children: [{ label: 'T', kind: 'delegate', u: 20, o: 2, children: [{ label: 'T0', kind: 'tool', tool: 'busyTimed', u: 7, o: 3 }] }],
+      children: [
+        {
+          label: 'T',
+          kind: 'delegate',
+          u: 20,
+          o: 2,
+          children: [{ label: 'T0', kind: 'tool', tool: 'busyTimed', u: 7, o: 3 }],
+        },
+      ],
     };
     const agent = await supervisor.startAgent(d0, { scope: {} });
     const t0 = `${agent.id}-sub-1-sub-1`;

@@ -169,7 +169,10 @@ describe('a tree deeper than the pool', () => {
     };
     const agent = await supervisor.startAgent(d0, { scope: {} });
     const id = agent.id;
-    const spinning = log.whenNamed('tool.execute.start', (e) => e.agentId === `${id}-sub-1-sub-1-sub-1` && e.toolName === 'spin');
+    const spinning = log.whenNamed(
+      'tool.execute.start',
+      (e) => e.agentId === `${id}-sub-1-sub-1-sub-1` && e.toolName === 'spin',
+    );
     const from = log.entries.length;
     const replyP = agent.send(JSON.stringify(plan));
     await spinning;

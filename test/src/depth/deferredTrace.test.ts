@@ -58,7 +58,9 @@ describe('a tree deeper than the pool, traced', () => {
     const problems: string[] = [];
     for (const e of log.named('tool.execute.stop')) {
       if (e.payload.status === 'pending') {
-        problems.push(`event: tool.execute.stop status=pending for ${e.payload.toolName} of ${String(e.payload.agentId).slice(agent.id.length)}`);
+        problems.push(
+          `event: tool.execute.stop status=pending for ${e.payload.toolName} of ${String(e.payload.agentId).slice(agent.id.length)}`,
+        );
       }
     }
     const spans = exporter.getFinishedSpans();

@@ -134,6 +134,7 @@ describe('openaiModel at depth', () => {
             { label: 'E2', kind: 'answer', fail: 'cut' },
             { label: 'E3', kind: 'answer', fail: '400' },
             { label: 'E4', kind: 'answer' },
+            { label: 'E5', kind: 'answer', fail: '429days' },
           ],
         },
       ],
@@ -143,7 +144,9 @@ describe('openaiModel at depth', () => {
     assert.equal(reply.status, 'done', JSON.stringify(reply));
     const answer = JSON.parse(reply.text) as { results: string[] };
     const inner = JSON.parse(String(answer.results[0])) as { results: string[] };
-    assert.equal(inner.results.length, 5);
+    assert.equal(inner.results.length, 6);
+    assert.match(String(inner.results[5]), /ERR_MODEL_RATE_LIMITED/);
+    assert.equal(server.requests.get('E5'), 1, 'a retry-after past the cap is not waited for');
     for (const [i, r] of inner.results.slice(0, 4).entries()) {
       const parsed = JSON.parse(r) as { code?: string };
       assert.equal(typeof parsed.code, 'string', `E${i}'s task call is a typed error: ${r}`);

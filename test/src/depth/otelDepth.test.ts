@@ -147,7 +147,10 @@ describe('spans at depth', () => {
       assert.ok(suspended.length >= 1 && resumed.length >= 1, `${a}: suspended and resumed spans\n${tree}`);
       for (const r of resumed) {
         const ids = new Set(list.map((s) => s.spanContext().spanId));
-        assert.ok(r.links.every((l) => ids.has(l.context.spanId)), `${a}: the resumed run links to its suspended span`);
+        assert.ok(
+          r.links.every((l) => ids.has(l.context.spanId)),
+          `${a}: the resumed run links to its suspended span`,
+        );
       }
     }
     const text = JSON.stringify(spans.map((s) => ({ n: s.name, a: s.attributes, e: s.events, st: s.status })));

@@ -16,7 +16,7 @@ export interface Plan {
   readonly children?: readonly Plan[];
   readonly tool?: string;
   /** How the first model call of this run fails (the later ones answer). */
-  readonly fail?: 'badjson' | 'cut' | '429' | '500' | '500always' | '400' | 'hang';
+  readonly fail?: 'badjson' | 'cut' | '429' | '500' | '500always' | '400' | 'hang' | '429days';
   readonly pieces?: number;
   /** Cached input and reasoning output tokens each model call reports. */
   readonly cached?: number;
@@ -116,6 +116,10 @@ export class PlanServer {
         case '429':
           res.writeHead(429, { 'content-type': 'application/json', 'retry-after-ms': '20' });
           res.end(JSON.stringify({ error: { message: 'slow down' } }));
+          return;
+        case '429days':
+          res.writeHead(429, { 'content-type': 'application/json', 'retry-after': String(3 * 86400) });
+          res.end(JSON.stringify({ error: { message: 'come back in three days' } }));
           return;
         case '500':
         case '500always':

@@ -106,7 +106,11 @@ describe('questions at depth 3', () => {
       kind: 'delegate',
       label: 'cc',
       u: 1,
-      children: [branch('P', { kind: 'ask', label: 'qp', u: 1 }), branch('Q', { kind: 'ask', label: 'qq', u: 1 }), branch('R', { kind: 'ask', label: 'qr', u: 1 })],
+      children: [
+        branch('P', { kind: 'ask', label: 'qp', u: 1 }),
+        branch('Q', { kind: 'ask', label: 'qq', u: 1 }),
+        branch('R', { kind: 'ask', label: 'qr', u: 1 }),
+      ],
     };
     const agent = await supervisor.startAgent(tree0, { scope: {} });
     const from = log.entries.length;
@@ -121,10 +125,15 @@ describe('questions at depth 3', () => {
       supervisor.answer(ids[2] as string, { ok: true, data: 'r' }),
       supervisor.answer(ids[2] as string, { ok: true, data: 'r-again' }),
     ]);
-    const statuses = settled.map((s) => (s.status === 'fulfilled' ? s.value.status : `rejected ${(s.reason as { code?: string }).code}`));
+    const statuses = settled.map((s) =>
+      s.status === 'fulfilled' ? s.value.status : `rejected ${(s.reason as { code?: string }).code}`,
+    );
     assert.equal(statuses.filter((s) => s.startsWith('rejected')).length, 1, statuses.join(', '));
     assert.ok(statuses.slice(0, 3).includes('done'), statuses.join(', '));
-    const done = settled.find((s) => s.status === 'fulfilled' && s.value.status === 'done') as PromiseFulfilledResult<{ status: 'done'; text: string }>;
+    const done = settled.find((s) => s.status === 'fulfilled' && s.value.status === 'done') as PromiseFulfilledResult<{
+      status: 'done';
+      text: string;
+    }>;
     const text = done.value.text.replace(/\\/g, '');
     for (const d of ['p', 'q', 'r']) assert.ok(text.includes(`"answered":"${d}"`), `${d} in ${text}`);
     assert.ok(!text.includes('r-again'));

@@ -107,7 +107,10 @@ describe('streams at depth', () => {
     }
     const reply = await stream.reply;
     assert.equal(reply.status, 'cancelled');
-    assert.ok(seen.some((c) => c.agentId === `${agent.id}-sub-1-sub-1`), 'the depth-2 delta came through');
+    assert.ok(
+      seen.some((c) => c.agentId === `${agent.id}-sub-1-sub-1`),
+      'the depth-2 delta came through',
+    );
     assert.equal(supervisor.stats().runs, 0);
     assert.deepEqual(unhandled, []);
   });
