@@ -961,6 +961,8 @@ async function loop(options: RunAgentLoopOptions): Promise<LoopOutcome> {
       usage: addUsage(state.usage, usage),
       messages: [...state.messages, assistant],
     };
+    // Kept where the supervisor can count it should this thread die before the run reports.
+    cancellation.noteUsage?.(state.usage);
     if (calls.length === 0) return end({ status: 'done', text: message.content, state });
 
     if (checkpoints !== undefined) {

@@ -48,7 +48,9 @@ const CODES: Readonly<Record<CancelReason, number>> = { user: 1, parent: 2, dead
 // Slot, in int32 words: RUN, ACTIVITY, (unused), LANE_0..LANE_{L-1}, INFO_0..INFO_{L-1},
 // LIMIT_0..LIMIT_{L-1}, padding to 8 bytes;
 // then int64 words: RUN_DEADLINE, LANE_DEADLINE_0..L-1 (integer µs since the
-// epoch, 0 = none; BigInt64 so Atomics reads them tear-free).
+// epoch, 0 = none; BigInt64 so Atomics reads them tear-free), USAGE_IN,
+// USAGE_OUT (the run's tokens so far, as its worker notes them after each model
+// call: read only when the thread dies before the run reports, never authority).
 // INFO/LIMIT: what a lane's call is (tool index + 1) and its timeout in ms, so a
 // supervisor that kills a call which never yields can say which tool it was.
 // ACTIVITY: bit i = lane i is open; bit 16 = a signal bridge watches this slot
@@ -367,7 +369,8 @@ export class CancelSlots {
       Atomics.store(words, at, (Atomics.load(words, at) & ~CODE_MASK) | FREE);
     }
     const d = index * this.#stride64 + this.#deadline64;
-    for (let i = 0; i <= this.lanes; i++) Atomics.store(this.#deadlines, d + i, 0n);
+    // The deadlines, then the two usage words.
+    for (let i = 0; i <= this.lanes + 2; i++) Atomics.store(this.#deadlines, d + i, 0n);
     Atomics.store(words, base + ACTIVITY, 0);
     // Last: the new live value publishes a clean slot.
     Atomics.store(words, base + RUN, generation << CODE_BITS);
@@ -564,6 +567,29 @@ export class CancelSlots {
   }
 
   /**
+   * Note run `handle`'s tokens so far (the worker, after each model call): kept
+   * in its slot while the slot is still that run's, so a supervisor whose
+   * thread died before the run reported can still count them. A worker's
+   * claim, like the usage of its result: never authority.
+   */
+  noteUsage(handle: SlotHandle, inputTokens: number, outputTokens: number): void {
+    if (!this.isLive(handle)) return;
+    const u = handle.index * this.#stride64 + this.#deadline64 + 1 + this.lanes;
+    Atomics.store(this.#deadlines, u, tokens(inputTokens));
+    Atomics.store(this.#deadlines, u + 1, tokens(outputTokens));
+  }
+
+  /** The tokens noted in slot `index` since it was last claimed (see {@link CancelSlots.noteUsage}). */
+  usageOf(index: number): { readonly inputTokens: number; readonly outputTokens: number } {
+    this.ensure(index);
+    const u = index * this.#stride64 + this.#deadline64 + 1 + this.lanes;
+    return {
+      inputTokens: count(Atomics.load(this.#deadlines, u)),
+      outputTokens: count(Atomics.load(this.#deadlines, u + 1)),
+    };
+  }
+
+  /**
    * What the call on `lane` of slot `index` is, as its opener said: the tool's
    * index in its agent's tools and its timeout; `undefined` when not told.
    */
@@ -713,5 +739,15 @@ function intBytesOf(lanes: number): number {
 }
 
 function strideOf(lanes: number): number {
-  return Math.ceil((intBytesOf(lanes) + 8 * (1 + lanes)) / 64) * 64;
+  return Math.ceil((intBytesOf(lanes) + 8 * (3 + lanes)) / 64) * 64;
+}
+
+const MAX_TOKENS = BigInt(Number.MAX_SAFE_INTEGER);
+
+function tokens(n: number): bigint {
+  return Number.isSafeInteger(n) && n > 0 ? BigInt(n) : 0n;
+}
+
+function count(v: bigint): number {
+  return v <= 0n ? 0 : v >= MAX_TOKENS ? Number.MAX_SAFE_INTEGER : Number(v);
 }

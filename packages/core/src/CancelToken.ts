@@ -1,3 +1,4 @@
+import type { Usage } from './Model.js';
 import { CancelledError, type CancelReason } from './TroupeError.js';
 
 /**
@@ -106,6 +107,13 @@ export interface RunCancellation {
    * runs under the run (its subagents) and ends it `cancelled`.
    */
   cancel(reason: CancelReason): void;
+  /**
+   * The run's own tokens so far, after each model call: where a run's thread
+   * can die before it reports (a worker), its runtime keeps them where the
+   * supervisor can still count them. Optional: a run on the supervisor's own
+   * thread reports everything it spends.
+   */
+  noteUsage?(usage: Usage): void;
 }
 
 /**

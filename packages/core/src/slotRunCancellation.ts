@@ -1,8 +1,10 @@
 /// <reference lib="es2024.sharedmemory" />
 // See CancelSlots.ts for why only the ES2024 shared-memory typings are referenced.
+
 import { CancelSlots, type SlotHandle } from './CancelSlots.js';
 import type { CallCancellation, CallInfo, CancelToken, RunCancellation } from './CancelToken.js';
 import type { Clock } from './Clock.js';
+import type { Usage } from './Model.js';
 import { SettlingToken } from './SettlingToken.js';
 import { type CancelReason, ClosedError, InvalidArgumentError } from './TroupeError.js';
 
@@ -364,6 +366,10 @@ class SlotRun implements SlotRunCancellation {
     this.#clock = options.clock;
     this.#onCancel = options.onCancel;
     this.#allLanes = (1 << slots.lanes) - 1;
+  }
+
+  noteUsage(usage: Usage): void {
+    if (!this.#closed) this.slots.noteUsage(this.handle, usage.inputTokens, usage.outputTokens);
   }
 
   cancel(reason: CancelReason): void {

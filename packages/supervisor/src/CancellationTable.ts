@@ -1,4 +1,4 @@
-import { type CancelReason, type Clock, InvalidArgumentError, TroupeError } from '@troupe/core';
+import { type CancelReason, type Clock, InvalidArgumentError, TroupeError, type Usage } from '@troupe/core';
 import { CancelSlots, describeValue, type SlotHandle } from '@troupe/core/internal';
 import { systemClock } from '@troupe/subagent';
 
@@ -432,6 +432,18 @@ export class CancellationTable {
   }
 
   /** What the call on `lane` of run `key` is, as the run's thread said (for error messages only). */
+  /**
+   * The tokens run `key`'s worker noted in its slot so far (see
+   * `CancelSlots.noteUsage`), while it still has the slot: what a run whose
+   * thread died before it reported had spent. `undefined` when none.
+   */
+  usageOf(key: string): Usage | undefined {
+    const node = this.#nodes.get(key);
+    if (node?.handle === undefined || node.segment === undefined) return undefined;
+    const usage = node.segment.slots.usageOf(node.handle.index);
+    return usage.inputTokens === 0 && usage.outputTokens === 0 ? undefined : usage;
+  }
+
   laneInfo(key: string, lane: number): { readonly tool: number; readonly timeoutMs: number | undefined } | undefined {
     const node = this.#nodes.get(key);
     if (node?.handle === undefined || node.segment === undefined) return undefined;

@@ -347,7 +347,8 @@ export class Dispatcher {
   /** The run's task was rejected: killed on purpose, its thread died, or it could not be posted. */
   #fromRejection(error: unknown, node: RunNode): WorkerEnd {
     const kill = node.kill;
-    const none = { usage: NO_USAGE, sent: 0 };
+    // What the run spent before its thread died or was killed, as its worker noted it.
+    const none = { usage: this.#o.table.usageOf(node.id) ?? NO_USAGE, sent: 0 };
     if (error === WITHDRAWN) {
       // Cancelled while it waited for a thread: it never started.
       return { ...none, end: { status: 'cancelled', reason: this.#o.table.reason(node.id) ?? 'user', forced: false } };
