@@ -1716,7 +1716,9 @@ export class RunTree {
     suspendedBelowRoots: number;
   } {
     let suspended = 0;
-    for (const node of this.#nodes.values()) if (node.parent !== undefined && node.phase === 'suspended') suspended++;
+    // Waiting on a person somewhere below: a run deferred while its child runs is not.
+    for (const node of this.#nodes.values())
+      if (node.parent !== undefined && node.phase === 'suspended' && firstOpenRequest(node) !== undefined) suspended++;
     return {
       runs: this.#nodes.size,
       running: this.#running,
