@@ -24,6 +24,14 @@ import { ToolResult } from './ToolResult.js';
 export const TASK_TOOL_NAME = 'task';
 
 /**
+ * The kind of the request a `task` call's spawner answers with when it defers
+ * the call (a worker parent gives its thread up while its child runs): no
+ * person is asked, and the call is not reported as pending — its stop is
+ * reported by the supervisor when the child ends.
+ */
+export const DEFERRED_TASK_KIND = 'deferred';
+
+/**
  * What the `task` tool asks its spawner to do.
  *
  * Made by the runtime for each `task` call; a host sees the spawned run as

@@ -4,6 +4,7 @@ import type { Clock, TimerHandle } from './Clock.js';
 import { ContextUpdate, type Operation } from './ContextUpdate.js';
 import { createId, type ToolCallId } from './Id.js';
 import type { Answer, Request } from './Request.js';
+import { DEFERRED_TASK_KIND } from './TaskTool.js';
 import type { AnyTool } from './Tool.js';
 import { type AgentStateView, buildToolContext, type RunContext } from './ToolContext.js';
 import type { ToolEventSink, ToolFailureKind } from './ToolEvents.js';
@@ -234,7 +235,9 @@ export async function executeTool(
   });
   let approval: 'approved' | 'edited' | 'rejected' | 'asked' | 'pre-approved' | undefined;
   const stop = (result: ToolExecution): ToolExecution => {
-    if (events !== undefined && events.listenerCount('tool.execute.stop') > 0) {
+    // A deferred task call has not stopped: the supervisor reports its stop when its child ends.
+    const deferred = result.status === 'pending' && result.request.kind === DEFERRED_TASK_KIND;
+    if (!deferred && events !== undefined && events.listenerCount('tool.execute.stop') > 0) {
       events.emit('tool.execute.stop', {
         ...base(result.attempts),
         durationMs: clock.now() - started,

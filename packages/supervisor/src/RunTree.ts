@@ -19,12 +19,14 @@ import {
   type RunId,
   type Scope,
   serializedSize,
+  TASK_TOOL_NAME,
   type TaskResult,
   type ToolCallId,
   TroupeError,
   type Usage,
 } from '@troupe/core';
 import {
+  DEFERRED_TASK_KIND,
   decodeError,
   decodeSubagentResult,
   encodeError,
@@ -739,6 +741,7 @@ export class RunTree {
       waiter(result);
     } else if (parent.phase === 'suspended' && parent.state !== undefined && node.toolCallId !== undefined) {
       parent.state = resolveDelegatedCall(parent.state, node.toolCallId, result);
+      if (node.deferredAt !== undefined) this.#deferredCallStopped(parent, node.toolCallId, node.deferredAt, result);
       this.#reconsider(parent);
     }
     // A parent whose own work is over ends with its last child; a running one picks the
@@ -751,6 +754,25 @@ export class RunTree {
    * then resume it if it can go on, end it if it was cancelled, or tell its
    * parent it waits.
    */
+  // A deferred task call stops when its child ends (its worker reported no stop for it).
+  #deferredCallStopped(node: RunNode, toolCallId: string, since: number, outcome: TaskResult): void {
+    if (!this.#has('tool.execute.stop')) return;
+    const at = this.#clock.now();
+    (this.#events.emit as (name: string, payload: unknown) => boolean)('tool.execute.stop', {
+      toolName: TASK_TOOL_NAME,
+      toolCallId,
+      agentId: node.agentId,
+      attempt: 1,
+      at,
+      durationMs: Math.max(0, at - since),
+      status: outcome.status === 'done' ? 'ok' : 'error',
+      failure: outcome.status === 'done' ? undefined : 'returned',
+      approval: undefined,
+      runId: node.id,
+      path: node.path,
+    });
+  }
+
   #reconsider(node: RunNode): void {
     if (node.phase !== 'suspended') return;
     let state = node.state as LoopState;
@@ -766,11 +788,9 @@ export class RunTree {
         const child = node.childByCall.get(id);
         if (child !== undefined && child.phase === 'ended') {
           // It ended while this run still ran (a deferred call, or a suspended child answered meanwhile).
-          state = resolveDelegatedCall(
-            state,
-            id,
-            taskResultOf(child, node.agent.mergeMetadataFrom.has(child.agent.name)),
-          );
+          const outcome = taskResultOf(child, node.agent.mergeMetadataFrom.has(child.agent.name));
+          state = resolveDelegatedCall(state, id, outcome);
+          if (child.deferredAt !== undefined) this.#deferredCallStopped(node, id, child.deferredAt, outcome);
         } else if (child === undefined) {
           // A child that did not come back (interrupted by a crash, or never saved): the call fails, the run goes on.
           state = resolveDelegatedCall(state, id, {
@@ -1012,9 +1032,10 @@ export class RunTree {
     const deferred = worker && this.#blocked.size + (this.#blocked.has(parent) ? 0 : 1) >= this.pool.threads;
     let result: Promise<TaskResult>;
     if (deferred) {
+      child.deferredAt = this.#clock.now();
       result = Promise.resolve<TaskResult>({
         status: 'suspended',
-        request: { id: `deferred-${agentId}`, kind: DEFERRED_KIND, prompt: '' },
+        request: { id: `deferred-${agentId}`, kind: DEFERRED_TASK_KIND, prompt: '' },
       });
     } else {
       result = new Promise<TaskResult>((resolve) => {
@@ -1856,7 +1877,6 @@ function sizeOf(value: unknown): number {
 const MAX_TAIL_DELTAS = 4096;
 
 /** The request kind of a deferred task call (its child waits for a thread; nobody is asked anything). */
-const DEFERRED_KIND = 'deferred';
 
 // `<parent>-sub-<n>` → n (0 when the id is not one).
 function childNumber(agentId: string): number {

@@ -84,6 +84,6 @@ export {
   type SlotRunCancellationOptions,
   slotRunCancellation,
 } from '../slotRunCancellation.js';
-export { createTaskTool, type TaskSpawner } from '../TaskTool.js';
+export { createTaskTool, DEFERRED_TASK_KIND, type TaskSpawner } from '../TaskTool.js';
 export { type ScrubbedToolExceptionEvent, scrub } from '../ToolEvents.js';
 export { describeValue } from './describeValue.js';

@@ -160,6 +160,8 @@ export class RunNode {
   persisted = false;
   /** Its task calls waiting on their children right now (a worker run holds its thread meanwhile). */
   waitingCalls = 0;
+  /** When its parent's `task` call was deferred for it (the call's stop is reported when it ends). */
+  deferredAt: number | undefined = undefined;
   phase: RunPhase = 'queued';
   /** The state it is suspended in, or to resume from. */
   state: LoopState | undefined = undefined;
