@@ -168,3 +168,14 @@ export const steadyDelegator = defineAgent({
     { whenExhausted: 'repeat-last' },
   ),
 });
+
+/** Every message: one answer of 10 + 5 tokens, 4 of the input cached, 2 of the output reasoning. */
+export const cachedAnswerer = defineAgent({
+  name: 'cachedAnswerer',
+  module: import.meta.url,
+  instructions: 'Answer.',
+  model: new ScriptedModel(
+    [{ text: 'ok', usage: { inputTokens: 10, outputTokens: 5, cachedInputTokens: 4, reasoningTokens: 2 } }],
+    { whenExhausted: 'repeat-last' },
+  ),
+});

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import { createSupervisor } from '@troupe/supervisor';
-import { delegator, failingDelegator, steadyDelegator } from './agents.js';
+import { cachedAnswerer, delegator, failingDelegator, steadyDelegator } from './agents.js';
 
 it("a cancelled message's subagent tokens stay in the conversation's totalUsage (the reply counts them)", async () => {
   const supervisor = createSupervisor({ pool: { threads: 1 } });
@@ -57,6 +57,29 @@ it("a reply's usage is its message's (the snapshot's is the conversation's), on 
       assert.deepEqual(snapshot.usage, { inputTokens: 2 * n, outputTokens: 2 * n });
       assert.deepEqual(snapshot.totalUsage, { inputTokens: 102 * n, outputTokens: 102 * n });
     }
+  } finally {
+    await supervisor.destroy();
+  }
+});
+
+it("a reply's cached and reasoning tokens are its message's too, on every message", async () => {
+  const supervisor = createSupervisor({ pool: { threads: 1 } });
+  try {
+    const agent = await supervisor.startAgent(cachedAnswerer, { scope: {} });
+    for (let n = 1; n <= 2; n++) {
+      const reply = await agent.send(`hi ${n}`);
+      assert.deepEqual(
+        reply.usage,
+        { inputTokens: 10, outputTokens: 5, cachedInputTokens: 4, reasoningTokens: 2 },
+        `message ${n}`,
+      );
+    }
+    assert.deepEqual(agent.snapshot().usage, {
+      inputTokens: 20,
+      outputTokens: 10,
+      cachedInputTokens: 8,
+      reasoningTokens: 4,
+    });
   } finally {
     await supervisor.destroy();
   }

@@ -715,13 +715,18 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
 
 const ZERO = Object.freeze({ inputTokens: 0, outputTokens: 0 });
 
-// `a` less `b`, never below zero (a run that never started reports none).
+// `a` less `b`, field by field (cached and reasoning tokens too), never below zero (a run
+// that never started reports none).
 function lessUsage(a: Usage, b: Usage): Usage {
-  if (b.inputTokens === 0 && b.outputTokens === 0) return a;
-  return {
+  if (b.inputTokens === 0 && b.outputTokens === 0 && !b.cachedInputTokens && !b.reasoningTokens) return a;
+  const out: { inputTokens: number; outputTokens: number; cachedInputTokens?: number; reasoningTokens?: number } = {
     inputTokens: Math.max(0, a.inputTokens - b.inputTokens),
     outputTokens: Math.max(0, a.outputTokens - b.outputTokens),
   };
+  if (a.cachedInputTokens !== undefined)
+    out.cachedInputTokens = Math.max(0, a.cachedInputTokens - (b.cachedInputTokens ?? 0));
+  if (a.reasoningTokens !== undefined) out.reasoningTokens = Math.max(0, a.reasoningTokens - (b.reasoningTokens ?? 0));
+  return out;
 }
 
 // `state` with the conversation's tokens: those it had at the message's `start`, plus the
@@ -734,5 +739,10 @@ function withMessageUsage(state: LoopState, start: LoopState, usage: Usage, tota
 }
 
 function sameUsage(a: Usage, b: Usage): boolean {
-  return a.inputTokens === b.inputTokens && a.outputTokens === b.outputTokens;
+  return (
+    a.inputTokens === b.inputTokens &&
+    a.outputTokens === b.outputTokens &&
+    a.cachedInputTokens === b.cachedInputTokens &&
+    a.reasoningTokens === b.reasoningTokens
+  );
 }
