@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Agent, AgentId, LoopState, Message } from '@troupe/core';
+import { sealMessage } from '@troupe/core/internal';
 import { sqlitePersistence } from '@troupe/sqlite';
 import {
   type AgentHandle,
@@ -47,10 +48,13 @@ function ctx(i: number): PersistenceContext {
 /** A loop state of about `bytes` of JSON: a conversation's messages and some metadata. */
 function loopState(agentId: string, bytes: number, messages = 10): LoopState {
   const perMessage = Math.max(1, Math.floor(bytes / messages) - 40);
-  const list: Message[] = Array.from({ length: messages }, (_, i) => ({
-    role: i % 2 === 0 ? 'user' : 'assistant',
-    content: `${i}:`.padEnd(perMessage, 'lorem ipsum dolor sit amet '),
-  }));
+  // Sealed as the agent loop appends them (text messages are frozen: a store writes each one once).
+  const list: Message[] = Array.from({ length: messages }, (_, i) =>
+    sealMessage({
+      role: i % 2 === 0 ? 'user' : 'assistant',
+      content: `${i}:`.padEnd(perMessage, 'lorem ipsum dolor sit amet '),
+    }),
+  );
   return {
     agentId: agentId as AgentId,
     messages: list,

@@ -26,6 +26,7 @@ import type {
 } from './Model.js';
 import type { ModelEvents } from './ModelEvents.js';
 import type { Answer, Request } from './Request.js';
+import { deepFreeze } from './Scope.js';
 import { createTaskTool, TASK_TOOL_NAME, type TaskResult, type TaskSpawner } from './TaskTool.js';
 import type { AnyTool, ToolSpec } from './Tool.js';
 import type { AgentStateView, RunContext } from './ToolContext.js';
@@ -195,7 +196,7 @@ export interface RunAgentLoopOptions {
 export function initialLoopState(agentId: AgentId, instructions: string, metadata: Metadata): LoopState {
   return {
     agentId,
-    messages: instructions === '' ? [] : [{ role: 'system', content: instructions }],
+    messages: instructions === '' ? [] : [sealMessage({ role: 'system', content: instructions })],
     todos: [],
     metadata,
     updates: [],
@@ -211,6 +212,22 @@ export function initialLoopState(agentId: AgentId, instructions: string, metadat
 }
 
 const ZERO_USAGE: Usage = Object.freeze({ inputTokens: 0, outputTokens: 0 });
+
+/**
+ * A message of primitives (a system prompt, the user's input, an answer without tool calls, a tool
+ * result that is text), frozen as it enters the state: it can never change, so a store checks and
+ * writes its JSON once for the conversation's life (PersistenceRules keeps the JSON of deep-frozen
+ * messages), not on every turn's save. A message holding a tool's object or a model's arguments is
+ * left as it is: those objects are the tool's and the model's, and freezing them could break code
+ * that still holds them.
+ */
+export function sealMessage<M extends Message>(message: M): M {
+  for (const key in message) {
+    const v = (message as Record<string, unknown>)[key];
+    if (typeof v === 'object' && v !== null) return message;
+  }
+  return deepFreeze(message) as M;
+}
 
 interface CallResult {
   readonly message: ToolMessage;
@@ -695,7 +712,7 @@ async function loop(options: RunAgentLoopOptions): Promise<LoopOutcome> {
       ...state,
       failedTurns: 0,
       messageStartTurn: state.turns,
-      messages: [...state.messages, { role: 'user', content: options.input }],
+      messages: [...state.messages, sealMessage({ role: 'user', content: options.input })],
     };
   }
 
@@ -959,7 +976,7 @@ async function loop(options: RunAgentLoopOptions): Promise<LoopOutcome> {
       ...state,
       turns: state.turns + 1,
       usage: addUsage(state.usage, usage),
-      messages: [...state.messages, assistant],
+      messages: [...state.messages, sealMessage(assistant)],
     };
     // Kept where the supervisor can count it should this thread die before the run reports.
     cancellation.noteUsage?.(state.usage);
@@ -1207,7 +1224,7 @@ function completeTurn(
         };
       }
     }
-    messages.push(result);
+    messages.push(sealMessage(result));
     if (!result.isError) allFailed = false;
     if (p.childEvents !== undefined && p.childEvents.length > 0) log = [...log, ...p.childEvents];
     if (p.usage !== undefined) children = addUsage(children ?? ZERO_USAGE, p.usage);

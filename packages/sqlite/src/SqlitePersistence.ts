@@ -182,7 +182,7 @@ export class SqlitePersistence implements PersistenceAdapter {
     ) as string | undefined;
     return json === undefined
       ? undefined
-      : migrateEnvelope(JSON.parse(json), `the saved state of ${context.agentId} in ${this.file}`);
+      : migrateEnvelope(R.parseWithState(json), `the saved state of ${context.agentId} in ${this.file}`);
   }
 
   async saveMessage(scope: unknown, message: Message, context: PersistenceContext): Promise<void> {
@@ -203,9 +203,9 @@ export class SqlitePersistence implements PersistenceAdapter {
     R.checkBatch(batch, context);
     const at = batch.at ?? this.#clock.now();
     // Encode outside the transaction: the write lock is held for the writes only.
-    const envelope = batch.envelope === undefined ? undefined : R.encode(batch.envelope, 'envelope');
-    const messages = (batch.messages ?? []).map((m) => R.encode(m, 'message'));
-    const runs = (batch.runs ?? []).map((run) => ({ run, json: R.encode(run, `run ${run.runId}`) }));
+    const envelope = batch.envelope === undefined ? undefined : R.encodeWithState(batch.envelope, 'envelope');
+    const messages = (batch.messages ?? []).map((m) => R.encodeMessage(m, 'message'));
+    const runs = (batch.runs ?? []).map((run) => ({ run, json: R.encodeWithState(run, `run ${run.runId}`) }));
     const opened = (batch.openedRequests ?? []).map((r) => ({
       r,
       json: R.encode({ ...r, status: 'open' }, `request ${r.requestId}`),

@@ -108,7 +108,9 @@ export class MemoryPersistence implements PersistenceAdapter {
     const tenant = this.#tenant(scope);
     R.checkContext(context);
     const json = this.#t.find(tenant, context.conversationId)?.states.get(context.agentId);
-    return json === undefined ? undefined : migrateEnvelope(JSON.parse(json), `the saved state of ${context.agentId}`);
+    return json === undefined
+      ? undefined
+      : migrateEnvelope(R.parseWithState(json), `the saved state of ${context.agentId}`);
   }
 
   async saveMessage(scope: unknown, message: Message, context: PersistenceContext): Promise<void> {
@@ -127,9 +129,9 @@ export class MemoryPersistence implements PersistenceAdapter {
     R.checkBatch(batch, context);
     const at = batch.at ?? this.#clock.now();
     // Phase 1: encode and check everything against what is saved; nothing changes yet.
-    const envelope = batch.envelope === undefined ? undefined : R.encode(batch.envelope, 'envelope');
-    const messages = (batch.messages ?? []).map((m) => R.encode(m, 'message'));
-    const runs = (batch.runs ?? []).map((run) => ({ run, json: R.encode(run, `run ${run.runId}`) }));
+    const envelope = batch.envelope === undefined ? undefined : R.encodeWithState(batch.envelope, 'envelope');
+    const messages = (batch.messages ?? []).map((m) => R.encodeMessage(m, 'message'));
+    const runs = (batch.runs ?? []).map((run) => ({ run, json: R.encodeWithState(run, `run ${run.runId}`) }));
     const opened = (batch.openedRequests ?? []).map((r) => ({
       r,
       json: R.encode({ ...r, status: 'open' }, `request ${r.requestId}`),

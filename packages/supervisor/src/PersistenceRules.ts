@@ -1,4 +1,5 @@
-import { ClosedError, findNotJson, InvalidArgumentError, TroupeError } from '@troupe/core';
+import { randomUUID } from 'node:crypto';
+import { ClosedError, deepFreeze, findNotJson, InvalidArgumentError, isDeepFrozen, TroupeError } from '@troupe/core';
 import { describeValue } from '@troupe/core/internal';
 import {
   DEFAULT_TENANT_KEY,
@@ -67,6 +68,37 @@ function json(value: unknown, what: string): void {
     throw new InvalidArgumentError(`${notJson.path} is ${notJson.what}: ${notJson.instead}`, { code: 'ERR_NOT_JSON' });
   }
 }
+
+/**
+ * The JSON of messages that cannot change: sealed by `deepFreeze` (the loop seals the messages of
+ * primitives it appends). A conversation's state is saved every turn with all its messages; each is checked and
+ * written once, not on every save.
+ */
+const MESSAGE_JSON = new WeakMap<object, string>();
+
+function plainRecord(v: unknown): v is Record<string, unknown> {
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) return false;
+  const proto = Object.getPrototypeOf(v);
+  return proto === Object.prototype || proto === null;
+}
+
+function messageJson(message: unknown, what: string): string {
+  if (typeof message === 'object' && message !== null) {
+    const known = MESSAGE_JSON.get(message);
+    if (known !== undefined) return known;
+  }
+  json(message, what);
+  const text = JSON.stringify(message);
+  if (typeof message === 'object' && message !== null && isDeepFrozen(message)) MESSAGE_JSON.set(message, text);
+  return text;
+}
+
+/**
+ * Stands in for a state's messages while the rest of a record is checked and written: a string no
+ * saved value holds (a NUL and this process's random id), so its JSON is found once in the text.
+ */
+const MESSAGES_HERE = `\u0000troupe:messages:${randomUUID()}`;
+const MESSAGES_HERE_JSON = JSON.stringify(MESSAGES_HERE);
 
 /**
  * The checks and conventions every {@link PersistenceAdapter} applies, in one
@@ -269,6 +301,61 @@ export const PersistenceRules = Object.freeze({
   encode(value: unknown, what: string): string {
     json(value, what);
     return JSON.stringify(value);
+  },
+
+  /**
+   * {@link PersistenceRules.encode} of a state envelope or a run record: the same text and the same
+   * errors, but each deep-frozen message of its `state` is checked and written once (cached by
+   * identity), so a turn's save costs what changed, not the whole conversation.
+   */
+  encodeWithState(value: unknown, what: string): string {
+    const state = plainRecord(value) ? value.state : undefined;
+    const messages = plainRecord(state) ? state.messages : undefined;
+    if (
+      !Array.isArray(messages) ||
+      Object.getPrototypeOf(messages) !== Array.prototype ||
+      Object.keys(messages).length !== messages.length // holes or named keys: encode() says which
+    ) {
+      return PersistenceRules.encode(value, what);
+    }
+    // Everything but the messages in one check and one stringify; the messages from their cache.
+    const shell = { ...(value as Record<string, unknown>), state: { ...(state as object), messages: MESSAGES_HERE } };
+    json(shell, what);
+    let list = '[';
+    for (let i = 0; i < messages.length; i++) {
+      list += `${i === 0 ? '' : ','}${messageJson(messages[i], `${what}.state.messages[${i}]`)}`;
+    }
+    const text = JSON.stringify(shell);
+    const at = text.indexOf(MESSAGES_HERE_JSON);
+    if (at < 0 || text.indexOf(MESSAGES_HERE_JSON, at + 1) >= 0) return PersistenceRules.encode(value, what);
+    return `${text.slice(0, at)}${list}]${text.slice(at + MESSAGES_HERE_JSON.length)}`;
+  },
+
+  /**
+   * `JSON.parse` of a saved envelope or run record, with the text messages of its state sealed as
+   * the agent loop seals them (`deepFreeze`: the parsed copy is the store's own), so a restored
+   * conversation's later saves write them from the cache too.
+   */
+  parseWithState(json: string): unknown {
+    const value: unknown = JSON.parse(json);
+    const messages = plainRecord(value) && plainRecord(value.state) ? value.state.messages : undefined;
+    if (Array.isArray(messages)) {
+      for (const m of messages) {
+        if (!plainRecord(m)) continue;
+        let flat = true;
+        for (const key in m) {
+          const v = m[key];
+          if (typeof v === 'object' && v !== null) flat = false;
+        }
+        if (flat) deepFreeze(m);
+      }
+    }
+    return value;
+  },
+
+  /** {@link PersistenceRules.encode} of one message, cached as {@link PersistenceRules.encodeWithState} caches. */
+  encodeMessage(message: unknown, what: string): string {
+    return messageJson(message, what);
   },
 
   /** The limit and cursor of a listing, checked. */

@@ -1324,19 +1324,20 @@ function outcomeOf(root: RunNode): SubagentOutcome {
 
 /** A direct spawn's outcome, as an answer's reply. */
 function replyOf(outcome: SubagentOutcome): AgentReply {
-  const usage = { usage: outcome.usage, totalUsage: outcome.totalUsage };
+  const usage = outcome.usage;
+  const totalUsage = outcome.totalUsage;
   switch (outcome.status) {
     case 'done':
-      return { ...usage, status: 'done', text: outcome.result, turns: outcome.turns };
+      return { usage, totalUsage, status: 'done', text: outcome.result, turns: outcome.turns };
     case 'suspended':
-      return { ...usage, status: 'suspended', request: outcome.request, path: [outcome.agentId] };
+      return { usage, totalUsage, status: 'suspended', request: outcome.request, path: [outcome.agentId] };
     case 'failed':
     case 'crashed':
-      return { ...usage, status: 'failed', error: outcome.error, restarted: false };
+      return { usage, totalUsage, status: 'failed', error: outcome.error, restarted: false };
     case 'cancelled':
-      return { ...usage, status: 'cancelled', reason: outcome.reason };
+      return { usage, totalUsage, status: 'cancelled', reason: outcome.reason };
     case 'incomplete':
-      return { ...usage, status: 'incomplete', turns: outcome.turns };
+      return { usage, totalUsage, status: 'incomplete', turns: outcome.turns };
   }
 }
 

@@ -25,6 +25,7 @@ export {
   renameRequest,
   resolveDelegatedCall,
   runAgentLoop,
+  sealMessage,
   type TurnCheckpoints,
 } from '../AgentLoop.js';
 export { cloneableSizeBound, irregularKeys } from '../assertCloneable.js';
