@@ -47,13 +47,7 @@ interface Reply {
 }
 
 /** One HTTP request over `agent` (node:http: so a test controls which connection it goes on). */
-function http(
-  port: number,
-  method: string,
-  path: string,
-  body?: string,
-  agent: Agent | false = false,
-): Promise<Reply> {
+function http(port: number, method: string, path: string, body?: string, agent: Agent | false = false): Promise<Reply> {
   return new Promise((resolve, reject) => {
     const req = request({ host: '127.0.0.1', port, method, path, agent }, (res) => {
       let text = '';
@@ -156,7 +150,13 @@ describe('daemoncheck: bad HTTP input gets a clear 4xx and leaves the daemon usa
       ['POST', '/conversations/c-2/messages', '[1]', 400, /JSON object/],
       ['POST', '/conversations/c-2/messages', '', 400, /send JSON/],
       ['POST', '/conversations/c-2/messages', JSON.stringify({ ...acme, message: 5 }), 400, /message must be a string/],
-      ['POST', '/conversations/c-2/messages', JSON.stringify({ tenantId: 5, userId: 'u', message: 'm' }), 400, /tenantId/],
+      [
+        'POST',
+        '/conversations/c-2/messages',
+        JSON.stringify({ tenantId: 5, userId: 'u', message: 'm' }),
+        400,
+        /tenantId/,
+      ],
       ['POST', `/requests/${question.id}/answer`, JSON.stringify({ ...acme, ok: 'yes' }), 400, /ok/],
       ['POST', `/requests/${question.id}/answer`, JSON.stringify({ ...acme }), 400, /ok/],
       ['POST', `/requests/${question.id}/answer`, JSON.stringify({ ...acme, ok: false, reason: 5 }), 400, /reason/],
@@ -171,7 +171,11 @@ describe('daemoncheck: bad HTTP input gets a clear 4xx and leaves the daemon usa
     ];
     for (const [method, path, body, status, message] of cases) {
       const r = await http(port, method, path, body);
-      assert.equal(r.status, status, `${method} ${path.slice(0, 60)} ${String(body).slice(0, 60)}: ${JSON.stringify(r.body)}`);
+      assert.equal(
+        r.status,
+        status,
+        `${method} ${path.slice(0, 60)} ${String(body).slice(0, 60)}: ${JSON.stringify(r.body)}`,
+      );
       assert.match(r.body.error as string, message);
     }
     assert.equal(count(daemon.lines, /internal error/), 0, daemon.lines.join('\n'));

@@ -64,7 +64,10 @@ describe('daemoncheck: tenants with the same agent id in one supervisor', () => 
       assert.equal((reply as { status: string }).status, 'done');
       assert.match((reply as { text: string }).text, /released api to prod for bob/);
       // And acme's conversation of the same id is still acme's.
-      assert.equal(mine.snapshot().messages.some((m) => m.content === 'release'), false);
+      assert.equal(
+        mine.snapshot().messages.some((m) => m.content === 'release'),
+        false,
+      );
     } finally {
       await second.close();
     }
