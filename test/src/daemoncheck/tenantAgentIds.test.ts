@@ -73,7 +73,7 @@ describe('daemoncheck: tenants with the same agent id in one supervisor', () => 
     }
   });
 
-  it('another tenant’s scope answering a request held in memory is refused, and its cancel/answer by the owner still works (holds)', async () => {
+  it('another tenant’s scope answering a request held in memory is refused (also near-miss tenant keys); the owner’s answer still works (holds)', async () => {
     const d = tempDir('tenant-held');
     dirs.push(d);
     const supervisor = opener(join(d.dir, 't.sqlite'))();
