@@ -11,7 +11,7 @@ import { after, describe, it } from 'node:test';
 import fc from 'fast-check';
 import { play, scenarioArb, stopWatchdog } from './harness.js';
 
-const RUNS = Number(process.env.TROUPE_FUZZ_RUNS ?? 60);
+const RUNS = Number(process.env.TROUPE_FUZZ_RUNS ?? 120);
 const SEED = process.env.TROUPE_FUZZ_SEED === undefined ? undefined : Number(process.env.TROUPE_FUZZ_SEED);
 
 after(() => stopWatchdog());
