@@ -188,11 +188,10 @@ export class Durability {
     node.persisted = true;
     const attempt = Math.max(1, node.attempt);
     const map = this.#startedOf(node);
-    // A call started again (re-run after an answer) is started under this attempt.
-    const fresh = calls.filter((c) => map.get(c.id) !== attempt);
-    for (const c of fresh) map.set(c.id, attempt);
     return this.#chain(node, async () => {
       await this.store.commit(node.scope, { runs: [this.row(node, 'running', state)] }, ctx);
+      // A call started again (re-run after an answer) is started under this attempt.
+      const fresh = calls.filter((c) => map.get(c.id) !== attempt);
       if (fresh.length === 0) return;
       const at = this.#clock.now();
       await this.store.startToolCalls(
@@ -207,6 +206,9 @@ export class Durability {
         })),
         ctx,
       );
+      // Known as started once the store has them, not before: a start the store refused (a full
+      // disk) must not be committed with the run's end, or the store refuses that end too.
+      for (const c of fresh) map.set(c.id, attempt);
     });
   }
 
