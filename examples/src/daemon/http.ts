@@ -44,8 +44,9 @@ export function reply(res: ServerResponse, status: number, body: unknown, closin
   if (res.destroyed || res.headersSent) return;
   res.writeHead(status, {
     'content-type': 'application/json',
-    // During shutdown, no keep-alive: the server can only close once its sockets have.
-    ...(closing ? { connection: 'close' } : {}),
+    // During shutdown, no keep-alive: the server can only close once its sockets have. After a 413
+    // the body's unread rest is still on the socket, which is closed: the client must not reuse it.
+    ...(closing || status === 413 ? { connection: 'close' } : {}),
   });
   res.end(`${JSON.stringify(body)}\n`);
 }

@@ -170,6 +170,9 @@ export interface FindNotJsonOptions {
   readonly undefinedPropertiesAreAbsent?: boolean;
 }
 
+/** How deep {@link findNotJson} follows a value: deeper is refused (a typed error, not a stack overflow). */
+const MAX_JSON_DEPTH = 1000;
+
 function jsonSegment(key: string): string {
   return /^[A-Za-z_$][\w$]*$/.test(key) ? `.${key}` : `[${JSON.stringify(key)}]`;
 }
@@ -222,6 +225,16 @@ export function findNotJson(value: unknown, root = 'value', options: FindNotJson
     return path;
   };
   const walk = (v: unknown): NotJson | undefined => {
+    if (trail.length > MAX_JSON_DEPTH) {
+      // Past any real data's depth, and past what a thread hop or the stack of a walk can take.
+      let path = root;
+      for (const k of trail.slice(0, 8)) path += typeof k === 'number' ? `[${k}]` : jsonSegment(k);
+      return {
+        path: `${path}…`,
+        what: `nested more than ${MAX_JSON_DEPTH} levels deep`,
+        instead: 'pass plain data nested less deeply',
+      };
+    }
     switch (typeof v) {
       case 'string':
       case 'boolean':

@@ -52,6 +52,8 @@ export type ErrorCode =
   | 'ERR_REQUEST_EXPIRED'
   | 'ERR_REQUEST_DECLINED'
   | 'ERR_AGENT_STOPPED'
+  /** An agent id is held here by another conversation (ids are unique per supervisor, across tenants). */
+  | 'ERR_AGENT_ID_IN_USE'
   | 'ERR_INTERNAL'
   /** A host-channel call was refused: unknown operation, bad arguments, or not this thread's run. */
   | 'ERR_HOST_REFUSED'

@@ -679,7 +679,9 @@ export class Supervisor<S = unknown, I = S> extends EventEmitter<SupervisorEvent
   // An id is free, or held by an idle agent nobody holds any more (restored anew from the store).
   #takeId(id: string): void {
     if (this.#starting.has(id) || this.#agents.has(id)) {
-      throw new InvalidArgumentError(`agent ${id} is already started: use its handle (supervisor.agent(id))`);
+      throw new InvalidArgumentError(
+        `agent ${id} is already started: use its handle (supervisor.agent(id)); agent ids are unique per supervisor, across tenants and conversations, so another tenant's conversation needs an id of its own (for example "<tenant>:<name>")`,
+      );
     }
     const released = this.#released.get(id)?.deref();
     if (released !== undefined) {
@@ -958,7 +960,14 @@ export class Supervisor<S = unknown, I = S> extends EventEmitter<SupervisorEvent
         },
       );
     }
-    if (this.agent(record.agentId) !== undefined) return;
+    if (this.agent(record.agentId) !== undefined) {
+      // Held here without this question: another conversation under the same id (agent ids are one
+      // namespace per supervisor, across tenants). Its answer would reach the wrong agent.
+      throw new InvalidArgumentError(
+        `request ${requestId} is open for conversation ${record.conversationId} of agent ${record.agentId}, but this supervisor holds another conversation under that id (agent ids are unique per supervisor, across tenants): stopAgent("${record.agentId}") and answer again, or give each tenant's agents their own ids (for example "<tenant>:<name>"); the request stays open`,
+        { code: 'ERR_AGENT_ID_IN_USE' },
+      );
+    }
     const ctx: PersistenceContext = { agentId: record.agentId, conversationId: record.conversationId };
     const envelope = await store.loadState(scope, ctx);
     const name = (envelope as { agentName?: unknown } | undefined)?.agentName;

@@ -30,7 +30,7 @@ function opener(file: string) {
 }
 
 describe('daemoncheck: tenants with the same agent id in one supervisor', () => {
-  it('a tenant’s open request, listed for it, is answerable while another tenant’s agent of the same id is held', async () => {
+  it('a tenant’s open request, listed for it, is refused with ERR_AGENT_ID_IN_USE while another tenant’s agent of the same id is held, and answerable once it is stopped', async () => {
     const d = tempDir('tenant-ids');
     dirs.push(d);
     const open = opener(join(d.dir, 't.sqlite'));
@@ -54,20 +54,30 @@ describe('daemoncheck: tenants with the same agent id in one supervisor', () => 
       );
       assert.deepEqual((await second.listRequests(acme)).items, [], 'acme does not');
 
-      const reply = await second
+      // Agent ids are one namespace per supervisor: the answer must not reach acme's agent, nor
+      // be refused as unknown. It is refused saying why and what to do, and the request stays open.
+      const refused = await second
         .answer(id, { ok: true, data: { env: 'prod' } }, { scope: globex })
         .catch((error: unknown) => error);
-      assert.ok(
-        !(reply instanceof Error),
-        `globex answering its own listed request must restore its conversation and resume it; got ${(reply as { code?: string }).code}: ${(reply as Error).message}`,
+      assert.ok(isTroupeError(refused, 'ERR_AGENT_ID_IN_USE'), `got ${String(refused)}`);
+      assert.match((refused as Error).message, /stopAgent\("support"\)/);
+      assert.deepEqual(
+        (await second.listRequests(globex)).items.map((r) => r.request.id),
+        [id],
+        'the request stays open',
       );
-      assert.equal((reply as { status: string }).status, 'done');
-      assert.match((reply as { text: string }).text, /released api to prod for bob/);
-      // And acme's conversation of the same id is still acme's.
       assert.equal(
         mine.snapshot().messages.some((m) => m.content === 'release'),
         false,
+        "acme's conversation of the same id is still acme's",
       );
+      // Starting globex's conversation under the held id says the same.
+      await assert.rejects(second.startAgent(office, { scope: globex, agentId: 'support' }), /unique per supervisor/);
+      // With acme's agent stopped, globex's answer restores its conversation and resumes it.
+      await second.stopAgent('support');
+      const reply = await second.answer(id, { ok: true, data: { env: 'prod' } }, { scope: globex });
+      assert.equal((reply as { status: string }).status, 'done');
+      assert.match((reply as { text: string }).text, /released api to prod for bob/);
     } finally {
       await second.close();
     }
