@@ -652,10 +652,27 @@ export class RunTree {
     this.#ownEnded(node, end, usage, end.status === 'suspended' ? end.state : undefined);
   }
 
-  // A shutdown leaves what was saved as it was (running, suspended, its questions open):
-  // the next supervisor finds it interrupted, or still waiting, and resumes it.
+  // destroy() leaves what was saved as it was (running, suspended, its questions open): the next
+  // supervisor finds it interrupted, or still waiting, and resumes it. A close() or a stopAgent()
+  // that cuts a run saves its end like any cancel: the host is told it was cancelled, and a
+  // cancelled run never comes back to end done.
   #keepsSaved(node: RunNode): boolean {
-    return this.table.reason(node.root.id) === 'shutdown' || this.table.reason(node.id) === 'shutdown';
+    return (
+      this.#leaveSaved &&
+      (this.table.reason(node.root.id) === 'shutdown' || this.table.reason(node.id) === 'shutdown')
+    );
+  }
+
+  #leaveSaved = false;
+
+  /** From now on, runs a shutdown cancels are left as saved (destroy(): nothing more is written). */
+  leaveSavedOnShutdown(): void {
+    this.#leaveSaved = true;
+  }
+
+  /** Whether a run a shutdown cancels is left as saved (see {@link RunTree.leaveSavedOnShutdown}). */
+  get leavesSaved(): boolean {
+    return this.#leaveSaved;
   }
 
   #saveFailed(node: RunNode, error: unknown): void {

@@ -1232,6 +1232,7 @@ export class Supervisor<S = unknown, I = S> extends EventEmitter<SupervisorEvent
     const tree = this.#tree;
     this.#destroying ??= (async () => {
       for (const a of this.#agents.values()) a.dropMailbox();
+      tree.leaveSavedOnShutdown();
       tree.cancelRunning('shutdown');
       await tree.destroyTransport();
       await tree.whenIdle();

@@ -336,39 +336,53 @@ describe('examples/daemon: a restart restores everything open', { timeout: 90_00
     });
   }
 
-  for (const signal of ['SIGKILL', 'SIGTERM'] as const) {
-    it(`${signal} mid-run${signal === 'SIGTERM' ? ' past the close timeout' : ''}: the conversation is listed interrupted; its next message resumes it (the started task is not re-run) and goes on`, async (t) => {
-      const dir = dataDir();
-      const a = await startDaemon(t, dir, { TROUPE_CLOSE_TIMEOUT_MS: '50' });
-      const hanging = say(a.port, 'c-2', 'fetcher: 30000').catch((error: Error) => error);
-      await a.process.line(/acme\.c-2-sub-1 spawned \(fetcher/);
-      a.process.child.kill(signal);
-      if (signal === 'SIGKILL') {
-        assert.deepEqual(await a.process.exited, { code: null, signal: 'SIGKILL' });
-        assert.ok((await hanging) instanceof Error, 'the client lost its connection');
-      } else {
-        // A shutdown cancels the run and leaves what was saved as it was: the next process resumes it.
-        assert.deepEqual(bare(((await hanging) as Reply).body.reply), { status: 'cancelled', reason: 'shutdown' });
-        assert.deepEqual(await a.process.exited, { code: 0, signal: null }, a.process.stderr());
-      }
+  it('SIGKILL mid-run: the conversation is listed interrupted; its next message resumes it (the started task is not re-run) and goes on', async (t) => {
+    const dir = dataDir();
+    const a = await startDaemon(t, dir, { TROUPE_CLOSE_TIMEOUT_MS: '50' });
+    const hanging = say(a.port, 'c-2', 'fetcher: 30000').catch((error: Error) => error);
+    await a.process.line(/acme\.c-2-sub-1 spawned \(fetcher/);
+    a.process.child.kill('SIGKILL');
+    assert.deepEqual(await a.process.exited, { code: null, signal: 'SIGKILL' });
+    assert.ok((await hanging) instanceof Error, 'the client lost its connection');
 
-      const b = await startDaemon(t, dir);
-      const listed = await call(b.port, '/conversations?tenantId=acme&userId=u-1');
-      assert.deepEqual(
-        (listed.body.items as { conversationId: string; status: string }[]).map((c) => [c.conversationId, c.status]),
-        [['c-2', 'interrupted']],
-      );
-      const next = await say(b.port, 'c-2', 'hello');
-      assert.equal(next.status, 200, JSON.stringify(next.body));
-      const resumed = next.body.resumed as { status: string; text: string };
-      assert.equal(resumed.status, 'done', JSON.stringify(next.body));
-      const [report] = JSON.parse(resumed.text) as { error?: { code?: string } }[];
-      assert.equal(report?.error?.code, 'ERR_INTERRUPTED', resumed.text);
-      assert.deepEqual(bare(next.body.reply), { status: 'done', text: 'nothing to delegate', turns: 3 });
-      assert.equal(indexOf(b.process.lines, /spawned \(fetcher/), -1, 'the fetcher was not run again');
-      assert.ok(indexOf(b.process.lines, /resuming acme\.c-2: a restart interrupted its last message/) >= 0);
-      const after = await call(b.port, '/conversations?tenantId=acme&userId=u-1');
-      assert.equal((after.body.items as { status: string }[])[0]?.status, 'idle');
-    });
-  }
+    const b = await startDaemon(t, dir);
+    const listed = await call(b.port, '/conversations?tenantId=acme&userId=u-1');
+    assert.deepEqual(
+      (listed.body.items as { conversationId: string; status: string }[]).map((c) => [c.conversationId, c.status]),
+      [['c-2', 'interrupted']],
+    );
+    const next = await say(b.port, 'c-2', 'hello');
+    assert.equal(next.status, 200, JSON.stringify(next.body));
+    const resumed = next.body.resumed as { status: string; text: string };
+    assert.equal(resumed.status, 'done', JSON.stringify(next.body));
+    const [report] = JSON.parse(resumed.text) as { error?: { code?: string } }[];
+    assert.equal(report?.error?.code, 'ERR_INTERRUPTED', resumed.text);
+    assert.deepEqual(bare(next.body.reply), { status: 'done', text: 'nothing to delegate', turns: 3 });
+    assert.equal(indexOf(b.process.lines, /spawned \(fetcher/), -1, 'the fetcher was not run again');
+    assert.ok(indexOf(b.process.lines, /resuming acme\.c-2: a restart interrupted its last message/) >= 0);
+    const after = await call(b.port, '/conversations?tenantId=acme&userId=u-1');
+    assert.equal((after.body.items as { status: string }[])[0]?.status, 'idle');
+  });
+
+  it('SIGTERM mid-run past the close timeout: the client is told cancelled (shutdown), and so it stays: the next process finds the conversation idle and does not resume the cut message', async (t) => {
+    const dir = dataDir();
+    const a = await startDaemon(t, dir, { TROUPE_CLOSE_TIMEOUT_MS: '50' });
+    const hanging = say(a.port, 'c-2', 'fetcher: 30000').catch((error: Error) => error);
+    await a.process.line(/acme\.c-2-sub-1 spawned \(fetcher/);
+    a.process.child.kill('SIGTERM');
+    assert.deepEqual(bare(((await hanging) as Reply).body.reply), { status: 'cancelled', reason: 'shutdown' });
+    assert.deepEqual(await a.process.exited, { code: 0, signal: null }, a.process.stderr());
+
+    const b = await startDaemon(t, dir);
+    const listed = await call(b.port, '/conversations?tenantId=acme&userId=u-1');
+    assert.deepEqual(
+      (listed.body.items as { conversationId: string; status: string }[]).map((c) => [c.conversationId, c.status]),
+      [['c-2', 'idle']],
+    );
+    const next = await say(b.port, 'c-2', 'hello');
+    assert.equal(next.status, 200, JSON.stringify(next.body));
+    assert.equal(next.body.resumed, undefined, 'a cancelled message is not resumed');
+    assert.equal(bare(next.body.reply).status, 'done', JSON.stringify(next.body));
+    assert.equal(indexOf(b.process.lines, /spawned \(fetcher/), -1, 'the fetcher was not run again');
+  });
 });

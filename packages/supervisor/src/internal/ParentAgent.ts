@@ -478,8 +478,9 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
     if (state.pending !== undefined)
       state = abandonPendingTurn(state, end?.status === 'cancelled' ? end.reason : 'user', clock);
     let reply: AgentReply;
-    // A shutdown leaves what was saved as it was: the next supervisor resumes from there.
-    const shutdown = end?.status === 'cancelled' && end.reason === 'shutdown';
+    // destroy() leaves what was saved as it was: the next supervisor resumes from there (a close()
+    // or stop() that cut the message saves it cancelled, as the host is told).
+    const shutdown = end?.status === 'cancelled' && end.reason === 'shutdown' && this.#deps.tree.leavesSaved;
     const saved = (status: 'idle' | 'failed', run: RunStatus, text: string | undefined): Promise<Error | undefined> =>
       shutdown ? Promise.resolve(undefined) : this.#save(root, status, run, text, state);
     switch (end?.status) {
