@@ -1192,7 +1192,8 @@ export class RunTree {
   openRequests(): OpenRequest[] {
     const out: OpenRequest[] = [];
     for (const entry of this.#requests.values()) {
-      if (entry.answer !== undefined) continue;
+      // Answered, or its answer being taken by the store: nobody can answer it any more.
+      if (entry.answer !== undefined || entry.taking === true) continue;
       out.push({
         request: hostRequest(entry),
         agentId: entry.node.root.agentId,
@@ -1207,7 +1208,7 @@ export class RunTree {
   /** The open request `id`, if any. */
   request(id: string): OpenRequest | undefined {
     const entry = this.#requests.get(id);
-    if (entry === undefined || entry.answer !== undefined) return undefined;
+    if (entry === undefined || entry.answer !== undefined || entry.taking === true) return undefined;
     return {
       request: hostRequest(entry),
       agentId: entry.node.root.agentId,
@@ -1243,6 +1244,13 @@ export class RunTree {
       const neverSaved = taken.status === 'unknown' && entry.unsaved === true;
       if (taken.status !== 'taken' && !neverSaved)
         this.takenElsewhere(id, taken.status === 'already-answered' ? 'answered' : 'withdrawn');
+      else if (this.#requests.get(id) !== entry && this.#closedRequests.get(id) === undefined) {
+        // Its agent was stopped (the tree let go of it) while the store took the answer.
+        throw new TroupeError(
+          `agent ${entry.node.root.agentId} was stopped while the answer to request ${id} was being saved: its run did not resume here; a store that keeps the conversation keeps the answer too (startAgent it again to resume with it)`,
+          { code: 'ERR_AGENT_STOPPED' },
+        );
+      }
     }
     return this.#deliver(id, answer);
   }
