@@ -149,6 +149,8 @@ export interface NotJson {
   readonly path: string;
   readonly what: string;
   readonly instead: string;
+  /** Nested deeper than a copy or a save can follow (`ERR_NOT_CLONEABLE` where it is refused). */
+  readonly tooDeep?: true;
 }
 
 /**
@@ -233,6 +235,7 @@ export function findNotJson(value: unknown, root = 'value', options: FindNotJson
         path: `${path}…`,
         what: `nested more than ${MAX_JSON_DEPTH} levels deep`,
         instead: 'pass plain data nested less deeply',
+        tooDeep: true,
       };
     }
     switch (typeof v) {
@@ -321,7 +324,9 @@ export function findNotJson(value: unknown, root = 'value', options: FindNotJson
 export function assertJson(value: unknown, root = 'value', options: FindNotJsonOptions = {}): void {
   const bad = findNotJson(value, root, options);
   if (bad !== undefined) {
-    throw new InvalidArgumentError(`${bad.path} is ${bad.what}: ${bad.instead}`, { code: 'ERR_NOT_JSON' });
+    throw new InvalidArgumentError(`${bad.path} is ${bad.what}: ${bad.instead}`, {
+      code: bad.tooDeep ? 'ERR_NOT_CLONEABLE' : 'ERR_NOT_JSON',
+    });
   }
 }
 

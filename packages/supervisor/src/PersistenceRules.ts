@@ -65,7 +65,9 @@ function usage(value: unknown, what: string): void {
 function json(value: unknown, what: string): void {
   const notJson = findNotJson(value, what, { undefinedPropertiesAreAbsent: true });
   if (notJson !== undefined) {
-    throw new InvalidArgumentError(`${notJson.path} is ${notJson.what}: ${notJson.instead}`, { code: 'ERR_NOT_JSON' });
+    throw new InvalidArgumentError(`${notJson.path} is ${notJson.what}: ${notJson.instead}`, {
+      code: notJson.tooDeep ? 'ERR_NOT_CLONEABLE' : 'ERR_NOT_JSON',
+    });
   }
 }
 

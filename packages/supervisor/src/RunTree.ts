@@ -658,8 +658,7 @@ export class RunTree {
   // cancelled run never comes back to end done.
   #keepsSaved(node: RunNode): boolean {
     return (
-      this.#leaveSaved &&
-      (this.table.reason(node.root.id) === 'shutdown' || this.table.reason(node.id) === 'shutdown')
+      this.#leaveSaved && (this.table.reason(node.root.id) === 'shutdown' || this.table.reason(node.id) === 'shutdown')
     );
   }
 
@@ -1425,7 +1424,19 @@ export class RunTree {
       return { kind: 'run', run: this.#hostRun(node) };
     }
     const ended = this.#ended.get(capability);
-    if (ended !== undefined) return { kind: 'stale', ...ended };
+    if (ended !== undefined) {
+      // A call of a run that ended (its result overtook it on another port, or a shutdown ended
+      // it) is expected when nothing else runs on its thread; presented while another run is
+      // live there, it may be that run reaching for an earlier one's authority: reported.
+      let live = false;
+      for (const n of this.#byCapability.values()) {
+        if (n.thread === thread) {
+          live = true;
+          break;
+        }
+      }
+      return { kind: 'stale', agentId: ended.agentId, runId: ended.runId, quiet: !live };
+    }
     return { kind: 'unknown' };
   }
 

@@ -113,7 +113,7 @@ describe('HostChannel fuzz', () => {
         capability === CAP
           ? { kind: 'run', run }
           : capability === STALE
-            ? { kind: 'stale', agentId: 'agent_old', runId: 'run_old' }
+            ? { kind: 'stale', agentId: 'agent_old', runId: 'run_old', quiet: false }
             : { kind: 'unknown' },
       recycle: () => {
         recycles++;

@@ -34,7 +34,13 @@ export interface HostRun {
 export type HostLookup =
   | { readonly kind: 'run'; readonly run: HostRun }
   /** It named a run of this thread that has ended (late work of that run): refused, not hostile. */
-  | { readonly kind: 'stale'; readonly agentId: string; readonly runId: string }
+  | {
+      readonly kind: 'stale';
+      readonly agentId: string;
+      readonly runId: string;
+      /** Nothing else runs on the thread: a late call of its own ended run, refused without an event. */
+      readonly quiet: boolean;
+    }
   /** It names nothing this supervisor issued to this thread. */
   | { readonly kind: 'unknown' };
 
@@ -170,7 +176,7 @@ export class HostChannel {
       return;
     }
     if (found.kind === 'stale') {
-      this.#refuse(thread, port, call, `run ${found.agentId} has ended`, false, found);
+      this.#refuse(thread, port, call, `run ${found.agentId} has ended`, false, found, found.quiet);
       return;
     }
     this.#serve(thread, port, call, found.run);
@@ -326,6 +332,7 @@ export class HostChannel {
     reason: string,
     hostile: boolean,
     run?: { readonly agentId: string; readonly runId: string },
+    quiet = false,
   ): void {
     this.#refusals++;
     const seq = typeof call === 'number' ? call : (call?.seq ?? 0);
@@ -337,6 +344,7 @@ export class HostChannel {
       ]);
     }
     if (hostile) this.#o.recycle(thread, `it sent ${reason} on its host channel`);
+    if (quiet) return;
     this.#o.refused({
       threadId: thread.id,
       reason,
