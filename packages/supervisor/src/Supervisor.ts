@@ -942,7 +942,8 @@ export class Supervisor<S = unknown, I = S> extends EventEmitter<SupervisorEvent
         code: 'ERR_UNKNOWN_REQUEST',
       });
     }
-    if (open && record.status === 'open') return;
+    // Open in this tree (still, after the awaits above): answered where it is held.
+    if (record.status === 'open' && this.#tree.hasOpenRequest(requestId)) return;
     // Open here, closed in the store: another process took it, and what this supervisor holds is stale.
     if (open && (record.status === 'answered' || record.status === 'withdrawn')) {
       this.#tree.takenElsewhere(requestId, record.status);
@@ -960,11 +961,23 @@ export class Supervisor<S = unknown, I = S> extends EventEmitter<SupervisorEvent
         },
       );
     }
-    if (this.agent(record.agentId) !== undefined) {
+    const held = this.#agents.get(record.agentId as AgentId) ?? this.#released.get(record.agentId)?.deref();
+    const ours =
+      held !== undefined &&
+      held.conversationId === record.conversationId &&
+      (await store.getRequest(held.scope, requestId)) !== undefined;
+    if (ours && held.status !== 'running') {
+      // This conversation, held without its question (being stopped as the answer came, or a copy
+      // older than what is saved): let it go, and restore what is saved below.
+      await this.stopAgent(record.agentId);
+    } else if (held !== undefined) {
       // Held here without this question: another conversation under the same id (agent ids are one
-      // namespace per supervisor, across tenants). Its answer would reach the wrong agent.
+      // namespace per supervisor, across tenants), or this one busy with a message. Its answer would
+      // reach the wrong agent, or be lost.
       throw new InvalidArgumentError(
-        `request ${requestId} is open for conversation ${record.conversationId} of agent ${record.agentId}, but this supervisor holds another conversation under that id (agent ids are unique per supervisor, across tenants): stopAgent("${record.agentId}") and answer again, or give each tenant's agents their own ids (for example "<tenant>:<name>"); the request stays open`,
+        ours
+          ? `request ${requestId} is open in the store for conversation ${record.conversationId}, whose agent ${record.agentId} is running a message here without it (a copy older than what is saved): answer again once that message has ended; the request stays open`
+          : `request ${requestId} is open for conversation ${record.conversationId} of agent ${record.agentId}, but this supervisor holds another conversation under that id (agent ids are unique per supervisor, across tenants): stopAgent("${record.agentId}") and answer again, or give each tenant's agents their own ids (for example "<tenant>.<name>"); the request stays open`,
         { code: 'ERR_AGENT_ID_IN_USE' },
       );
     }
