@@ -17,7 +17,7 @@ import { backoffDelay, parseRetryAfter } from './internal/retryPolicy.js';
 import { runAttempt } from './internal/runAttempt.js';
 import { dropStrictNulls } from './internal/strictSchema.js';
 import { systemClock } from './internal/systemClock.js';
-import { type FailureContext, overCapError, toModelError } from './internal/toModelError.js';
+import { type FailureContext, overCapError, secretsOf, toModelError } from './internal/toModelError.js';
 import {
   type OpenAIModelOptions,
   type ResolvedOpenAIModelOptions,
@@ -89,6 +89,8 @@ export interface OpenAIModel extends Model {
  */
 export function openaiModel(options: OpenAIModelOptions): OpenAIModel {
   const resolved = resolveOpenAIModelOptions(options, process.env);
+  // What no error message may repeat (a server echoing the key, credentials in the URL).
+  const secrets = secretsOf(resolved.apiKey, resolved.baseURL);
   const { apiKey, ...visible } = resolved;
   const client = new OpenAI({
     // The SDK insists on a key; a keyless server gets a placeholder and no Authorization header.
@@ -174,6 +176,7 @@ export function openaiModel(options: OpenAIModelOptions): OpenAIModel {
         streamIdleTimeoutMs: resolved.streamIdleTimeoutMs,
         answering: outcome.answering,
         retryAfterMs: retryAfter,
+        secrets,
       };
       if (!isRetryable(failure) || outcome.delivered > 0 || attempts >= resolved.maxAttempts) {
         throw toModelError(failure, ctx);

@@ -12,6 +12,80 @@ export interface FailureContext {
   readonly answering: boolean;
   /** What the last answer's `retry-after(-ms)` asked for, if it said. */
   readonly retryAfterMs?: number | undefined;
+  /** What no message may repeat: the API key, the base URL's user and password. */
+  readonly secrets?: readonly string[] | undefined;
+}
+
+/** The longest server text a message quotes (a proxy's 502 page is not a message). */
+const MAX_DETAIL = 300;
+
+/** `baseURL` as a message shows it: without the user and password it may carry. */
+export function displayURL(baseURL: string): string {
+  try {
+    const url = new URL(baseURL);
+    if (url.username === '' && url.password === '') return baseURL;
+    url.username = '';
+    url.password = '';
+    return url.toString();
+  } catch {
+    return baseURL;
+  }
+}
+
+/** The secrets a failure's message must not repeat, from the key and the base URL. */
+export function secretsOf(apiKey: string | undefined, baseURL: string): string[] {
+  const out: string[] = [];
+  if (apiKey !== undefined && apiKey.length >= 4) out.push(apiKey);
+  try {
+    const url = new URL(baseURL);
+    for (const part of [url.password, url.username]) {
+      if (part.length === 0) continue;
+      out.push(part);
+      const decoded = decodeURIComponent(part);
+      if (decoded !== part) out.push(decoded);
+    }
+  } catch {
+    // Not a URL: nothing in it to hide (the options check refuses it before a call).
+  }
+  return out;
+}
+
+function redact(text: string, secrets: readonly string[]): string {
+  let out = text;
+  for (const secret of secrets) if (secret.length > 0) out = out.split(secret).join('[redacted]');
+  return out;
+}
+
+/** What the server said, as a message may quote it: secrets redacted, one short line. */
+function quoted(detail: string, secrets: readonly string[]): string {
+  const clean = redact(detail, secrets);
+  return clean.length > MAX_DETAIL ? `${clean.slice(0, MAX_DETAIL)}… (${clean.length} characters)` : clean;
+}
+
+/**
+ * The SDK's error as a cause, unless it repeats a secret (a server echoing the key in its body):
+ * then an Error of the same name and status with the redacted message, and nothing else of it.
+ */
+function safeCause(cause: unknown, secrets: readonly string[]): unknown {
+  if (secrets.length === 0 || !(cause instanceof Error)) return cause;
+  let seen: string;
+  try {
+    seen = `${cause.message} ${JSON.stringify(cause)}`;
+  } catch {
+    seen = cause.message;
+  }
+  if (!secrets.some((s) => s.length > 0 && seen.includes(s))) return cause;
+  const copy = new Error(quoted(cause.message, secrets));
+  copy.name = cause.name;
+  const status = (cause as { status?: unknown }).status;
+  if (typeof status === 'number') (copy as Error & { status?: number }).status = status;
+  return copy;
+}
+
+/** The failure with what its message quotes made safe to show: secrets out, the server's text short. */
+function shown<F extends Exclude<AttemptFailure, { kind: 'cancel' }>>(failure: F, secrets: readonly string[]): F {
+  if (!('detail' in failure)) return failure;
+  return { ...failure, detail: quoted(failure.detail, secrets), cause: safeCause(failure.cause, secrets) };
 }
 
 const times = (n: number): string => (n === 1 ? '1 attempt' : `${n} attempts`);
@@ -30,7 +104,12 @@ export function formatDuration(ms: number): string {
  * many attempts, and what to change. Cancellation is not a `ModelError`:
  * the caller turns `cancel` into a `CancelledError` before it gets here.
  */
-export function toModelError(failure: Exclude<AttemptFailure, { kind: 'cancel' }>, ctx: FailureContext): ModelError {
+export function toModelError(
+  unsafe: Exclude<AttemptFailure, { kind: 'cancel' }>,
+  unsafeCtx: FailureContext,
+): ModelError {
+  const failure = shown(unsafe, unsafeCtx.secrets ?? []);
+  const ctx = { ...unsafeCtx, baseURL: displayURL(unsafeCtx.baseURL) };
   const at = `the model server at ${ctx.baseURL}`;
   const after = times(ctx.attempts);
   const base = { attempts: ctx.attempts };
@@ -121,13 +200,14 @@ function statusError(
 
 /** The server asked to wait longer than the cap: give up at once. */
 export function overCapError(
-  failure: Extract<AttemptFailure, { kind: 'status' }>,
+  unsafe: Extract<AttemptFailure, { kind: 'status' }>,
   retryAfterMs: number,
   capMs: number,
   ctx: FailureContext,
 ): ModelError {
+  const failure = shown(unsafe, ctx.secrets ?? []);
   return new ModelError(
-    `the model server at ${ctx.baseURL} asked to wait ${formatDuration(retryAfterMs)} before retrying (${failure.status}: ${failure.detail}), over the ${formatDuration(capMs)} cap: try again later or raise retryAfterCapMs`,
+    `the model server at ${displayURL(ctx.baseURL)} asked to wait ${formatDuration(retryAfterMs)} before retrying (${failure.status}: ${failure.detail}), over the ${formatDuration(capMs)} cap: try again later or raise retryAfterCapMs`,
     {
       code: 'ERR_MODEL_RATE_LIMITED',
       attempts: ctx.attempts,
