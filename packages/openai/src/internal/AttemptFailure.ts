@@ -22,6 +22,8 @@ export type AttemptFailure =
   | { readonly kind: 'connection'; readonly detail: string; readonly cause: unknown }
   /** The stream itself failed: an error event from the server, or data that is not JSON. */
   | { readonly kind: 'stream'; readonly detail: string; readonly cause: unknown }
+  /** A call not streamed got an answer that is not JSON (not an OpenAI-compatible endpoint). */
+  | { readonly kind: 'body'; readonly detail: string; readonly cause: unknown }
   | { readonly kind: 'unknown'; readonly cause: unknown };
 
 /**
@@ -29,7 +31,7 @@ export type AttemptFailure =
  * controller fired with, if it fired: an abort is ours (cancel, timeout,
  * idle) whatever error the SDK turned it into.
  */
-export function classifyFailure(error: unknown, aborted: AbortCause | undefined): AttemptFailure {
+export function classifyFailure(error: unknown, aborted: AbortCause | undefined, streamed = true): AttemptFailure {
   if (aborted !== undefined) return { kind: aborted };
   if (error instanceof APIUserAbortError) return { kind: 'cancel' };
   if (error instanceof APIConnectionTimeoutError) return { kind: 'timeout' };
@@ -49,7 +51,9 @@ export function classifyFailure(error: unknown, aborted: AbortCause | undefined)
     return { kind: 'stream', detail: serverMessage(error), cause: error };
   }
   if (error instanceof SyntaxError) {
-    return { kind: 'stream', detail: `the server sent an event that is not JSON (${error.message})`, cause: error };
+    return streamed
+      ? { kind: 'stream', detail: `the server sent an event that is not JSON (${error.message})`, cause: error }
+      : { kind: 'body', detail: `its answer is not JSON (${error.message})`, cause: error };
   }
   // A body read cut short: `Error: aborted` (ECONNRESET) from node:http, `TypeError: terminated` from undici.
   const code = errorCode(error);

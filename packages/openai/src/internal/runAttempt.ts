@@ -84,11 +84,15 @@ export async function runAttempt(input: AttemptInput): Promise<AttemptOutcome> {
       acc.push(completion);
       return;
     }
-    const stream = await input.client.chat.completions.create(
-      { ...input.body, stream: true, stream_options: { include_usage: true } },
-      options,
-    );
+    const { data: stream, response } = await input.client.chat.completions
+      .create({ ...input.body, stream: true, stream_options: { include_usage: true } }, options)
+      .withResponse();
     answering = true;
+    if (/^application\/json\b/i.test(response.headers.get('content-type') ?? '')) {
+      // A server that ignores `stream: true` answers with one completion: read it as one.
+      acc.push((await response.json()) as never);
+      return;
+    }
     clock.clearTimeout(timeoutTimer);
     timeoutTimer = undefined;
     lastDeltaAt = clock.now();
@@ -123,7 +127,7 @@ export async function runAttempt(input: AttemptInput): Promise<AttemptOutcome> {
   } catch (error) {
     return {
       ok: false,
-      failure: classifyFailure(error === ABORTED ? undefined : error, cause),
+      failure: classifyFailure(error === ABORTED ? undefined : error, cause, input.stream),
       answering,
       delivered: acc.deltaCount,
     };

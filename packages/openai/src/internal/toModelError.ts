@@ -143,6 +143,11 @@ export function toModelError(
         code: 'ERR_MODEL',
         cause: failure.cause,
       });
+    case 'body':
+      return new ModelError(
+        `${at} sent an answer that is not a chat completion: ${failure.detail}; check baseURL (an OpenAI-compatible endpoint, usually ending in /v1)`,
+        { ...base, code: 'ERR_MODEL', cause: failure.cause },
+      );
     case 'unknown': {
       const message = failure.cause instanceof Error ? failure.cause.message : String(failure.cause);
       return new ModelError(`the model call failed: ${message.replace(/\s+/g, ' ')}`, {

@@ -2,7 +2,12 @@ import type { ModelDelta } from '@troupe/core';
 
 /** A string cut to `max` characters (an ellipsis marks the cut). */
 export function truncate(text: string, max: number): string {
-  return text.length <= max ? text : `${text.slice(0, max)}…`;
+  if (text.length <= max) return text;
+  // Never half a character: a cut between a surrogate pair's halves leaves a lone surrogate, which
+  // an exporter writes as U+FFFD (or refuses).
+  const last = text.charCodeAt(max - 1);
+  const end = last >= 0xd800 && last <= 0xdbff ? max - 1 : max;
+  return `${text.slice(0, end)}…`;
 }
 
 /**
