@@ -26,7 +26,6 @@ import type {
 } from './Model.js';
 import type { ModelEvents } from './ModelEvents.js';
 import type { Answer, Request } from './Request.js';
-import { deepFreeze } from './Scope.js';
 import { createTaskTool, TASK_TOOL_NAME, type TaskResult, type TaskSpawner } from './TaskTool.js';
 import type { AnyTool, ToolSpec } from './Tool.js';
 import type { AgentStateView, RunContext } from './ToolContext.js';
@@ -215,7 +214,7 @@ const ZERO_USAGE: Usage = Object.freeze({ inputTokens: 0, outputTokens: 0 });
 
 /**
  * A message of primitives (a system prompt, the user's input, an answer without tool calls, a tool
- * result that is text), frozen as it enters the state: it can never change, so a store checks and
+ * result that is text), frozen as it enters the state (a frozen object of primitives is immutable): it can never change, so a store checks and
  * writes its JSON once for the conversation's life (PersistenceRules keeps the JSON of deep-frozen
  * messages), not on every turn's save. A message holding a tool's object or a model's arguments is
  * left as it is: those objects are the tool's and the model's, and freezing them could break code
@@ -226,7 +225,7 @@ export function sealMessage<M extends Message>(message: M): M {
     const v = (message as Record<string, unknown>)[key];
     if (typeof v === 'object' && v !== null) return message;
   }
-  return deepFreeze(message) as M;
+  return Object.freeze(message);
 }
 
 interface CallResult {

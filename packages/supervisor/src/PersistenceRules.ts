@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { ClosedError, deepFreeze, findNotJson, InvalidArgumentError, isDeepFrozen, TroupeError } from '@troupe/core';
+import { ClosedError, findNotJson, InvalidArgumentError, TroupeError } from '@troupe/core';
 import { describeValue } from '@troupe/core/internal';
 import {
   DEFAULT_TENANT_KEY,
@@ -72,11 +72,25 @@ function json(value: unknown, what: string): void {
 }
 
 /**
- * The JSON of messages that cannot change: sealed by `deepFreeze` (the loop seals the messages of
- * primitives it appends). A conversation's state is saved every turn with all its messages; each is checked and
- * written once, not on every save.
+ * The JSON of messages that cannot change (frozen objects of primitives: the loop seals the
+ * messages of primitives it appends), for the conversations being saved now. A conversation's state is saved on
+ * every turn with all its messages: an active one writes each message's JSON once, not on every
+ * save. Kept in two generations that turn over every {@link GENERATION_SAVES} saves, so a message
+ * no save has used for that long lets its copy go: an idle conversation keeps no second copy of
+ * its transcript in memory.
  */
-const MESSAGE_JSON = new WeakMap<object, string>();
+const GENERATION_SAVES = 512;
+let messageJsonNow = new WeakMap<object, string>();
+let messageJsonBefore = new WeakMap<object, string>();
+let savesThisGeneration = 0;
+
+/** One save (an envelope or a run with its state) is being written: turn the generations over. */
+function countSave(): void {
+  if (++savesThisGeneration < GENERATION_SAVES) return;
+  savesThisGeneration = 0;
+  messageJsonBefore = messageJsonNow;
+  messageJsonNow = new WeakMap();
+}
 
 function plainRecord(v: unknown): v is Record<string, unknown> {
   if (typeof v !== 'object' || v === null || Array.isArray(v)) return false;
@@ -86,13 +100,32 @@ function plainRecord(v: unknown): v is Record<string, unknown> {
 
 function messageJson(message: unknown, what: string): string {
   if (typeof message === 'object' && message !== null) {
-    const known = MESSAGE_JSON.get(message);
+    const known = messageJsonNow.get(message);
     if (known !== undefined) return known;
+    const older = messageJsonBefore.get(message);
+    if (older !== undefined) {
+      messageJsonNow.set(message, older);
+      return older;
+    }
   }
   json(message, what);
   const text = JSON.stringify(message);
-  if (typeof message === 'object' && message !== null && isDeepFrozen(message)) MESSAGE_JSON.set(message, text);
+  if (unchangeable(message)) messageJsonNow.set(message, text);
   return text;
+}
+
+/**
+ * A frozen plain object of primitives held in data properties: its JSON can never change (what the
+ * loop seals; a membership in a set would cost memory per message, a frozen object costs none).
+ */
+function unchangeable(message: unknown): message is object {
+  if (!plainRecord(message) || !Object.isFrozen(message)) return false;
+  const descriptors = Object.getOwnPropertyDescriptors(message);
+  for (const key in descriptors) {
+    const d = descriptors[key] as PropertyDescriptor;
+    if (!('value' in d) || (typeof d.value === 'object' && d.value !== null)) return false;
+  }
+  return true;
 }
 
 /**
@@ -320,6 +353,7 @@ export const PersistenceRules = Object.freeze({
     ) {
       return PersistenceRules.encode(value, what);
     }
+    countSave();
     // Everything but the messages in one check and one stringify; the messages from their cache.
     const shell = { ...(value as Record<string, unknown>), state: { ...(state as object), messages: MESSAGES_HERE } };
     json(shell, what);
@@ -335,7 +369,7 @@ export const PersistenceRules = Object.freeze({
 
   /**
    * `JSON.parse` of a saved envelope or run record, with the text messages of its state sealed as
-   * the agent loop seals them (`deepFreeze`: the parsed copy is the store's own), so a restored
+   * the agent loop seals them (frozen: the parsed copy is the store's own), so a restored
    * conversation's later saves write them from the cache too.
    */
   parseWithState(json: string): unknown {
@@ -349,7 +383,7 @@ export const PersistenceRules = Object.freeze({
           const v = m[key];
           if (typeof v === 'object' && v !== null) flat = false;
         }
-        if (flat) deepFreeze(m);
+        if (flat) Object.freeze(m);
       }
     }
     return value;

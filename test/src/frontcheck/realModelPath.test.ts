@@ -89,9 +89,9 @@ describe('the real-model path: deadlines, cancels, close and a slow consumer', (
     server.script(
       (res) => {
         startSse(res);
-        [...taskArgs].forEach((ch, i) =>
-          event(res, fragment(0, ch, i === 0 ? { id: 'call_task', name: 'task' } : undefined)),
-        );
+        [...taskArgs].forEach((ch, i) => {
+          event(res, fragment(0, ch, i === 0 ? { id: 'call_task', name: 'task' } : undefined));
+        });
         event(res, finishChunk('tool_calls'));
         res.end('data: [DONE]\n\n');
       },
@@ -105,7 +105,9 @@ describe('the real-model path: deadlines, cancels, close and a slow consumer', (
           '\ude00',
           ...args.slice(args.indexOf('😀') + 2).split(''),
         ];
-        pieces.forEach((p, i) => event(res, fragment(0, p, i === 0 ? { id: 'call_rec', name: 'record' } : undefined)));
+        pieces.forEach((p, i) => {
+          event(res, fragment(0, p, i === 0 ? { id: 'call_rec', name: 'record' } : undefined));
+        });
         event(res, finishChunk('tool_calls'));
         res.end('data: [DONE]\n\n');
       },
