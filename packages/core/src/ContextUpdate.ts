@@ -170,6 +170,8 @@ export interface FindNotJsonOptions {
    * false: refused, since `{ a: undefined }` would come back as `{}`.
    */
   readonly undefinedPropertiesAreAbsent?: boolean;
+  /** How many levels above `value` it sits in what is checked piece by piece (counts toward the depth bound). */
+  readonly depth?: number;
 }
 
 /** How deep {@link findNotJson} follows a value: deeper is refused (a typed error, not a stack overflow). */
@@ -216,6 +218,7 @@ function notJsonObject(obj: object): { what: string; instead: string } {
  */
 export function findNotJson(value: unknown, root = 'value', options: FindNotJsonOptions = {}): NotJson | undefined {
   const dropUndefined = options.undefinedPropertiesAreAbsent === true;
+  const maxDepth = MAX_JSON_DEPTH - (options.depth ?? 0);
   // The objects on the way down (a cycle check) and the keys taken to reach each: the path is
   // written only for what is found (a state of 10 KB is walked on every save).
   const ancestors: object[] = [];
@@ -227,7 +230,7 @@ export function findNotJson(value: unknown, root = 'value', options: FindNotJson
     return path;
   };
   const walk = (v: unknown): NotJson | undefined => {
-    if (trail.length > MAX_JSON_DEPTH) {
+    if (trail.length > maxDepth) {
       // Past any real data's depth, and past what a thread hop or the stack of a walk can take.
       let path = root;
       for (const k of trail.slice(0, 8)) path += typeof k === 'number' ? `[${k}]` : jsonSegment(k);

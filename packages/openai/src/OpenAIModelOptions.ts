@@ -170,7 +170,13 @@ export function resolveOpenAIModelOptions(
     const issue = parsed.error.issues[0];
     const key = String(issue?.path[0] ?? '');
     const value = (given as Record<string, unknown>)[key];
-    const shown = key === 'apiKey' ? '(hidden)' : safeShow(value);
+    // Secrets are never repeated: the key, headers (where gateways take keys), a URL's credentials.
+    const shown =
+      key === 'apiKey' || key === 'headers'
+        ? '(hidden)'
+        : key === 'baseURL' && typeof value === 'string'
+          ? safeShow(value.replace(/\/\/[^/@]*@/, '//***@'))
+          : safeShow(value);
     const what = issue?.code === 'unrecognized_keys' ? `unknown option ${issue.keys.join(', ')}` : `${key} is invalid`;
     const hint = HINTS[key] ?? issue?.message ?? '';
     throw new InvalidArgumentError(

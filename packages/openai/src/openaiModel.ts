@@ -90,7 +90,7 @@ export interface OpenAIModel extends Model {
 export function openaiModel(options: OpenAIModelOptions): OpenAIModel {
   const resolved = resolveOpenAIModelOptions(options, process.env);
   // What no error message may repeat (a server echoing the key, credentials in the URL).
-  const secrets = secretsOf(resolved.apiKey, resolved.baseURL);
+  const secrets = secretsOf(resolved.apiKey, resolved.baseURL, resolved.headers);
   const { apiKey, ...visible } = resolved;
   const client = new OpenAI({
     // The SDK insists on a key; a keyless server gets a placeholder and no Authorization header.

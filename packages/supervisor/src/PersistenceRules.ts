@@ -62,8 +62,8 @@ function usage(value: unknown, what: string): void {
   }
 }
 
-function json(value: unknown, what: string): void {
-  const notJson = findNotJson(value, what, { undefinedPropertiesAreAbsent: true });
+function json(value: unknown, what: string, depth = 0): void {
+  const notJson = findNotJson(value, what, { undefinedPropertiesAreAbsent: true, depth });
   if (notJson !== undefined) {
     throw new InvalidArgumentError(`${notJson.path} is ${notJson.what}: ${notJson.instead}`, {
       code: notJson.tooDeep ? 'ERR_NOT_CLONEABLE' : 'ERR_NOT_JSON',
@@ -108,7 +108,8 @@ function messageJson(message: unknown, what: string): string {
       return older;
     }
   }
-  json(message, what);
+  // A message sits three levels down (record.state.messages[i]): it counts toward the depth bound.
+  json(message, what, 3);
   const text = JSON.stringify(message);
   if (unchangeable(message)) messageJsonNow.set(message, text);
   return text;
@@ -134,6 +135,33 @@ function unchangeable(message: unknown): message is object {
  */
 const MESSAGES_HERE = `\u0000troupe:messages:${randomUUID()}`;
 const MESSAGES_HERE_JSON = JSON.stringify(MESSAGES_HERE);
+
+/** {@link PersistenceRules.encodeWithState}'s fast path: the record without its messages, then the messages. */
+function encodeSplit(
+  value: Record<string, unknown>,
+  state: Record<string, unknown>,
+  messages: readonly unknown[],
+  what: string,
+): string {
+  countSave();
+  // Everything but the messages in one check and one stringify; the messages from their cache.
+  const shell = { ...value, state: { ...state, messages: MESSAGES_HERE } };
+  json(shell, what);
+  let list = '[';
+  for (let i = 0; i < messages.length; i++) {
+    list += `${i === 0 ? '' : ','}${messageJson(messages[i], `${what}.state.messages[${i}]`)}`;
+  }
+  const text = JSON.stringify(shell);
+  const at = text.indexOf(MESSAGES_HERE_JSON);
+  if (at < 0 || text.indexOf(MESSAGES_HERE_JSON, at + 1) >= 0) return PersistenceRules.encode(value, what);
+  return `${text.slice(0, at)}${list}]${text.slice(at + MESSAGES_HERE_JSON.length)}`;
+}
+
+function hasSymbolsOrToJson(o: unknown): boolean {
+  return (
+    Object.getOwnPropertySymbols(o as object).length > 0 || typeof (o as { toJSON?: unknown }).toJSON === 'function'
+  );
+}
 
 /**
  * The checks and conventions every {@link PersistenceAdapter} applies, in one
@@ -349,22 +377,20 @@ export const PersistenceRules = Object.freeze({
     if (
       !Array.isArray(messages) ||
       Object.getPrototypeOf(messages) !== Array.prototype ||
-      Object.keys(messages).length !== messages.length // holes or named keys: encode() says which
+      Object.keys(messages).length !== messages.length || // holes or named keys: encode() says which
+      // What a copy by spread would not carry (symbol keys, a toJSON): encode() writes or refuses it.
+      hasSymbolsOrToJson(value) ||
+      hasSymbolsOrToJson(state) ||
+      typeof (messages as { toJSON?: unknown }).toJSON === 'function'
     ) {
       return PersistenceRules.encode(value, what);
     }
-    countSave();
-    // Everything but the messages in one check and one stringify; the messages from their cache.
-    const shell = { ...(value as Record<string, unknown>), state: { ...(state as object), messages: MESSAGES_HERE } };
-    json(shell, what);
-    let list = '[';
-    for (let i = 0; i < messages.length; i++) {
-      list += `${i === 0 ? '' : ','}${messageJson(messages[i], `${what}.state.messages[${i}]`)}`;
+    try {
+      return encodeSplit(value as Record<string, unknown>, state as Record<string, unknown>, messages, what);
+    } catch {
+      // Refused: encode() names the first value it finds, as it always did.
+      return PersistenceRules.encode(value, what);
     }
-    const text = JSON.stringify(shell);
-    const at = text.indexOf(MESSAGES_HERE_JSON);
-    if (at < 0 || text.indexOf(MESSAGES_HERE_JSON, at + 1) >= 0) return PersistenceRules.encode(value, what);
-    return `${text.slice(0, at)}${list}]${text.slice(at + MESSAGES_HERE_JSON.length)}`;
   },
 
   /**

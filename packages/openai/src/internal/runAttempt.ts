@@ -88,20 +88,31 @@ export async function runAttempt(input: AttemptInput): Promise<AttemptOutcome> {
       .create({ ...input.body, stream: true, stream_options: { include_usage: true } }, options)
       .withResponse();
     answering = true;
-    if (/^application\/json\b/i.test(response.headers.get('content-type') ?? '')) {
-      // A server that ignores `stream: true` answers with one completion: read it as one.
-      acc.push((await response.json()) as never);
-      return;
-    }
+    // Labelled JSON: a server that ignores `stream: true` and answers with one completion, or a
+    // gateway mislabelling a stream. The stream is read as ever; if it held no event, the copy is
+    // read as one completion.
+    const copy = /^application\/json\b/i.test(response.headers.get('content-type') ?? '')
+      ? response.clone()
+      : undefined;
     clock.clearTimeout(timeoutTimer);
     timeoutTimer = undefined;
     lastDeltaAt = clock.now();
     idleTimer = clock.setTimeout(watchIdle, input.streamIdleTimeoutMs);
-    for await (const chunk of stream) {
-      if (acc.push(chunk) > 0) {
-        lastDeltaAt = clock.now();
-        firstDeltaAt ??= lastDeltaAt;
+    let chunks = 0;
+    try {
+      for await (const chunk of stream) {
+        chunks++;
+        if (acc.push(chunk) > 0) {
+          lastDeltaAt = clock.now();
+          firstDeltaAt ??= lastDeltaAt;
+        }
       }
+    } catch (error) {
+      if (copy === undefined || chunks > 0 || cause !== undefined) throw error;
+    }
+    if (copy !== undefined) {
+      if (chunks === 0 && cause === undefined) acc.push((await copy.json()) as never);
+      else void copy.body?.cancel().catch(() => {});
     }
     // The SDK ends its iteration quietly when its signal aborts: the abort is ours to report.
     if (cause !== undefined) throw ABORTED;

@@ -33,9 +33,20 @@ export function displayURL(baseURL: string): string {
 }
 
 /** The secrets a failure's message must not repeat, from the key and the base URL. */
-export function secretsOf(apiKey: string | undefined, baseURL: string): string[] {
+export function secretsOf(
+  apiKey: string | undefined,
+  baseURL: string,
+  headers: Readonly<Record<string, string>> = {},
+): string[] {
   const out: string[] = [];
   if (apiKey !== undefined && apiKey.length >= 4) out.push(apiKey);
+  // Extra headers are where gateways and Azure take keys (`api-key`, `x-api-key`, a bearer token).
+  for (const value of Object.values(headers)) {
+    if (value.length < 8) continue;
+    out.push(value);
+    const bearer = /^(?:bearer|basic|token)\s+(.+)$/i.exec(value)?.[1];
+    if (bearer !== undefined && bearer.length >= 4) out.push(bearer);
+  }
   try {
     const url = new URL(baseURL);
     for (const part of [url.password, url.username]) {
