@@ -100,3 +100,32 @@ describe('reviewcheck: encodeWithState writes what JSON.stringify writes', () =>
     );
   });
 });
+
+describe('reviewcheck: encodeWithState on odd values that held', () => {
+  it('a frozen message with a getter, a shared list, an own __proto__ key, a message changed between saves', () => {
+    let n = 0;
+    const ticking = Object.freeze(
+      Object.defineProperty({ role: 'user' }, 'content', { get: () => `tick ${++n}`, enumerable: true }),
+    );
+    const shared = [sealMessage({ role: 'user', content: 'a' } as never), ticking];
+    const one = envelopeOf(shared);
+    const two = { ...envelopeOf(shared), agentId: 'agent_2' };
+    for (const envelope of [one, two, one]) {
+      n = 0;
+      const plain = R.encode(envelope, 'envelope');
+      n = 0;
+      assert.equal(R.encodeWithState(envelope, 'envelope'), plain, 'a getter is read at each save, never cached');
+    }
+    // A message read back from the store with an own "__proto__" key (JSON.parse makes it a key).
+    const saved = R.encode(envelopeOf([JSON.parse('{"role":"user","content":"x","__proto__":"p"}')]), 'envelope');
+    const read = R.parseWithState(saved);
+    assert.equal(R.encodeWithState(read, 'envelope'), saved);
+    assert.equal(R.encodeWithState(read, 'envelope'), saved);
+    // The cache holds only what cannot change: a list replaced between saves is written anew.
+    const open = { role: 'user', content: 'one' };
+    const env = envelopeOf([open]);
+    R.encodeWithState(env, 'envelope');
+    (env.state as { messages: unknown[] }).messages = [Object.freeze({ ...open, content: 'two' })];
+    assert.match(R.encodeWithState(env, 'envelope'), /"two"/);
+  });
+});
