@@ -7,6 +7,9 @@ import { Piscina } from 'piscina';
 import type { CancellationTable, Segment } from '../CancellationTable.js';
 
 /** One worker thread, as the supervisor knows it: from the `Worker` object, never from what the thread says. */
+/** How long closing waits for threads still booting before it terminates them anyway. */
+const BOOT_WAIT_MS = 2_000;
+
 export interface ThreadInfo {
   readonly id: number;
   readonly worker: Worker;
@@ -104,6 +107,9 @@ export class WorkerPool {
   readonly #size: number;
   readonly #ready: Promise<void>;
   #markBooted: ((thread: number) => void) | undefined;
+  /** Threads that sent their boot signal (every thread, replacements too), and who waits for them. */
+  readonly #bootedIds = new Set<number>();
+  #bootWaiters: (() => void)[] = [];
   #destroyed = false;
   /** The ticket of the task inside `piscina.run()` now (see #post). */
   #posting: DispatchTicket | undefined;
@@ -211,6 +217,8 @@ export class WorkerPool {
       thread.exitCode = code;
       exited(code);
       this.#threads.delete(id);
+      this.#bootedIds.delete(id);
+      this.#bootChanged();
       thread.port?.close();
       thread.port = undefined;
       this.#table.dropSegment(id);
@@ -230,6 +238,8 @@ export class WorkerPool {
     if (m._WORKER_READY === true) return; // piscina's
     if (m[WORKER_READY] === true) {
       this.#markBooted?.(thread.id);
+      this.#bootedIds.add(thread.id);
+      this.#bootChanged();
       return;
     }
     if (m[HOST_OPEN] === true) {
@@ -355,9 +365,14 @@ export class WorkerPool {
     return this.#destroyed;
   }
 
-  /** Let running tasks finish, then stop every thread. */
+  /**
+   * Stop every thread, once the supervisor has ended its runs. Not piscina's close(): it races
+   * the flush against a 30 s timer it never clears, which holds the pool, and through it the
+   * whole supervisor, for 30 s after close() resolves.
+   */
   async close(): Promise<void> {
-    await this.#piscina.close();
+    await this.#whenBooted();
+    await this.#piscina.destroy();
     this.#closePorts();
   }
 
@@ -368,8 +383,38 @@ export class WorkerPool {
       const w = this.#waiting[i];
       if (w !== undefined && !w.withdrawn) this.withdraw(w.ticket);
     }
+    await this.#whenBooted();
     await this.#piscina.destroy();
     this.#closePorts();
+  }
+
+  /**
+   * Every live thread has booted (or BOOT_WAIT_MS passed): a thread terminated while it still
+   * imports its modules leaves the files it was reading open for good (a file descriptor per
+   * module, about a hundred per thread).
+   */
+  #whenBooted(): Promise<void> {
+    if (this.#allBooted()) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      const timer = setTimeout(done, BOOT_WAIT_MS);
+      function done(): void {
+        clearTimeout(timer);
+        resolve();
+      }
+      this.#bootWaiters.push(done);
+    });
+  }
+
+  #allBooted(): boolean {
+    for (const id of this.#threads.keys()) if (!this.#bootedIds.has(id)) return false;
+    return true;
+  }
+
+  #bootChanged(): void {
+    if (this.#bootWaiters.length === 0 || !this.#allBooted()) return;
+    const waiters = this.#bootWaiters;
+    this.#bootWaiters = [];
+    for (const w of waiters) w();
   }
 
   #closePorts(): void {
