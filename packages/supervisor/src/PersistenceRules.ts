@@ -98,16 +98,19 @@ function plainRecord(v: unknown): v is Record<string, unknown> {
   return proto === Object.prototype || proto === null;
 }
 
+/** The cached JSON of a message, if it has one (taken into the current generation). */
+function cachedJson(message: unknown): string | undefined {
+  if (typeof message !== 'object' || message === null) return undefined;
+  const known = messageJsonNow.get(message);
+  if (known !== undefined) return known;
+  const older = messageJsonBefore.get(message);
+  if (older !== undefined) messageJsonNow.set(message, older);
+  return older;
+}
+
 function messageJson(message: unknown, what: string): string {
-  if (typeof message === 'object' && message !== null) {
-    const known = messageJsonNow.get(message);
-    if (known !== undefined) return known;
-    const older = messageJsonBefore.get(message);
-    if (older !== undefined) {
-      messageJsonNow.set(message, older);
-      return older;
-    }
-  }
+  const cached = cachedJson(message);
+  if (cached !== undefined) return cached;
   // A message sits three levels down (record.state.messages[i]): it counts toward the depth bound.
   json(message, what, 3);
   const text = JSON.stringify(message);
@@ -120,11 +123,13 @@ function messageJson(message: unknown, what: string): string {
  * loop seals; a membership in a set would cost memory per message, a frozen object costs none).
  */
 function unchangeable(message: unknown): message is object {
-  if (!plainRecord(message) || !Object.isFrozen(message)) return false;
-  const descriptors = Object.getOwnPropertyDescriptors(message);
-  for (const key in descriptors) {
-    const d = descriptors[key] as PropertyDescriptor;
-    if (!('value' in d) || (typeof d.value === 'object' && d.value !== null)) return false;
+  if (typeof message !== 'object' || message === null || !Object.isFrozen(message) || !plainRecord(message)) {
+    return false;
+  }
+  for (const key in message) {
+    const d = Object.getOwnPropertyDescriptor(message, key);
+    if (d === undefined || d.get !== undefined || d.set !== undefined) return false;
+    if (typeof d.value === 'object' && d.value !== null) return false;
   }
   return true;
 }
@@ -147,9 +152,25 @@ function encodeSplit(
   // Everything but the messages in one check and one stringify; the messages from their cache.
   const shell = { ...value, state: { ...state, messages: MESSAGES_HERE } };
   json(shell, what);
+  // Messages not in the cache are checked in one pass (a refusal is named by encode() again), then
+  // written one by one so that those that cannot change are cached.
+  const known: (string | undefined)[] = new Array(messages.length);
+  const fresh: unknown[] = [];
+  for (let i = 0; i < messages.length; i++) {
+    const text = cachedJson(messages[i]);
+    if (text === undefined) fresh.push(messages[i]);
+    else known[i] = text;
+  }
+  if (fresh.length > 0) json(fresh, `${what}.state.messages`, 2);
   let list = '[';
   for (let i = 0; i < messages.length; i++) {
-    list += `${i === 0 ? '' : ','}${messageJson(messages[i], `${what}.state.messages[${i}]`)}`;
+    let text = known[i];
+    if (text === undefined) {
+      const m = messages[i] as object;
+      text = JSON.stringify(m);
+      if (unchangeable(m)) messageJsonNow.set(m, text);
+    }
+    list += i === 0 ? text : `,${text}`;
   }
   const text = JSON.stringify(shell);
   const at = text.indexOf(MESSAGES_HERE_JSON);

@@ -6,7 +6,7 @@ import { after, describe, it } from 'node:test';
 import fc from 'fast-check';
 import { play, scenarioArb, stopWatchdog } from './harness.js';
 
-const RUNS = Number(process.env.TROUPE_FUZZ_RUNS ?? 150);
+const RUNS = Number(process.env.TROUPE_FUZZ_RUNS ?? 60);
 // A fixed seed by default (CI runs the same sequences each time); TROUPE_FUZZ_SEED=random explores.
 const SEED =
   process.env.TROUPE_FUZZ_SEED === 'random'
