@@ -42,10 +42,11 @@ export interface LeadPlan {
   readonly own: 'none' | 'ask' | 'approve-ask' | 'approve';
 }
 
-// A 1 ms nap between polls (workers only): the thread sleeps instead of burning a shared CPU.
-const nap = new Int32Array(new SharedArrayBuffer(4));
-function sleep1(): void {
-  if (!isMainThread) Atomics.wait(nap, 0, 0, 1);
+/** Resolves when the call's run is cancelled (its deadline included): an event, not a timed poll. */
+function cancelled(signal: AbortSignal): Promise<void> {
+  return signal.aborted
+    ? Promise.resolve()
+    : new Promise((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
 }
 
 const ask = defineTool({
@@ -76,10 +77,10 @@ const crunch = defineTool({
   execute: ({ iters }, ctx) => {
     let i = 0;
     for (; i < iters && !ctx.isCancelled(); i++) {
+      // CPU-bound work between polls (no sleep): a cancel reaches it through the shared flag.
       let x = 0;
-      for (let j = 0; j < 2_000; j++) x += j;
+      for (let j = 0; j < 100_000; j++) x += j;
       if (x < 0) break;
-      sleep1();
     }
     ctx.throwIfCancelled();
     return { crunched: i };
@@ -92,8 +93,8 @@ const tmo = defineTool({
   parameters: z.object({}),
   timeoutMs: 30,
   retries: 2,
-  execute: (_args, ctx) => {
-    while (!ctx.isCancelled()) sleep1();
+  execute: async (_args, ctx) => {
+    await cancelled(ctx.signal);
     ctx.throwIfCancelled();
     return 'unreachable';
   },

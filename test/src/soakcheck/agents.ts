@@ -20,11 +20,6 @@ export interface Plan {
   readonly own: boolean;
 }
 
-const nap = new Int32Array(new SharedArrayBuffer(4));
-function sleep1(): void {
-  if (!isMainThread) Atomics.wait(nap, 0, 0, 1);
-}
-
 const ask = defineTool({
   name: 'ask',
   description: 'Ask a person',
@@ -40,12 +35,14 @@ const ask = defineTool({
 
 const crunch = defineTool({
   name: 'crunch',
-  description: 'Polls isCancelled() until cancelled (or 2 s)',
+  description: 'Waits for its cancel (an event), then throws it',
   parameters: z.object({}),
   timeoutMs: null,
   retries: 0,
-  execute: (_args, ctx) => {
-    for (let i = 0; i < 2000 && !ctx.isCancelled(); i++) sleep1();
+  execute: async (_args, ctx) => {
+    if (!ctx.signal.aborted) {
+      await new Promise<void>((resolve) => ctx.signal.addEventListener('abort', () => resolve(), { once: true }));
+    }
     ctx.throwIfCancelled();
     return 'crunched';
   },
@@ -53,12 +50,14 @@ const crunch = defineTool({
 
 const tmo = defineTool({
   name: 'tmo',
-  description: 'Polls until its own deadline cancels it',
+  description: 'Waits until its own deadline cancels it',
   parameters: z.object({}),
   timeoutMs: 5,
   retries: 1,
-  execute: (_args, ctx) => {
-    while (!ctx.isCancelled()) sleep1();
+  execute: async (_args, ctx) => {
+    if (!ctx.signal.aborted) {
+      await new Promise<void>((resolve) => ctx.signal.addEventListener('abort', () => resolve(), { once: true }));
+    }
     ctx.throwIfCancelled();
     return 'unreachable';
   },
