@@ -5,6 +5,10 @@
 // empty list: every invariant held). No timers are used to synchronise:
 // waits are on events; a hang is caught by a watchdog thread (Atomics.wait
 // with a time limit, in a worker of its own), never by a sleep.
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { sqlitePersistence } from '@troupe/sqlite';
 import { type AgentHandle, type AgentReply, createSupervisor, type Supervisor } from '@troupe/supervisor';
@@ -981,5 +985,34 @@ function checkLog(
         );
       }
     }
+  }
+}
+
+/**
+ * fast-check's options for a fuzz file: `TROUPE_FUZZ_RUNS` sequences (default `runs`), a fixed seed
+ * by default (CI runs the same sequences each time; `TROUPE_FUZZ_SEED=random` explores, a number
+ * replays), shrinking only with `TROUPE_FUZZ_SHRINK=1`.
+ */
+export function fuzzOptions(runs: number): { numRuns: number; seed?: number; endOnFailure: boolean } {
+  const given = process.env.TROUPE_FUZZ_SEED;
+  const seed = given === 'random' ? undefined : given === undefined ? 20261202 : Number(given);
+  return {
+    numRuns: Number(process.env.TROUPE_FUZZ_RUNS ?? runs),
+    ...(seed === undefined ? {} : { seed }),
+    endOnFailure: process.env.TROUPE_FUZZ_SHRINK !== '1',
+  };
+}
+
+/** Play one scenario in a temp directory and fail on any violation, printing its trace (and with TROUPE_FUZZ_VERBOSE=1, every trace). */
+export async function playChecked(scenario: Scenario): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'troupe-apifuzz-'));
+  try {
+    const { violations, log } = await play(scenario, { dir });
+    if (violations.length > 0 || process.env.TROUPE_FUZZ_VERBOSE === '1') {
+      console.log(`VIOLATIONS:\n${violations.join('\n')}\n${log.join('\n')}\n${JSON.stringify(scenario)}`);
+    }
+    assert.deepEqual(violations, []);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
   }
 }
