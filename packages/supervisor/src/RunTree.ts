@@ -1015,11 +1015,15 @@ export class RunTree {
     }
     // Numbered in call order, before the child's module may have to load.
     const agentId = subagentId(parent.agentId, ++parent.nextChild);
-    let agent: Agent;
-    try {
-      agent = await definitionOf(declared);
-    } catch (error) {
-      return { status: 'error', error: error as Error, events: NO_EVENTS };
+    // A definition this thread loaded already is taken at once: an `await` here would hold back
+    // every child of a turn's fan-out until all its calls had reached this line (the threads idle).
+    let agent = declared.module === undefined ? undefined : loadedAgent(declared.module, declared.name);
+    if (agent === undefined) {
+      try {
+        agent = await definitionOf(declared);
+      } catch (error) {
+        return { status: 'error', error: error as Error, events: NO_EVENTS };
+      }
     }
     if (parent.phase === 'ended' || parent.phase === 'draining') {
       return {
