@@ -353,6 +353,8 @@ export class Supervisor<S = unknown, I = S> extends EventEmitter<SupervisorEvent
   readonly #idleAgents = new Set<ParentAgent>();
   /** Agents let go while idle: alive as long as the host holds their handles. */
   readonly #released = new Map<string, WeakRef<ParentAgent>>();
+  /** Conversations being restored for an answer, by agent id: a second answer waits for the first restore. */
+  readonly #restoring = new Map<string, Promise<void>>();
   readonly #collected = new FinalizationRegistry<string>((id) => {
     const ref = this.#released.get(id);
     if (ref !== undefined && ref.deref() === undefined) this.#released.delete(id);
@@ -961,6 +963,30 @@ export class Supervisor<S = unknown, I = S> extends EventEmitter<SupervisorEvent
         },
       );
     }
+    // One restore of a conversation at a time: an answer racing another one's restore waits for it
+    // and looks again (then it finds the question here, or answered: ERR_REQUEST_ALREADY_ANSWERED),
+    // instead of meeting the agent the other one started.
+    const busy = this.#restoring.get(record.agentId);
+    if (busy !== undefined) {
+      await busy;
+      return this.#restoreFor(requestId, options, this.#tree.hasOpenRequest(requestId));
+    }
+    const restoring = this.#restoreHeld(requestId, record, scope, options);
+    const done = restoring.then(
+      () => {},
+      () => {},
+    );
+    this.#restoring.set(record.agentId, done);
+    try {
+      await restoring;
+    } finally {
+      if (this.#restoring.get(record.agentId) === done) this.#restoring.delete(record.agentId);
+    }
+  }
+
+  // The restore itself: the conversation of `record`, held here or not, started with the caller's scope.
+  async #restoreHeld(requestId: string, record: RequestRecord, scope: Scope, options: AnswerOptions): Promise<void> {
+    const store = this.#persistence as PersistenceAdapter;
     const held = this.#agents.get(record.agentId as AgentId) ?? this.#released.get(record.agentId)?.deref();
     const ours =
       held !== undefined &&
