@@ -1015,15 +1015,14 @@ export class RunTree {
     }
     // Numbered in call order, before the child's module may have to load.
     const agentId = subagentId(parent.agentId, ++parent.nextChild);
-    // A definition this thread loaded already is taken at once: an `await` here would hold back
-    // every child of a turn's fan-out until all its calls had reached this line (the threads idle).
-    let agent = declared.module === undefined ? undefined : loadedAgent(declared.module, declared.name);
-    if (agent === undefined) {
-      try {
-        agent = await definitionOf(declared);
-      } catch (error) {
-        return { status: 'error', error: error as Error, events: NO_EVENTS };
-      }
+    // A definition loaded already comes at once: awaiting it would hold back every child of a
+    // turn's fan-out until all its calls had reached this line (the threads idle meanwhile).
+    let agent: Agent;
+    try {
+      const found = definitionOf(declared);
+      agent = found instanceof Promise ? await found : found;
+    } catch (error) {
+      return { status: 'error', error: error as Error, events: NO_EVENTS };
     }
     if (parent.phase === 'ended' || parent.phase === 'draining') {
       return {
@@ -2020,18 +2019,21 @@ export async function restoredDefinition(parent: Agent, name: string): Promise<A
   return declared === undefined ? undefined : definitionOf(declared);
 }
 
-// The child's definition as its own module exports it (its declared subagents matter for nested tasks).
-async function definitionOf(agent: Agent): Promise<Agent> {
+// The child's definition as its own module exports it (its declared subagents matter for nested tasks):
+// at once when this thread has loaded it, else once its module is imported. Throws at once without a module.
+function definitionOf(agent: Agent): Agent | Promise<Agent> {
   if (agent.module === undefined) {
     throw new InvalidArgumentError(
       `agent "${agent.name}" has no module URL, so a worker cannot load it: define it with module: import.meta.url`,
       { code: 'ERR_UNKNOWN_AGENT' },
     );
   }
-  const loaded = loadedAgent(agent.module, agent.name);
-  if (loaded !== undefined) return loaded;
+  return loadedAgent(agent.module, agent.name) ?? importDefinition(agent.module, agent.name);
+}
+
+async function importDefinition(module: string, name: string): Promise<Agent> {
   try {
-    return await loadAgent(agent.module, agent.name);
+    return await loadAgent(module, name);
   } catch (error) {
     if (isTroupeError(error))
       throw new InvalidArgumentError(error.message, { code: 'ERR_UNKNOWN_AGENT', cause: error });

@@ -972,10 +972,7 @@ export class Supervisor<S = unknown, I = S> extends EventEmitter<SupervisorEvent
       return this.#restoreFor(requestId, options, this.#tree.hasOpenRequest(requestId));
     }
     const restoring = this.#restoreHeld(requestId, record, scope, options);
-    const done = restoring.then(
-      () => {},
-      () => {},
-    );
+    const done = restoring.catch(() => {});
     this.#restoring.set(record.agentId, done);
     try {
       await restoring;

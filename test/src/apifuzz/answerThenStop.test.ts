@@ -5,13 +5,10 @@
 // should win (the agent stops after), or be refused for what happened
 // (ERR_AGENT_STOPPED) — not reported as an unknown request.
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { sqlitePersistence } from '@troupe/sqlite';
 import { createSupervisor } from '@troupe/supervisor';
 import { type LeadPlan, lead } from './agents.js';
+import { withStoredQuestion } from './harness.js';
 
 describe('answer() then stopAgent() in the same tick', () => {
   it('the answer is not refused as an unknown request', async () => {
@@ -45,37 +42,19 @@ describe('answer({ scope }) then stopAgent() of a restored conversation, in the 
   // awaited the store, and by then stopAgent() had let the tree go of it: ERR_UNKNOWN_REQUEST
   // for a request the store still had open. The answer restores the conversation and resumes it.
   it('the answer restores the stopped conversation and resumes the run that asked', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'troupe-apifuzz-'));
-    const file = join(dir, 'stop.sqlite');
     const scope = { tenantId: 't1' };
-    const open = () =>
-      createSupervisor({ agents: [lead], pool: { threads: 1 }, persistence: sqlitePersistence({ file }) });
-    try {
-      const first = open();
-      const agent = await first.startAgent(lead, { scope, agentId: 'a-7' });
-      const plan: LeadPlan = { n: 'p1', u: 1, items: [], own: 'ask' };
-      const reply = await agent.send(JSON.stringify(plan));
-      assert.equal(reply.status, 'suspended');
-      const id = reply.status === 'suspended' ? reply.request.id : '';
-      await first.close();
-      const second = open();
-      try {
-        const again = await second.startAgent(lead, { scope, agentId: 'a-7' });
-        assert.equal(again.status, 'suspended');
-        const answering = second.answer(id, { ok: true, data: { n: 'p1' } }, { scope }).then(
-          (r) => r.status,
-          (error: { code?: string; message?: string }) => `${error.code}: ${error.message}`,
-        );
-        const stopped = second.stopAgent('a-7');
-        const answered = await answering;
-        await stopped;
-        assert.equal(answered, 'done', `the answer to ${id}, open in the store, resumes its run`);
-        assert.deepEqual((await second.listRequests(scope)).items, []);
-      } finally {
-        await second.close();
-      }
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    await withStoredQuestion(scope, 'a-7', async (second, id) => {
+      const again = await second.startAgent(lead, { scope, agentId: 'a-7' });
+      assert.equal(again.status, 'suspended');
+      const answering = second.answer(id, { ok: true, data: { n: 'p1' } }, { scope }).then(
+        (r) => r.status,
+        (error: { code?: string; message?: string }) => `${error.code}: ${error.message}`,
+      );
+      const stopped = second.stopAgent('a-7');
+      const answered = await answering;
+      await stopped;
+      assert.equal(answered, 'done', `the answer to ${id}, open in the store, resumes its run`);
+      assert.deepEqual((await second.listRequests(scope)).items, []);
+    });
   });
 });

@@ -1016,3 +1016,36 @@ export async function playChecked(scenario: Scenario): Promise<void> {
     rmSync(dir, { recursive: true, force: true });
   }
 }
+
+/**
+ * A question of `lead` (agent `agentId`, tenant `scope`) saved in a SQLite file by a supervisor
+ * that then closed; `run` gets a second supervisor on the same file (after `prepare`) and the id.
+ */
+export async function withStoredQuestion(
+  scope: object,
+  agentId: string,
+  run: (second: Supervisor, id: string) => Promise<void>,
+  prepare: (second: Supervisor) => Promise<void> = async () => {},
+): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'troupe-apifuzz-'));
+  const file = join(dir, 'stored.sqlite');
+  const open = () =>
+    createSupervisor({ agents: [lead], pool: { threads: 1 }, persistence: sqlitePersistence({ file }) });
+  try {
+    const first = open();
+    const agent = await first.startAgent(lead, { scope, agentId });
+    const reply = await agent.send(JSON.stringify({ n: 'p1', u: 1, items: [], own: 'ask' } satisfies LeadPlan));
+    assert.equal(reply.status, 'suspended');
+    const id = reply.status === 'suspended' ? reply.request.id : '';
+    await first.close();
+    const second = open();
+    try {
+      await prepare(second);
+      await run(second, id);
+    } finally {
+      await second.close();
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
