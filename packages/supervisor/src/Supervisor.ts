@@ -1229,6 +1229,9 @@ export class Supervisor<S = unknown, I = S> extends EventEmitter<SupervisorEvent
           tree.cancelRunning('shutdown');
           resolve();
         }, timeoutMs);
+        // The system clock's timers are unref'd: a script awaiting close() must not exit under it
+        // (exit 13) while a reply's write is still in flight and nothing else holds the process.
+        (timer as { ref?: () => void }).ref?.();
       });
       // Messages queued in mailboxes still run until the deadline; then nothing new starts.
       const drained = (async () => {
