@@ -17,10 +17,15 @@ function gc(): void {
 }
 
 /** Median milliseconds of one fan-out turn: straight on piscina, and through each supervisor variant. */
+/** Turns of each kind run before the timed trials (see the warm-up in {@link fanoutTrials}). */
+const FANOUT_WARMUP = 80;
+
 export interface FanoutTrials {
   readonly base: readonly number[];
   readonly variants: readonly (readonly number[])[];
   readonly trials: number;
+  /** Turns each variant ran before the trials (not timed). */
+  readonly warmup: number;
 }
 
 /**
@@ -95,7 +100,12 @@ export async function fanoutTrials(
   const ours: number[][] = supervisors.map(() => []);
   const base: number[] = [];
   try {
-    for (let i = 0; i < 10; i++) {
+    // Warm-up: a fresh supervisor's turn reaches its steady state only after 60–80 turns (6,000–
+    // 8,000 child runs: the JIT tiering the run tree's and the bridge's code up, on the CPUs the
+    // runs use); the direct baseline is steady after a few. Measured in medians of 10 trials:
+    // after 10 warm-up turns ours read 13–26 ms traced, then 5–6; after 40, 6.2–7.4 for 40 more
+    // trials, then 5.0–5.5; after 80, 4.9–5.4 from the first trial.
+    for (let i = 0; i < FANOUT_WARMUP; i++) {
       await directRun();
       for (const s of supervisors) await parentRun(s);
     }
@@ -114,7 +124,7 @@ export async function fanoutTrials(
     await Promise.all(supervisors.map((s) => s.close()));
     await direct.close();
   }
-  return { base, variants: ours, trials };
+  return { base, variants: ours, trials, warmup: FANOUT_WARMUP };
 }
 
 async function fanout(ctx: SuiteContext): Promise<Figure[]> {
@@ -282,10 +292,14 @@ async function cancelTree(ctx: SuiteContext): Promise<Figure[]> {
     supervisor.on(name, end);
   }
   const trials = ctx.quick ? 10 : 60;
+  // Warm-up: the first ~30 cancels of a fresh supervisor read 3–20 ms (the JIT compiling the
+  // spawn, cancel and outcome paths on threads that share the two CPUs with the run), the
+  // steady state 1.5–3 ms. With 3, a quick run's 10 trials were mostly warm-up.
+  const warmup = 30;
   let pollingSeen = 0;
   try {
-    for (let t = 0; t < trials + 3; t++) {
-      ctx.progress(`supervisor: cancel a 100-run tree ${t}/${trials + 3}`);
+    for (let t = 0; t < trials + warmup; t++) {
+      if (t % 10 === 0) ctx.progress(`supervisor: cancel a 100-run tree ${t}/${trials + warmup}`);
       started = 0;
       ended = 0;
       polling = 0;
@@ -305,7 +319,7 @@ async function cancelTree(ctx: SuiteContext): Promise<Figure[]> {
       if (ended !== TREE_RUNS - 1)
         throw new Error(`the reply came with ${ended} of ${TREE_RUNS - 1} descendants ended`);
       await supervisor.stopAgent(ref.id);
-      if (t >= 3) {
+      if (t >= warmup) {
         times.push(elapsed);
         pollingSeen += polling;
       }
