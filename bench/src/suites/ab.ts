@@ -161,7 +161,8 @@ async function run({ quick, progress, args }: SuiteContext): Promise<Figure[]> {
         const sup = supervisors[b] as BuildSupervisor;
         await timeSpawns(sup, build.oneHop, scopes[b], 1000);
         await timeSpawns(sup, build.twoHops, scopes[b], 300);
-        for (let f = 0; f < 3; f++) await fanoutTurnMs(sup, build.fanout, scopes[b]);
+        // 80 fan-out turns in all, as `fanoutTrials` warms up (a fresh supervisor's turn is steady after 60–80).
+        for (let f = 0; f < 40; f++) await fanoutTurnMs(sup, build.fanout, scopes[b]);
       }
     }
     await baselines.piscinaRttUs(lean, 200);
