@@ -1,5 +1,11 @@
 import { z } from 'zod';
-import { type CallCancellation, type CancelCell, onCancelled, type RunCancellation } from './CancelToken.js';
+import {
+  type CallCancellation,
+  type CancelCell,
+  type CancelToken,
+  onCancelled,
+  type RunCancellation,
+} from './CancelToken.js';
 import type { Clock, TimerHandle } from './Clock.js';
 import { ContextUpdate, type Operation } from './ContextUpdate.js';
 import { createId, type ToolCallId } from './Id.js';
@@ -299,6 +305,9 @@ export async function executeTool(
   if (tool.requiresApproval && options.preApproved !== true) {
     const decision = await askApproval(tool, call, options);
     switch (decision.kind) {
+      case 'cancelled':
+        // The run was cancelled while the handler decided: the call ends now, whatever it answers later.
+        return stop(fail(new CancelledError(runToken.reason ?? 'user'), 'cancelled', 0));
       case 'denied':
         approval = 'rejected';
         return stop(fail(new TroupeError(decision.message, { code: 'ERR_APPROVAL_DENIED' }), 'approval', 0));
@@ -518,7 +527,33 @@ function settle(
 type ApprovalOutcome =
   | { readonly kind: 'approved'; readonly arguments: unknown; readonly edited: boolean }
   | { readonly kind: 'denied'; readonly message: string }
-  | { readonly kind: 'ask'; readonly request: Request };
+  | { readonly kind: 'ask'; readonly request: Request }
+  | { readonly kind: 'cancelled' };
+
+/** What {@link raceCancellation} resolves with when the token won. */
+const CANCELLED: unique symbol = Symbol('cancelled');
+
+/**
+ * `pending`, or {@link CANCELLED} as soon as `token` is cancelled (through the
+ * run token's one promise, like a tool call: nothing of the call is kept once
+ * it settles). A thenable whose `then` throws rejects.
+ */
+function raceCancellation(pending: PromiseLike<unknown>, token: CancelToken): Promise<unknown> {
+  return new Promise<unknown>((resolve, reject) => {
+    const cell: CancelCell = { fn: () => resolve(CANCELLED) };
+    pending.then(
+      (value) => {
+        cell.fn = undefined;
+        resolve(value);
+      },
+      (error: unknown) => {
+        cell.fn = undefined;
+        reject(error);
+      },
+    );
+    onCancelled(token, cell);
+  });
+}
 
 /**
  * The reason a host gives for a rejection when no approval handler is configured (a worker's
@@ -538,9 +573,13 @@ async function askApproval(tool: AnyTool, call: ToolCallInput, options: ExecuteT
       message: noApprovalHandler(tool.name),
     };
   }
+  // The handler may wait on a person or a service: the run's cancellation ends the wait (a
+  // handler that ignores its signal must not pin a cancelled run, or a shutdown).
+  const token = options.cancellation.token;
+  if (token.isCancelled()) return { kind: 'cancelled' };
   let raw: unknown;
   try {
-    raw = await handler(
+    const asked: unknown = handler(
       {
         toolName: tool.name,
         toolCallId: call.id,
@@ -548,14 +587,16 @@ async function askApproval(tool: AnyTool, call: ToolCallInput, options: ExecuteT
         agentId: options.run.agentId,
         parentAgentId: options.run.parentAgentId,
       },
-      { signal: options.cancellation.token.signal },
+      { signal: token.signal },
     );
+    raw = thenOf(asked) === undefined ? asked : await raceCancellation(asked as PromiseLike<unknown>, token);
   } catch (error) {
     return {
       kind: 'denied',
       message: `the approval handler threw for tool "${tool.name}": ${error instanceof Error ? error.message : String(error)}; denied`,
     };
   }
+  if (raw === CANCELLED) return { kind: 'cancelled' };
   const decision = ApprovalDecision.safeParse(raw);
   if (!decision.success) {
     const { events, clock } = options;

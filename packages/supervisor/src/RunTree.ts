@@ -1101,6 +1101,11 @@ export class RunTree {
           reason: `the approval handler threw: ${(error as Error)?.message ?? String(error)}`,
         };
       }
+      // Cancelled (or ended) while the handler decided: the call stopped waiting for it; a question
+      // opened now would be listed for a run that asks nothing.
+      if (node.phase !== 'running' || this.table.isCancelled(node.id)) {
+        return { decision: 'reject', reason: 'the run was cancelled while the approval handler decided' };
+      }
       const decision = ApprovalDecision.safeParse(raw);
       if (decision.success && decision.data.decision === 'ask') {
         const d = decision.data;
