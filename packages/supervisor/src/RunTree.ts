@@ -8,6 +8,7 @@ import {
   addUsage,
   BackpressureError,
   type CancelReason,
+  ClosedError,
   type Clock,
   createId,
   InvalidArgumentError,
@@ -212,6 +213,8 @@ export class RunTree {
   readonly #roots = new Set<RunNode>();
   readonly #streams = new Map<RunNode, Set<(node: RunNode, deltas: readonly ModelDelta[]) => void>>();
   readonly #idle: (() => void)[] = [];
+  /** A shutdown cancelled what ran (close()'s deadline, destroy()): no answer resumes a run after it. */
+  #shutDown = false;
   /** Nodes queued or running anywhere (a process keep-alive is held while > 0). */
   #running = 0;
   #keepAlive: ReturnType<typeof setInterval> | undefined;
@@ -1240,26 +1243,52 @@ export class RunTree {
         });
       }
       entry.taking = true;
-      let taken: Awaited<ReturnType<Durability['answer']>>;
+      // Counted as running while the store takes it, until the run it resumes is counted itself:
+      // a close() that began meanwhile drains it like a running message (and the process stays
+      // alive), where it would have found the tree idle and let the resumed run escape it.
+      if (this.#running++ === 0) this.#hold();
       try {
-        taken = await this.#o.durability.answer(entry.node, id, { ...answer, id });
+        let taken: Awaited<ReturnType<Durability['answer']>>;
+        try {
+          taken = await this.#o.durability.answer(entry.node, id, { ...answer, id });
+        } finally {
+          entry.taking = false;
+        }
+        // The store never had it (its opening failed to save): answered here. Otherwise another
+        // process took it, or it is gone there.
+        const neverSaved = taken.status === 'unknown' && entry.unsaved === true;
+        if (taken.status !== 'taken' && !neverSaved)
+          this.takenElsewhere(id, taken.status === 'already-answered' ? 'answered' : 'withdrawn');
+        else if (this.#requests.get(id) !== entry && this.#closedRequests.get(id) === undefined) {
+          // Its agent was stopped (the tree let go of it) while the store took the answer.
+          throw new TroupeError(
+            `agent ${entry.node.root.agentId} was stopped while the answer to request ${id} was being saved: its run did not resume here; a store that keeps the conversation keeps the answer too (startAgent it again to resume with it)`,
+            { code: 'ERR_AGENT_STOPPED' },
+          );
+        } else if (this.#shutDown) {
+          // A shutdown cancelled what ran while the store took it (close()'s deadline, destroy()):
+          // nothing resumes after that. The store keeps the answer; a supervisor that restores the
+          // conversation resumes its run with it.
+          throw new ClosedError(
+            `the supervisor shut down while the answer to request ${id} was being saved: its run did not resume here; a store that keeps the conversation keeps the answer too (it resumes when a supervisor on that store restores it)`,
+          );
+        }
+        return this.#deliver(id, answer);
       } finally {
-        entry.taking = false;
-      }
-      // The store never had it (its opening failed to save): answered here. Otherwise another
-      // process took it, or it is gone there.
-      const neverSaved = taken.status === 'unknown' && entry.unsaved === true;
-      if (taken.status !== 'taken' && !neverSaved)
-        this.takenElsewhere(id, taken.status === 'already-answered' ? 'answered' : 'withdrawn');
-      else if (this.#requests.get(id) !== entry && this.#closedRequests.get(id) === undefined) {
-        // Its agent was stopped (the tree let go of it) while the store took the answer.
-        throw new TroupeError(
-          `agent ${entry.node.root.agentId} was stopped while the answer to request ${id} was being saved: its run did not resume here; a store that keeps the conversation keeps the answer too (startAgent it again to resume with it)`,
-          { code: 'ERR_AGENT_STOPPED' },
-        );
+        this.#uncount();
       }
     }
+    if (this.#shutDown) {
+      throw new ClosedError(`the supervisor shut down: request ${id} was not answered (it stays open)`);
+    }
     return this.#deliver(id, answer);
+  }
+
+  // The end of something counted in #running that is not a run's own work (an answer being saved).
+  #uncount(): void {
+    if (--this.#running !== 0) return;
+    this.#release();
+    if (this.#idle.length > 0) for (const resolve of this.#idle.splice(0)) resolve();
   }
 
   /**
@@ -1835,6 +1864,7 @@ export class RunTree {
    * was: the runs read as interrupted to the next supervisor.
    */
   cancelRunning(reason: CancelReason): void {
+    if (reason === 'shutdown') this.#shutDown = true;
     for (const root of [...this.#roots]) {
       if (root.active > 0) this.cancel(root, reason);
     }
