@@ -25,6 +25,7 @@ import {
   type Scope,
   type ScopeDefinition,
   sealScope,
+  TroupeError,
 } from '@troupe/core';
 import { describeValue, freezeReceived, initialLoopState } from '@troupe/core/internal';
 import { loadAgent, loadedAgent, systemClock } from '@troupe/subagent';
@@ -1187,9 +1188,47 @@ export class Supervisor<S = unknown, I = S> extends EventEmitter<SupervisorEvent
   async stopAgent(agentId: string): Promise<void> {
     const parent = this.#agents.get(agentId) ?? this.#released.get(agentId)?.deref();
     if (parent === undefined) return;
-    await parent.stop();
+    const stopped = await this.#withinGrace(parent.stop());
+    if (!stopped) {
+      parent.abandon(
+        new TroupeError(
+          `agent ${agentId} was stopped while its reply was being saved and the store did not answer within the grace period (${this.#graceMs} ms): whether the reply was saved is not known; a restart loads what the store has`,
+          { code: 'ERR_AGENT_STOPPED' },
+        ),
+      );
+    }
     this.#forget(parent);
-    await this.#persistence?.release(parent.scope, { agentId: parent.id, conversationId: parent.conversationId });
+    await this.#withinGrace(
+      this.#persistence?.release(parent.scope, { agentId: parent.id, conversationId: parent.conversationId }),
+    );
+  }
+
+  // True if `work` settled within the grace period; the timer holds the process while it waits
+  // (the system clock's timers are unref'd: a script awaiting this must not exit 13 under it).
+  async #withinGrace(work: Promise<unknown> | undefined): Promise<boolean> {
+    if (work === undefined) return true;
+    let timer: unknown;
+    let done = false;
+    const grace = new Promise<void>((resolve) => {
+      timer = this.#clock.setTimeout(resolve, this.#graceMs);
+      (timer as { ref?: () => void }).ref?.();
+    });
+    try {
+      await Promise.race([
+        work.then(
+          () => {
+            done = true;
+          },
+          () => {
+            done = true;
+          },
+        ),
+        grace,
+      ]);
+    } finally {
+      this.#clock.clearTimeout(timer);
+    }
+    return done;
   }
 
   #forget(parent: ParentAgent): void {
@@ -1288,16 +1327,17 @@ export class Supervisor<S = unknown, I = S> extends EventEmitter<SupervisorEvent
   // Stop every agent; a reply still being saved is waited for, up to the grace period (a
   // store that never answers does not hold a shutdown forever), before the store is closed.
   async #stopAgents(): Promise<void> {
-    let timer: unknown;
-    const grace = new Promise<void>((resolve) => {
-      timer = this.#clock.setTimeout(resolve, this.#graceMs);
-      // The system clock's timers are unref'd: this one holds the process until close() is done.
-      (timer as { ref?: () => void }).ref?.();
-    });
-    try {
-      await Promise.race([Promise.all([...this.#agents.values()].map((a) => a.stop())), grace]);
-    } finally {
-      this.#clock.clearTimeout(timer);
+    const agents = [...this.#agents.values()];
+    const stopped = new Set<ParentAgent>();
+    await this.#withinGrace(Promise.all(agents.map((a) => a.stop().finally(() => stopped.add(a)))));
+    // Still saving when the grace period ended: their callers get an error now, not never.
+    for (const a of agents) {
+      if (stopped.has(a)) continue;
+      a.abandon(
+        new ClosedError(
+          `the supervisor closed while agent ${a.id}'s reply was being saved and the store did not answer within the grace period (${this.#graceMs} ms): whether the reply was saved is not known; a restart loads what the store has`,
+        ),
+      );
     }
   }
 

@@ -454,6 +454,7 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
       });
       // The run tree saved the runs and their questions; this saves the conversation.
       await this.#save(root, 'suspended', undefined, undefined);
+      if (this.#abandonedWith !== undefined) return this.#givenUp(this.#abandonedWith, usage, total);
       // A suspended agent counts as idle (a close() drains without waiting on a person).
       this.#wakeIdleWaiters();
       if (first === undefined) {
@@ -488,6 +489,10 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
       case 'incomplete':
       case 'cancelled': {
         const failed = await saved('idle', end.status, end.status === 'done' ? end.text : undefined);
+        if (this.#abandonedWith !== undefined) {
+          reply = this.#givenUp(this.#abandonedWith, usage, total);
+          break;
+        }
         if (failed !== undefined) {
           // Not saved: the conversation stays where the store has it, and the caller learns why.
           reply = this.#notSaved(failed, usage, total);
@@ -556,6 +561,10 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
         this.#unsaved = undefined;
         // The run is saved as failed; the conversation, as it was before the message.
         await this.#save(root, 'failed', 'failed', undefined, this.#checkpoint);
+        if (this.#abandonedWith !== undefined) {
+          reply = this.#givenUp(this.#abandonedWith, usage, total);
+          break;
+        }
         if (restarted) {
           this.#status = 'idle';
           events.emit('agent.restarted', { agentId: this.id, restarts: this.#restarts?.length ?? 0, at });
@@ -624,12 +633,53 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
    * the answer), and the root run's final row. Resolves with the store's
    * error when it failed (also reported as `persistence.failed`).
    */
-  async #save(
+  // A save that its owner may give up on (see abandon): then it returns the abandon's error at
+  // once, and the message's reply — to `send`, to an `answer` — says so (see #givenUp).
+  #save(
     root: RunNode,
     status: 'idle' | 'suspended' | 'failed',
     run: RunStatus | undefined,
     text: string | undefined,
     state: LoopState = this.#state,
+  ): Promise<Error | undefined> {
+    const saving = this.#saveNow(root, status, run, text, state);
+    if (this.#deps.durability === undefined) return saving;
+    if (this.#abandonedWith !== undefined) return Promise.resolve(this.#abandonedWith);
+    this.#abandoned ??= new Promise<Error>((resolve) => {
+      this.#onAbandon = resolve;
+    });
+    return Promise.race([saving, this.#abandoned]);
+  }
+
+  #abandonedWith: Error | undefined;
+  #abandoned: Promise<Error> | undefined;
+  #onAbandon: ((error: Error) => void) | undefined;
+
+  // The reply of a message whose save was given up on (nothing more of it runs or is reported).
+  #givenUp(error: Error, usage: AgentReply['usage'], totalUsage: AgentReply['totalUsage']): AgentReply {
+    return { status: 'failed', error, restarted: false, usage, totalUsage };
+  }
+
+  /**
+   * Its owner stops waiting for this agent (a shutdown's or a stop's grace period passed while
+   * its reply was being saved to a store that did not answer): whoever awaits that reply gets
+   * `error` now, queued messages are answered cancelled, and the agent is stopped. What the
+   * store does with the write later is the store's; nothing of this agent runs or emits after.
+   */
+  abandon(error: Error): void {
+    if (this.#abandonedWith !== undefined) return;
+    this.#abandonedWith = error;
+    this.#onAbandon?.(error);
+    this.dropMailbox();
+    this.#stopNow(error.message);
+  }
+
+  async #saveNow(
+    root: RunNode,
+    status: 'idle' | 'suspended' | 'failed',
+    run: RunStatus | undefined,
+    text: string | undefined,
+    state: LoopState,
   ): Promise<Error | undefined> {
     const d = this.#deps.durability;
     if (d === undefined) return undefined;
