@@ -54,6 +54,7 @@ import type { EventEmitter } from 'eventemitter3';
 import { CancellationTable } from './CancellationTable.js';
 import { BASE_FEATURES, Dispatcher, type WorkerEnd } from './internal/Dispatcher.js';
 import type { Durability } from './internal/Durability.js';
+import { isEntryModule } from './internal/entryModule.js';
 import { HostChannel, type HostLookup, type HostRun } from './internal/HostChannel.js';
 import { RecentMap } from './internal/RecentMap.js';
 import {
@@ -2054,16 +2055,22 @@ export async function restoredDefinition(parent: Agent, name: string): Promise<A
   return declared === undefined ? undefined : definitionOf(declared);
 }
 
-// The child's definition as its own module exports it (its declared subagents matter for nested tasks):
-// at once when this thread has loaded it, else once its module is imported. Throws at once without a module.
-function definitionOf(agent: Agent): Agent | Promise<Agent> {
+/**
+ * An agent's definition as its own module exports it (its declared subagents matter for nested
+ * tasks): at once when this thread has loaded it, else once its module is imported. An agent of
+ * the entry script is taken as given: that module is this program, still running (see
+ * isEntryModule). Throws at once without a module.
+ */
+export function definitionOf(agent: Agent): Agent | Promise<Agent> {
   if (agent.module === undefined) {
     throw new InvalidArgumentError(
       `agent "${agent.name}" has no module URL, so a worker cannot load it: define it with module: import.meta.url`,
       { code: 'ERR_UNKNOWN_AGENT' },
     );
   }
-  return loadedAgent(agent.module, agent.name) ?? importDefinition(agent.module, agent.name);
+  const loaded = loadedAgent(agent.module, agent.name);
+  if (loaded !== undefined) return loaded;
+  return isEntryModule(agent.module) ? agent : importDefinition(agent.module, agent.name);
 }
 
 async function importDefinition(module: string, name: string): Promise<Agent> {

@@ -18,7 +18,6 @@ import {
   InvalidArgumentError,
   isAgent,
   isDeepFrozen,
-  isTroupeError,
   type LoopState,
   type Metadata,
   type Request,
@@ -28,7 +27,7 @@ import {
   TroupeError,
 } from '@troupe/core';
 import { describeValue, freezeReceived, initialLoopState } from '@troupe/core/internal';
-import { loadAgent, loadedAgent, systemClock } from '@troupe/subagent';
+import { loadedAgent, systemClock } from '@troupe/subagent';
 import { EventEmitter } from 'eventemitter3';
 import { z } from 'zod';
 import type { AgentHandle, AgentReply } from './AgentHandle.js';
@@ -46,7 +45,7 @@ import type {
   RunRecord,
 } from './Persistence.js';
 import { checkRestartPolicy, type RestartPolicy } from './RestartPolicy.js';
-import { type RestoredRequest, type RestoredRun, RunTree, restoredDefinition } from './RunTree.js';
+import { definitionOf, type RestoredRequest, type RestoredRun, RunTree, restoredDefinition } from './RunTree.js';
 import { type AgentStateEnvelope, migrateEnvelope } from './StateEnvelope.js';
 import type { SubagentOutcome } from './SubagentOutcome.js';
 import type { SupervisorEvents } from './SupervisorEvents.js';
@@ -1126,21 +1125,7 @@ export class Supervisor<S = unknown, I = S> extends EventEmitter<SupervisorEvent
 
   // The agent as its own module exports it (a worker loads it by module URL).
   async #definition(agent: Agent): Promise<Agent> {
-    if (agent.module === undefined) {
-      throw new InvalidArgumentError(
-        `agent "${agent.name}" has no module URL, so a worker cannot load it: define it with module: import.meta.url`,
-        { code: 'ERR_UNKNOWN_AGENT' },
-      );
-    }
-    const loaded = loadedAgent(agent.module, agent.name);
-    if (loaded !== undefined) return loaded;
-    try {
-      return await loadAgent(agent.module, agent.name);
-    } catch (error) {
-      if (isTroupeError(error))
-        throw new InvalidArgumentError(error.message, { code: 'ERR_UNKNOWN_AGENT', cause: error });
-      throw error;
-    }
+    return definitionOf(agent);
   }
 
   /**
