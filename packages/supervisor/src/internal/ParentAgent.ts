@@ -645,15 +645,22 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
     const saving = this.#saveNow(root, status, run, text, state);
     if (this.#deps.durability === undefined) return saving;
     if (this.#abandonedWith !== undefined) return Promise.resolve(this.#abandonedWith);
-    this.#abandoned ??= new Promise<Error>((resolve) => {
-      this.#onAbandon = resolve;
+    // Each save its own give-up, dropped when it settles (a race against one long-lived promise
+    // would add a reaction to it per save, kept for the agent's life: 1.7 KB a conversation).
+    return new Promise<Error | undefined>((resolve) => {
+      const saves = (this.#saves ??= new Set());
+      saves.add(resolve);
+      const done = (value: Error | undefined): void => {
+        saves.delete(resolve);
+        resolve(value);
+      };
+      saving.then(done, (error: unknown) => done(error instanceof Error ? error : new Error(String(error))));
     });
-    return Promise.race([saving, this.#abandoned]);
   }
 
   #abandonedWith: Error | undefined;
-  #abandoned: Promise<Error> | undefined;
-  #onAbandon: ((error: Error) => void) | undefined;
+  /** The saves in flight, each told `abandon`'s error if it comes first. */
+  #saves: Set<(error: Error) => void> | undefined;
 
   // The reply of a message whose save was given up on (nothing more of it runs or is reported).
   #givenUp(error: Error, usage: AgentReply['usage'], totalUsage: AgentReply['totalUsage']): AgentReply {
@@ -669,7 +676,7 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
   abandon(error: Error): void {
     if (this.#abandonedWith !== undefined) return;
     this.#abandonedWith = error;
-    this.#onAbandon?.(error);
+    if (this.#saves !== undefined) for (const giveUp of [...this.#saves]) giveUp(error);
     this.dropMailbox();
     this.#stopNow(error.message);
   }
