@@ -648,7 +648,8 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
     // Each save its own give-up, dropped when it settles (a race against one long-lived promise
     // would add a reaction to it per save, kept for the agent's life: 1.7 KB a conversation).
     return new Promise<Error | undefined>((resolve) => {
-      const saves = (this.#saves ??= new Set());
+      this.#saves ??= new Set();
+      const saves = this.#saves;
       saves.add(resolve);
       const done = (value: Error | undefined): void => {
         saves.delete(resolve);
