@@ -1188,32 +1188,21 @@ export class Supervisor<S = unknown, I = S> extends EventEmitter<SupervisorEvent
     );
   }
 
-  // True if `work` settled within the grace period; the timer holds the process while it waits
-  // (the system clock's timers are unref'd: a script awaiting this must not exit 13 under it).
+  // True if `work` fulfilled within the grace period, false if the period ended first; rejects
+  // if it rejected within it (a store's error is the caller's to see). The timer holds the process
+  // while it waits (the system clock's timers are unref'd: a script awaiting this must not exit 13).
   async #withinGrace(work: Promise<unknown> | undefined): Promise<boolean> {
     if (work === undefined) return true;
     let timer: unknown;
-    let done = false;
-    const grace = new Promise<void>((resolve) => {
-      timer = this.#clock.setTimeout(resolve, this.#graceMs);
+    const grace = new Promise<boolean>((resolve) => {
+      timer = this.#clock.setTimeout(() => resolve(false), this.#graceMs);
       (timer as { ref?: () => void }).ref?.();
     });
     try {
-      await Promise.race([
-        work.then(
-          () => {
-            done = true;
-          },
-          () => {
-            done = true;
-          },
-        ),
-        grace,
-      ]);
+      return await Promise.race([work.then(() => true), grace]);
     } finally {
       this.#clock.clearTimeout(timer);
     }
-    return done;
   }
 
   #forget(parent: ParentAgent): void {

@@ -72,3 +72,21 @@ describe("a reply being saved to a store that never answers, when its agent's ow
     });
   }
 });
+
+describe('stopAgent() and a store that fails', () => {
+  it("a store's error releasing the agent reaches the caller of stopAgent() (bounded, not swallowed)", async () => {
+    class FailingRelease extends MemoryPersistence {
+      override async release(): Promise<boolean> {
+        throw new Error('disk gone');
+      }
+    }
+    const supervisor = createSupervisor({ pool: { threads: 1, graceMs: 50 }, persistence: new FailingRelease() });
+    try {
+      const agent = await supervisor.startAgent(echo, { scope: {} });
+      assert.equal((await agent.send('hello')).status, 'done');
+      await assert.rejects(supervisor.stopAgent(agent.id), /disk gone/);
+    } finally {
+      await supervisor.destroy();
+    }
+  });
+});
