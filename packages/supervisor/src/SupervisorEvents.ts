@@ -168,14 +168,7 @@ export interface SupervisorEvents {
   /** A parent agent's message finished with an answer. */
   'agent.done': [At & RunRef & RunUsage & { readonly turns: number }];
   /** A failure (tool/model error) or a defect (a bug, a persistence error) of a parent agent's run. */
-  'agent.failed': [
-    At & {
-      readonly agentId: AgentId;
-      readonly runId?: string;
-      readonly kind: 'failure' | 'defect';
-      readonly error: Error;
-    },
-  ];
+  'agent.failed': [At & RunRef & RunUsage & { readonly kind: 'failure' | 'defect'; readonly error: Error }];
   'agent.cancelled': [At & RunRef & RunUsage & { readonly reason: CancelReason }];
   /** A parent agent's message is suspended throughout: its tree waits on `requestId` (and maybe more). */
   'agent.suspended': [At & RunRef & RunUsage & { readonly requestId: string }];

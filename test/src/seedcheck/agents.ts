@@ -179,3 +179,48 @@ export const cachedAnswerer = defineAgent({
     { whenExhausted: 'repeat-last' },
   ),
 });
+
+/** Every run: 100 + 100 tokens to call its tool, which asks a person; once answered, 100 + 100 to answer. */
+export const askingSpender = defineAgent({
+  name: 'askingSpender',
+  module: import.meta.url,
+  instructions: 'Ask, then answer.',
+  tools: [
+    defineTool({
+      name: 'ask',
+      description: 'Ask a person',
+      parameters: z.object({}),
+      execute: (_args, ctx) =>
+        ctx.answer === undefined ? ToolResult.pending({ kind: 'input', prompt: 'go on?' }) : 'answered',
+    }),
+  ],
+  model: new ScriptedModel(
+    [
+      ({ messages }) =>
+        messages[messages.length - 1]?.role === 'tool'
+          ? { text: 'asked and answered', usage: tokens(100) }
+          : { toolCalls: [{ name: 'ask' }], usage: tokens(100) },
+    ],
+    { whenExhausted: 'repeat-last' },
+  ),
+});
+
+/** Every message: 1 + 1 tokens to delegate to `askingSpender`, 1 + 1 to answer. */
+export const askingLead = defineAgent({
+  name: 'askingLead',
+  module: import.meta.url,
+  instructions: 'Delegate every message.',
+  subagents: [askingSpender],
+  model: new ScriptedModel(
+    [
+      ({ messages }) =>
+        messages[messages.length - 1]?.role === 'tool'
+          ? { text: 'done', usage: tokens(1) }
+          : {
+              toolCalls: [{ name: 'task', arguments: { subagent: 'askingSpender', instructions: 'go' } }],
+              usage: tokens(1),
+            },
+    ],
+    { whenExhausted: 'repeat-last' },
+  ),
+});

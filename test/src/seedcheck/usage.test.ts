@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import { createSupervisor } from '@troupe/supervisor';
-import { cachedAnswerer, delegator, failingDelegator, steadyDelegator } from './agents.js';
+import { askingLead, cachedAnswerer, delegator, failingDelegator, steadyDelegator } from './agents.js';
 
 it("a cancelled message's subagent tokens stay in the conversation's totalUsage (the reply counts them)", async () => {
   const supervisor = createSupervisor({ pool: { threads: 1 } });
@@ -80,6 +80,45 @@ it("a reply's cached and reasoning tokens are its message's too, on every messag
       cachedInputTokens: 8,
       reasoningTokens: 4,
     });
+  } finally {
+    await supervisor.destroy();
+  }
+});
+
+it('while a message is suspended, snapshot().totalUsage counts its subagents (as the reply does), on every message', async () => {
+  const supervisor = createSupervisor({ pool: { threads: 1 } });
+  try {
+    const agent = await supervisor.startAgent(askingLead, { scope: {} });
+    let before = { inputTokens: 0, outputTokens: 0 };
+    for (let n = 1; n <= 2; n++) {
+      const reply = await agent.send(`go ${n}`);
+      assert.equal(reply.status, 'suspended');
+      // The lead's first call (1) and the subagent's first turn (100), which asked.
+      assert.deepEqual(reply.totalUsage, { inputTokens: 101, outputTokens: 101 }, `message ${n}`);
+      assert.deepEqual(
+        agent.snapshot().totalUsage,
+        { inputTokens: before.inputTokens + 101, outputTokens: before.outputTokens + 101 },
+        `message ${n}: the snapshot while suspended`,
+      );
+      const done = await supervisor.answer((reply as { request: { id: string } }).request.id, { ok: true });
+      assert.equal(done.status, 'done');
+      before = agent.snapshot().totalUsage;
+      assert.deepEqual(before, { inputTokens: 202 * n, outputTokens: 202 * n }, `message ${n}: after the answer`);
+    }
+  } finally {
+    await supervisor.destroy();
+  }
+});
+
+it('agent.failed carries the run (path) and its usage, as every other terminal event does', async () => {
+  const supervisor = createSupervisor({ pool: { threads: 1 } });
+  try {
+    const failed: { path: readonly string[]; usage: unknown; totalUsage: unknown }[] = [];
+    supervisor.on('agent.failed', (e) => failed.push({ path: e.path, usage: e.usage, totalUsage: e.totalUsage }));
+    const agent = await supervisor.startAgent(failingDelegator, { scope: {} });
+    const reply = await agent.send('go');
+    assert.equal(reply.status, 'failed');
+    assert.deepEqual(failed, [{ path: [agent.id], usage: reply.usage, totalUsage: reply.totalUsage }]);
   } finally {
     await supervisor.destroy();
   }

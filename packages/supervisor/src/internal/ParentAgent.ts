@@ -546,8 +546,11 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
         // count against the restart intensity; a failure does.
         const defect = (error as { code?: unknown }).code === 'ERR_INTERNAL';
         events.emit('agent.failed', {
-          agentId: this.id,
-          runId: root.id,
+          agentId: ref.agentId,
+          runId: ref.runId,
+          path: ref.path,
+          usage,
+          totalUsage: total,
           kind: defect ? 'defect' : 'failure',
           error,
           at,
@@ -803,7 +806,11 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
       events: s.events,
       turns: s.turns,
       usage: s.usage,
-      totalUsage: totalUsage(s),
+      // Suspended: the state is the run's, and its subagents (ended or waiting) are in the tree.
+      totalUsage:
+        this.#status === 'suspended' && this.#root !== undefined
+          ? addUsage(this.#checkpoint.childUsage ?? ZERO, totalOf(this.#root))
+          : totalUsage(s),
       pendingRequest: this.pendingRequest?.request,
     };
   }
