@@ -319,6 +319,12 @@ export class RunTree {
     root.phase = 'suspended';
     root.state = spec.state;
     root.persisted = true;
+    if (spec.state !== undefined) {
+      // A message's own tokens so far are its loop's (the conversation's, with this message's turns);
+      // its children that ended are in its state (see endedChildUsage), not in another row.
+      root.usage = spec.state.usage;
+      root.childUsage = endedChildUsage(spec.state, false);
+    }
     const byId = new Map<string, RunNode>([[root.id, root]]);
     // Parents first: each row's parent is made before it.
     const rows = [...descendants];
@@ -343,6 +349,7 @@ export class RunTree {
         node.phase = 'suspended';
         node.state = r.state;
         node.usage = r.usage;
+        node.childUsage = endedChildUsage(r.state, true);
         node.attempt = r.attempt;
         node.persisted = true;
         parent.nextChild = Math.max(parent.nextChild, childNumber(node.agentId));
@@ -2053,6 +2060,20 @@ function subagentNamed(agent: Agent, name: string): Agent | undefined {
 export async function restoredDefinition(parent: Agent, name: string): Promise<Agent | undefined> {
   const declared = subagentNamed(parent, name);
   return declared === undefined ? undefined : definitionOf(declared);
+}
+
+/**
+ * What a restored run's children that ended have spent, from its saved state: those of its
+ * completed turns are in `childUsage` (a subagent run's only; a message's `childUsage` is the
+ * conversation's, which its parent agent keeps), those of the turn it is suspended in are on
+ * their resolved calls. A restore without it lost what a subtree spent in the process before.
+ */
+function endedChildUsage(state: LoopState, ownTurns: boolean): Usage {
+  let total: Usage = ownTurns ? (state.childUsage ?? NO_USAGE) : NO_USAGE;
+  for (const p of state.pending ?? []) {
+    if (p.result !== undefined && p.usage !== undefined) total = addUsage(total, p.usage);
+  }
+  return total;
 }
 
 /**

@@ -488,6 +488,9 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
       case 'done':
       case 'incomplete':
       case 'cancelled': {
+        // Saved with the message's tokens, its subagents' too: a cancel's abandoned turn drops the
+        // calls whose children had ended, and with them what those children spent.
+        state = withMessageUsage(state, start, usage, total);
         const failed = await saved('idle', end.status, end.status === 'done' ? end.text : undefined);
         if (this.#abandonedWith !== undefined) {
           reply = this.#givenUp(this.#abandonedWith, usage, total);
@@ -499,7 +502,7 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
           break;
         }
         // Tokens spent are kept, also those of children a cancel cut off before they reported.
-        this.#keep(withMessageUsage(state, start, usage, total));
+        this.#keep(state);
         if (end.status === 'done') {
           events.emit('agent.done', {
             agentId: ref.agentId,
