@@ -66,7 +66,10 @@ export interface PoolOptions {
   readonly resourceLimits?: ResourceLimits;
   /** Runs that may wait for a thread; past it a spawn is refused with a `BackpressureError` (default 1024). */
   readonly maxQueue?: number;
-  /** How long a cancelled run may take to stop before its worker is killed (default 1000 ms). */
+  /**
+   * How long a cancelled run may take to stop before its worker is killed (default 1000 ms); also
+   * how long `close()`, `destroy()` and `stopAgent()` wait for a reply still being saved.
+   */
   readonly graceMs?: number;
   /** How often the watchdog looks at deadlines while runs are in flight (default 10 ms). */
   readonly watchdogIntervalMs?: number;
@@ -1168,7 +1171,10 @@ export class Supervisor<S = unknown, I = S> extends EventEmitter<SupervisorEvent
   /**
    * Stop a parent agent and forget it. Its saved state stays in the store
    * (a new `startAgent` with its id restores it); an in-memory store may
-   * drop it unless a request of it is open.
+   * drop it unless a request of it is open. A running message is cancelled;
+   * a reply still being saved is waited for up to `pool.graceMs`, after
+   * which its `send` settles `failed` with `ERR_AGENT_STOPPED` (the save was
+   * not confirmed) — as `close()` and `destroy()` do, with `ERR_CLOSED`.
    */
   async stopAgent(agentId: string): Promise<void> {
     const parent = this.#agents.get(agentId) ?? this.#released.get(agentId)?.deref();
