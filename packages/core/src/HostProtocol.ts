@@ -1,5 +1,5 @@
 import type { ModelDelta } from './Model.js';
-import { findBadPending, isCapability, TELEMETRY_EVENT_COUNT, TELEMETRY_SHIFT } from './Protocol.js';
+import { findBadPending, findUnwalkable, isCapability, TELEMETRY_EVENT_COUNT, TELEMETRY_SHIFT } from './Protocol.js';
 import { Request } from './Request.js';
 
 /**
@@ -97,6 +97,8 @@ export function parseHostCall(raw: unknown): HostCall | string {
   if (NOTICES.has(op) !== (seq === 0))
     return seq === 0 ? 'this operation needs a reply: seq > 0' : 'a notice has seq 0';
   if (!isCapability(capability)) return 'the capability is malformed';
+  const unwalkable = findUnwalkable(raw[3]);
+  if (unwalkable !== undefined) return `a payload holding ${unwalkable}`;
   return { op: op as HostOp, seq, capability, payload: raw[3] };
 }
 

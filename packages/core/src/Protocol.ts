@@ -27,6 +27,56 @@ export const MAX_PENDING_QUESTIONS = 1024;
 /** The most calls a state's `pending` may list (a turn's tool calls). */
 const MAX_PENDING_CALLS = 4096;
 
+/** Elements any one array in a message from a worker may hold (a state's messages, a run's events). */
+export const MAX_WIRE_ARRAY = 1 << 20;
+
+/**
+ * What makes a message from a worker unsafe to walk, or undefined: an array
+ * longer than {@link MAX_WIRE_ARRAY}, or one with a hole. Structured clone
+ * carries a sparse array's length for nothing — `[]` with `length = 2 ** 32 - 1`
+ * crosses a thread in a few bytes — and a schema or an `every` that walks it
+ * holds this thread for a minute or runs it out of memory. Every message a
+ * worker sends is checked with this before anything else reads it. Walks what
+ * is there once, iteratively (no depth limit, no recursion to overflow);
+ * typed arrays and buffers are skipped (their length is their bytes).
+ */
+export function findUnwalkable(value: unknown): string | undefined {
+  if (typeof value !== 'object' || value === null) return undefined;
+  const stack: object[] = [value];
+  const seen = new Set<object>();
+  while (stack.length > 0) {
+    const v = stack.pop() as object;
+    if (seen.has(v)) continue;
+    seen.add(v);
+    if (Array.isArray(v)) {
+      if (v.length > MAX_WIRE_ARRAY) return `an array of ${v.length} elements (at most ${MAX_WIRE_ARRAY})`;
+      for (let i = 0; i < v.length; i++) {
+        if (!(i in v)) return `an array with a hole at ${i} (length ${v.length})`;
+        const e: unknown = v[i];
+        if (typeof e === 'object' && e !== null) stack.push(e);
+      }
+      continue;
+    }
+    if (ArrayBuffer.isView(v) || v instanceof ArrayBuffer) continue;
+    if (v instanceof Map) {
+      for (const [k, e] of v) {
+        if (typeof k === 'object' && k !== null) stack.push(k);
+        if (typeof e === 'object' && e !== null) stack.push(e);
+      }
+      continue;
+    }
+    if (v instanceof Set) {
+      for (const e of v) if (typeof e === 'object' && e !== null) stack.push(e);
+      continue;
+    }
+    for (const k in v) {
+      const e: unknown = (v as Record<string, unknown>)[k];
+      if (typeof e === 'object' && e !== null) stack.push(e);
+    }
+  }
+  return undefined;
+}
+
 /**
  * What is wrong with a state's `pending` as a worker handed it back, or
  * undefined: the supervisor walks these calls (opens their questions,
@@ -526,6 +576,8 @@ export function decodeSubagentResult(
   // Indexing, not destructuring or spreads: this runs for every run's result.
   if (!Array.isArray(raw) || raw.length < 6)
     return { error: 'a result is an array [status, v, turns, usage, events, sent, ...]' };
+  const unwalkable = findUnwalkable(raw);
+  if (unwalkable !== undefined) return { error: `a result holding ${unwalkable}` };
   const status: unknown = raw[0];
   const turns: unknown = raw[2];
   const usage: unknown = raw[3];

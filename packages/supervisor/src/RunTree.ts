@@ -208,7 +208,10 @@ export class RunTree {
   readonly #byAgent = new Map<string, RunNode>();
   readonly #byCapability = new Map<string, RunNode>();
   // A capability is only ever presented by the run's own late work: a short memory suffices.
-  readonly #ended = new RecentMap<string, { readonly agentId: string; readonly runId: string }>(1024);
+  readonly #ended = new RecentMap<
+    string,
+    { readonly agentId: string; readonly runId: string; readonly thread: ThreadInfo | undefined }
+  >(1024);
   readonly #requests = new Map<string, RequestEntry>();
   readonly #closedRequests = new RecentMap<string, 'answered' | 'withdrawn'>(CLOSED_MEMORY);
   readonly #roots = new Set<RunNode>();
@@ -1469,6 +1472,8 @@ export class RunTree {
       return { kind: 'run', run: this.#hostRun(node) };
     }
     const ended = this.#ended.get(capability);
+    // Ended on another thread: this thread never had it (stolen, through something two runs share).
+    if (ended !== undefined && ended.thread !== thread) return { kind: 'unknown' };
     if (ended !== undefined) {
       // A call of a run that ended (its result overtook it on another port, or a shutdown ended
       // it) is expected when nothing else runs on its thread; presented while another run is
@@ -1486,7 +1491,7 @@ export class RunTree {
   }
 
   #rememberEnded(capability: string, node: RunNode): void {
-    this.#ended.set(capability, { agentId: node.agentId, runId: node.id });
+    this.#ended.set(capability, { agentId: node.agentId, runId: node.id, thread: node.thread });
   }
 
   // One view per node, made when its host channel first needs it.

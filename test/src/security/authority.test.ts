@@ -109,6 +109,57 @@ describe('authority: capabilities the supervisor issued, on the thread it issued
   });
 });
 
+describe('authority: the capability of a run that ended on another thread', () => {
+  let h: Hostile;
+  before(async () => {
+    // Its own supervisor: two threads, both up (another test's recycled thread would put the thief
+    // on the victim's thread, where the capability is merely stale).
+    h = await hostileSupervisor({ pool: { threads: 2 } });
+    await h.supervisor.pool.ready();
+  });
+  after(async () => {
+    await h.supervisor.destroy();
+  });
+
+  it('refuses the capability of a run that ended on another thread as never given to this one, and recycles', async () => {
+    // The victim leaks its capability and holds thread A; the thief starts on thread B and waits.
+    const board = newBoard();
+    const victim = h.supervisor.spawn(intruder, {
+      input: JSON.stringify({ tool: 'stash' }),
+      scope: { tenant: 'victim' },
+      toolContext: { board },
+    });
+    await changed(board, Board.stashed);
+    const thief = h.supervisor.spawn(intruder, {
+      input: JSON.stringify({ tool: 'present', args: { from: 'board', toolName: 'drop_table', wait: true } }),
+      scope: { tenant: 'thief' },
+      toolContext: { board },
+      timeoutMs: 20_000,
+    });
+    Atomics.store(board, Board.release, 1);
+    Atomics.notify(board, Board.release);
+    const v = await victim;
+    assert.equal(v.status, 'done');
+    // The victim has ended: its capability, presented from thread B, was never thread B's.
+    const from = h.refused.length;
+    Atomics.store(board, Board.go, 1);
+    Atomics.notify(board, Board.go);
+    const t = await thief;
+    assert.equal(
+      t.status,
+      'crashed',
+      `the thief was recycled: ${JSON.stringify(t)} ${JSON.stringify(h.refused.slice(from))}`,
+    );
+    const refusal = h.refused.slice(from).find((r) => /did not give this thread/.test(r.reason));
+    assert.ok(refusal?.recycled, `refused and recycled: ${JSON.stringify(h.refused.slice(from))}`);
+    assert.equal(refusal.agentId, undefined, 'the event does not name the victim');
+    assert.equal(
+      h.approvals.some((a) => a.toolCallId === 'stolen-call'),
+      false,
+    );
+  });
+});
+
 describe('authority: a stale capability (an earlier run on the same thread)', () => {
   it('is refused with ERR_HOST_REFUSED, without recycling; the handler is not asked', async () => {
     const h = await hostileSupervisor({ pool: { threads: 1 } });

@@ -20,6 +20,44 @@ describe('a forged result', () => {
     await h.supervisor.destroy();
   });
 
+  it('a done result whose updates are an empty array of length 2^32 − 1 is refused at once, not walked', async () => {
+    // Structured clone carries the length for nothing; walking it (a schema, an `every`) held the
+    // supervisor thread for over a minute while an honest run on the other thread waited.
+    const honest = h.supervisor.spawn(echo, { input: 'beside it', scope: { tenant: 'x' } });
+    const outcome = await h.supervisor.spawn(intruder, {
+      input: JSON.stringify({ tool: 'forgeResult', args: { sparse: true }, bait: false }),
+      scope: { tenant: 'forger' },
+      timeoutMs: 20_000,
+    });
+    assert.equal(outcome.status, 'crashed', 'a malformed result is a defect of its worker');
+    assert.match(outcome.status === 'crashed' ? outcome.error.message : '', /hole|elements/);
+    const ok = await honest;
+    assert.equal(ok.status === 'done' && ok.result, 'echo: beside it', JSON.stringify(ok));
+  });
+
+  it('the same through the host channel: a held result and an event batch holding it are refused, the worker recycled', async () => {
+    for (const message of [
+      [HostOp.holding, 0, '$cap', ['done', PROTOCOL_VERSION, 1, null, null, 0, 'held', '$sparse']],
+      [HostOp.events, 0, '$cap', '$sparse'],
+    ]) {
+      const from = h.refused.length;
+      const outcome = await h.supervisor.spawn(intruder, {
+        input: JSON.stringify({ tool: 'attack', args: { on: 'host', message, hold: false } }),
+        scope: { tenant: 'holder' },
+        timeoutMs: 20_000,
+      });
+      // A held result refused: the run does not end as it claims (an event batch is a notice: the
+      // run's own result may still come first; its worker is recycled all the same).
+      if (message[0] === HostOp.holding) assert.notEqual(outcome.status, 'done', 'the held result was taken');
+      const refusal = h.refused.slice(from).find((r) => /hole|elements/.test(r.reason));
+      assert.ok(
+        refusal !== undefined,
+        `no refusal for op ${String(message[0])}: ${JSON.stringify(h.refused.slice(from))}`,
+      );
+      assert.equal(refusal.recycled, true);
+    }
+  });
+
   for (const name of ['toString', 'constructor', '__proto__', 'hasOwnProperty', 'valueOf']) {
     it(`failing with an error named "${name}" ends the run failed, with an Error`, async () => {
       const unhandled = processFaults.unhandled.length;
