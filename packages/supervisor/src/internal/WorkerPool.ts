@@ -1,6 +1,6 @@
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
-import { MessagePort, type ResourceLimits, type Worker } from 'node:worker_threads';
+import { MessagePort, type ResourceLimits, receiveMessageOnPort, type Worker } from 'node:worker_threads';
 import { HOST_OPEN, WORKER_READY } from '@troupe/core/internal';
 import { WORKER_URL } from '@troupe/subagent';
 import { Piscina } from 'piscina';
@@ -215,6 +215,15 @@ export class WorkerPool {
     });
     worker.once('exit', (code: number) => {
       thread.exitCode = code;
+      // What the thread posted on its host channel before it died is queued there still: read it
+      // now, before its runs end crashed and the port closes (a crashed run's last telemetry — the
+      // model call whose tokens it spent — comes before its outcome; closing dropped it).
+      const port = thread.port;
+      if (port !== undefined && thread.recycled === undefined) {
+        for (let m = receiveMessageOnPort(port); m !== undefined; m = receiveMessageOnPort(port)) {
+          port.emit('message', m.message);
+        }
+      }
       exited(code);
       this.#threads.delete(id);
       this.#bootedIds.delete(id);
