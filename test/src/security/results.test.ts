@@ -42,13 +42,12 @@ describe('a forged result', () => {
     ]) {
       const from = h.refused.length;
       const outcome = await h.supervisor.spawn(intruder, {
-        input: JSON.stringify({ tool: 'attack', args: { on: 'host', message, hold: false } }),
+        // The tool holds its thread until the refusal recycles it: the run cannot end before.
+        input: JSON.stringify({ tool: 'attack', args: { on: 'host', message, hold: true } }),
         scope: { tenant: 'holder' },
         timeoutMs: 20_000,
       });
-      // A held result refused: the run does not end as it claims (an event batch is a notice: the
-      // run's own result may still come first; its worker is recycled all the same).
-      if (message[0] === HostOp.holding) assert.notEqual(outcome.status, 'done', 'the held result was taken');
+      assert.equal(outcome.status, 'crashed', 'the run ends with its recycled thread');
       const refusal = h.refused.slice(from).find((r) => /hole|elements/.test(r.reason));
       assert.ok(
         refusal !== undefined,
@@ -136,5 +135,27 @@ describe('a forged result', () => {
     const stats = h.supervisor.stats();
     assert.equal(stats.runs, 0);
     assert.equal(stats.pool.tableSize, 0);
+  });
+});
+
+describe('a forged result and the run queued behind it on the same thread', () => {
+  it('the thread is recycled before it is handed the next run: that run starts on a fresh thread and finishes', async () => {
+    // One thread: the honest run waits for it behind the forger. A result read only after piscina
+    // had handed the thread its next task took that task down with the thread (crashed, exit 1).
+    const h = await hostileSupervisor({ pool: { threads: 1 } });
+    try {
+      const forged = h.supervisor.spawn(intruder, {
+        input: JSON.stringify({ tool: 'forgeResult', args: { sparse: true }, bait: false }),
+        scope: { tenant: 'forger' },
+        timeoutMs: 20_000,
+      });
+      const honest = h.supervisor.spawn(echo, { input: 'queued behind it', scope: { tenant: 'x' } });
+      assert.equal((await forged).status, 'crashed');
+      const ok = await honest;
+      assert.equal(ok.status === 'done' && ok.result, 'echo: queued behind it', JSON.stringify(ok));
+      assert.equal(h.recycled.length, 1);
+    } finally {
+      await h.supervisor.destroy();
+    }
   });
 });

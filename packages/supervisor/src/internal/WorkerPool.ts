@@ -1,7 +1,7 @@
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { MessagePort, type ResourceLimits, receiveMessageOnPort, type Worker } from 'node:worker_threads';
-import { HOST_OPEN, WORKER_READY } from '@troupe/core/internal';
+import { decodeSubagentResult, HOST_OPEN, WORKER_READY } from '@troupe/core/internal';
 import { WORKER_URL } from '@troupe/subagent';
 import { Piscina } from 'piscina';
 import type { CancellationTable, Segment } from '../CancellationTable.js';
@@ -516,9 +516,29 @@ function guardTaskPort(handle: object, thread: ThreadInfo, violation: (reason: s
       violation('a task-port message for no task of this thread');
       return;
     }
+    // A run's result is read here, before piscina hands this thread its next task: a thread that
+    // answers with something that is not a result is recycled first, so no other run starts in the
+    // realm that sent it (read later, the next run was on the thread already and died with it).
+    const result: unknown = (message as { result?: unknown }).result;
+    if (typeof result === 'object' && result !== null && (message as { error?: unknown }).error == null) {
+      let read: ReturnType<typeof decodeSubagentResult>;
+      try {
+        read = decodeSubagentResult(result);
+      } catch (error) {
+        read = { error: `it cannot be read: ${error instanceof Error ? error.message : String(error)}` };
+      }
+      readResults.set(result, read);
+      if (read.error !== undefined) violation(`it returned a malformed result (${read.error})`);
+    }
     deliver(message);
   };
 }
+
+/**
+ * Results read on their way in (see guardTaskPort), by the object piscina resolves the task with:
+ * the dispatcher takes the reading from here instead of decoding the result again.
+ */
+export const readResults = new WeakMap<object, ReturnType<typeof decodeSubagentResult>>();
 
 // A transferred port arrives as a MessagePort of this realm; anything else merely shaped like one is refused.
 function isMessagePort(v: unknown): v is MessagePort {
