@@ -1078,7 +1078,7 @@ export class Supervisor<S = unknown, I = S> extends EventEmitter<SupervisorEvent
     toolContext: Readonly<Record<string, unknown>>,
     timeoutMs: number | undefined,
   ): Promise<SubagentOutcome> {
-    const def = await this.#definition(agent);
+    const def = await definitionOf(agent);
     this.#assertOpen();
     return this.#spawnStart(def, options, scope, toolContext, timeoutMs);
   }
@@ -1124,11 +1124,6 @@ export class Supervisor<S = unknown, I = S> extends EventEmitter<SupervisorEvent
         else resolve(outcome as SubagentOutcome);
       });
     });
-  }
-
-  // The agent as its own module exports it (a worker loads it by module URL).
-  async #definition(agent: Agent): Promise<Agent> {
-    return definitionOf(agent);
   }
 
   /**

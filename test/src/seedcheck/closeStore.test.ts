@@ -16,6 +16,7 @@ import {
   type TurnBatch,
 } from '@troupe/supervisor';
 import { echo } from '../fixtures/agents/basic.js';
+import { HangingStore } from '../fixtures/hangingStore.js';
 
 /**
  * A store whose commits wait, once `slow` is set, until the test lets them go (a slow network
@@ -120,21 +121,6 @@ it('close({ timeoutMs }) does not close the store under an in-flight write, and 
   // The turn was not lost to the close (the store refused the late write: ERR_CLOSED).
   assert.notEqual(reply?.status, 'failed', reply?.status === 'failed' ? reply.error.message : '');
 });
-
-/** A store whose commits never settle once `hang` is set (a network database that went away). */
-class HangingStore extends MemoryPersistence {
-  hang = false;
-  #entered: (() => void) | undefined;
-  readonly entered = new Promise<void>((resolve) => {
-    this.#entered = resolve;
-  });
-
-  override async commit(scope: unknown, batch: TurnBatch, context: PersistenceContext): Promise<void> {
-    if (!this.hang) return super.commit(scope, batch, context);
-    this.#entered?.();
-    return new Promise<void>(() => {});
-  }
-}
 
 it('close({ timeoutMs }) stays bounded by the grace period when the store never answers a write', {
   timeout: 20_000,

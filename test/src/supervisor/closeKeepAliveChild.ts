@@ -3,22 +3,9 @@
 // Nothing but the close keeps this process alive then (the run is over; the write holds no
 // handle): if nothing held it, Node would exit 13 (an unsettled top-level await) before the
 // close's deadline and grace period ended, and `closed` would never be printed.
-import { createSupervisor, MemoryPersistence, type PersistenceContext, type TurnBatch } from '@troupe/supervisor';
+import { createSupervisor } from '@troupe/supervisor';
 import { echo } from '../fixtures/agents/basic.js';
-
-class HangingStore extends MemoryPersistence {
-  hang = false;
-  #entered: (() => void) | undefined;
-  readonly entered = new Promise<void>((resolve) => {
-    this.#entered = resolve;
-  });
-
-  override async commit(scope: unknown, batch: TurnBatch, context: PersistenceContext): Promise<void> {
-    if (!this.hang) return super.commit(scope, batch, context);
-    this.#entered?.();
-    return new Promise<void>(() => {});
-  }
-}
+import { HangingStore } from '../fixtures/hangingStore.js';
 
 const store = new HangingStore();
 const supervisor = createSupervisor({ pool: { threads: 1, graceMs: 100 }, persistence: store });

@@ -8,23 +8,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { isTroupeError } from '@troupe/core';
-import { createSupervisor, MemoryPersistence, type PersistenceContext, type TurnBatch } from '@troupe/supervisor';
+import { createSupervisor, MemoryPersistence } from '@troupe/supervisor';
 import { echo } from '../fixtures/agents/basic.js';
-
-/** A store whose commits never settle once `hang` is set. */
-class HangingStore extends MemoryPersistence {
-  hang = false;
-  #entered: (() => void) | undefined;
-  readonly entered = new Promise<void>((resolve) => {
-    this.#entered = resolve;
-  });
-
-  override async commit(scope: unknown, batch: TurnBatch, context: PersistenceContext): Promise<void> {
-    if (!this.hang) return super.commit(scope, batch, context);
-    this.#entered?.();
-    return new Promise<void>(() => {});
-  }
-}
+import { HangingStore } from '../fixtures/hangingStore.js';
 
 describe("a reply being saved to a store that never answers, when its agent's owner stops it", () => {
   for (const [how, code] of [
