@@ -159,3 +159,28 @@ describe('a forged result and the run queued behind it on the same thread', () =
     }
   });
 });
+
+describe('a hostile host message posted just before the result, and the run queued behind it on the same thread', () => {
+  it('the message is handled before the result: the thread is recycled before it is handed the next run', async () => {
+    // One thread. The worker posts an unknown operation on its host channel, then its result on
+    // piscina's port: the result was read first (the ports are read in turn, piscina's first), the
+    // thread freed and handed the honest run, and then the host message recycled it (crashed).
+    const h = await hostileSupervisor({ pool: { threads: 1 } });
+    try {
+      const hostile = h.supervisor.spawn(intruder, {
+        input: JSON.stringify({ tool: 'attack', args: { on: 'hostLast', message: [99, 0, '$cap', null] } }),
+        scope: { tenant: 'attacker' },
+        timeoutMs: 20_000,
+      });
+      const honest = h.supervisor.spawn(echo, { input: 'behind a late hostile message', scope: { tenant: 'x' } });
+      const end = await hostile;
+      assert.equal(end.status, 'crashed', JSON.stringify(end));
+      const ok = await honest;
+      assert.equal(ok.status === 'done' && ok.result, 'echo: behind a late hostile message', JSON.stringify(ok));
+      assert.equal(h.recycled.length, 1);
+      assert.match(h.refused[0]?.reason ?? '', /operation|op/, JSON.stringify(h.refused));
+    } finally {
+      await h.supervisor.destroy();
+    }
+  });
+});

@@ -218,12 +218,7 @@ export class WorkerPool {
       // What the thread posted on its host channel before it died is queued there still: read it
       // now, before its runs end crashed and the port closes (a crashed run's last telemetry — the
       // model call whose tokens it spent — comes before its outcome; closing dropped it).
-      const port = thread.port;
-      if (port !== undefined && thread.recycled === undefined) {
-        for (let m = receiveMessageOnPort(port); m !== undefined; m = receiveMessageOnPort(port)) {
-          port.emit('message', m.message);
-        }
-      }
+      drainHostPort(thread);
       exited(code);
       this.#threads.delete(id);
       this.#bootedIds.delete(id);
@@ -516,6 +511,20 @@ function guardTaskPort(handle: object, thread: ThreadInfo, violation: (reason: s
       violation('a task-port message for no task of this thread');
       return;
     }
+    // What the thread posted on its host channel before this result is handled first: a message
+    // refused there recycles the thread now, while it runs nothing else, and its result is dropped
+    // (the task rejects when it exits). Handled after, it would recycle a thread that piscina had
+    // given its next run (an honest one, lost with the realm) — the result overtakes the host
+    // channel's messages across ports as often as not.
+    try {
+      drainHostPort(thread);
+    } catch (error) {
+      // A host's event listener threw: its error, thrown as it would have been, once this result is in.
+      queueMicrotask(() => {
+        throw error;
+      });
+    }
+    if (thread.recycled !== undefined) return;
     // A run's result is read here, before piscina hands this thread its next task: a thread that
     // answers with something that is not a result is recycled first, so no other run starts in the
     // realm that sent it (read later, the next run was on the thread already and died with it).
@@ -532,6 +541,29 @@ function guardTaskPort(handle: object, thread: ThreadInfo, violation: (reason: s
     }
     deliver(message);
   };
+}
+
+/**
+ * Hand whatever `thread` posted on its host channel and is not yet read to
+ * the channel's handler now, in order. A worker posts on its two ports in
+ * its own order, and a message is queued on the receiving port as it is
+ * posted, so everything posted before a result is queued by the time the
+ * result is read (or the thread's exit is seen). A message that cannot be
+ * read here goes to the port's `messageerror` handler, as it would have.
+ */
+function drainHostPort(thread: ThreadInfo): void {
+  const port = thread.port;
+  while (port !== undefined && thread.recycled === undefined && thread.port === port) {
+    let m: { message: unknown } | undefined;
+    try {
+      m = receiveMessageOnPort(port);
+    } catch (error) {
+      port.emit('messageerror', error instanceof Error ? error : new Error(String(error)));
+      return;
+    }
+    if (m === undefined) return;
+    port.emit('message', m.message);
+  }
 }
 
 /**
