@@ -317,7 +317,12 @@ export class RunTree {
    * A root that was suspended when it was saved: suspended again, with its
    * questions open under the ids the host already knows.
    */
-  restoreRoot(spec: RootSpec, requests: readonly RestoredRequest[], descendants: readonly RestoredRun[] = []): RunNode {
+  restoreRoot(
+    spec: RootSpec,
+    requests: readonly RestoredRequest[],
+    descendants: readonly RestoredRun[] = [],
+    earlierChildUsage: Usage = NO_USAGE,
+  ): RunNode {
     const root = this.#rootNode(spec);
     root.phase = 'suspended';
     root.state = spec.state;
@@ -327,6 +332,7 @@ export class RunTree {
       // its children that ended are in its state (see endedChildUsage), not in another row.
       root.usage = spec.state.usage;
       root.childUsage = endedChildUsage(spec.state, false);
+      if (earlierChildUsage !== NO_USAGE) root.childUsage = addUsage(root.childUsage, earlierChildUsage);
     }
     const byId = new Map<string, RunNode>([[root.id, root]]);
     // Parents first: each row's parent is made before it.

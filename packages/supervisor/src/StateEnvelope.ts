@@ -118,6 +118,32 @@ export interface AgentStateEnvelope {
   /** How many subagents this agent has spawned (ids are never reused). */
   readonly childCounter: number;
   readonly savedAt: number;
+  /**
+   * A suspended envelope's `state` is its message's run, mid-way: this is the
+   * conversation as it was before that message — what the agent goes back to
+   * when the message fails (or its reply cannot be saved), and what the
+   * reply's usage counts from, also after a restore. Absent in envelopes saved
+   * before it existed (a restore then takes `state` for both).
+   */
+  readonly before?: MessageStartRecord | undefined;
+}
+
+/**
+ * The conversation before the message a suspended envelope is in the middle
+ * of (see {@link AgentStateEnvelope.before}). A message only appends to the
+ * messages, so they are not saved twice: they are the first `messageCount`
+ * of the envelope's `state.messages`.
+ *
+ * @example
+ * ```ts
+ * declare const envelope: AgentStateEnvelope
+ * const before = envelope.before
+ * if (before !== undefined) console.log(`the message began after ${before.messageCount} messages, ${before.state.turns} turns`)
+ * ```
+ */
+export interface MessageStartRecord {
+  readonly messageCount: number;
+  readonly state: Omit<LoopState, 'messages'>;
 }
 
 /**
@@ -186,4 +212,35 @@ export function migrateEnvelope(saved: unknown, where = 'a saved state'): AgentS
     `${where} is not a Troupe state envelope (version ${JSON.stringify(version) ?? 'missing'}): restore the store from a backup or delete the conversation`,
     { code: 'ERR_STORE_CORRUPT' },
   );
+}
+
+/**
+ * The conversation as it was before the message `saved` is in the middle of
+ * (its `state` itself when it holds no {@link MessageStartRecord}).
+ *
+ * @throws TroupeError `ERR_STORE_CORRUPT` for a record that does not fit its envelope.
+ */
+export function stateBefore(saved: AgentStateEnvelope, where = 'a saved state'): LoopState {
+  const before: unknown = saved.before;
+  if (before === undefined || before === null) return saved.state;
+  const messages = saved.state?.messages;
+  const r = before as { messageCount?: unknown; state?: unknown };
+  if (
+    typeof before !== 'object' ||
+    !Array.isArray(messages) ||
+    typeof r.messageCount !== 'number' ||
+    !Number.isSafeInteger(r.messageCount) ||
+    r.messageCount < 0 ||
+    r.messageCount > messages.length ||
+    typeof r.state !== 'object' ||
+    r.state === null ||
+    Array.isArray(r.state) ||
+    typeof (r.state as { usage?: unknown }).usage !== 'object'
+  ) {
+    throw new TroupeError(
+      `${where} has a malformed "before" (the conversation before its suspended message): restore the store from a backup or delete the conversation`,
+      { code: 'ERR_STORE_CORRUPT' },
+    );
+  }
+  return { ...(r.state as Omit<LoopState, 'messages'>), messages: messages.slice(0, r.messageCount) };
 }

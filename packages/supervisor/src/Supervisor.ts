@@ -46,7 +46,7 @@ import type {
 } from './Persistence.js';
 import { checkRestartPolicy, type RestartPolicy } from './RestartPolicy.js';
 import { definitionOf, type RestoredRequest, type RestoredRun, RunTree, restoredDefinition } from './RunTree.js';
-import { type AgentStateEnvelope, migrateEnvelope } from './StateEnvelope.js';
+import { type AgentStateEnvelope, migrateEnvelope, stateBefore } from './StateEnvelope.js';
 import type { SubagentOutcome } from './SubagentOutcome.js';
 import type { SupervisorEvents } from './SupervisorEvents.js';
 
@@ -646,7 +646,11 @@ export class Supervisor<S = unknown, I = S> extends EventEmitter<SupervisorEvent
           conversationId,
           scope,
           toolContext: frozenToolContext(toolContext),
-          state: saved?.state ?? initialLoopState(id, def.instructions, freezeReceived(cloneMetadata(metadata))),
+          // A suspended message's state is its run's (restored below): the agent's own is the one before it.
+          state:
+            saved === undefined
+              ? initialLoopState(id, def.instructions, freezeReceived(cloneMetadata(metadata)))
+              : stateBefore(saved, `the saved state of ${id}`),
           children: saved?.childCounter ?? 0,
         },
         this.#parentDeps(),

@@ -56,6 +56,7 @@ export {
   type AgentStateEnvelopeV1,
   type AnyAgentStateEnvelope,
   type ConversationStatus,
+  type MessageStartRecord,
   migrateEnvelope,
   type PendingRequestRecord,
   READABLE_STATE_VERSIONS,

@@ -30,7 +30,7 @@ import type {
 import type { RunStatus } from '../Persistence.js';
 import { admitRestart, type RestartPolicy } from '../RestartPolicy.js';
 import type { RestoredRequest, RestoredRun, RunTree } from '../RunTree.js';
-import { type AgentStateEnvelope, STATE_ENVELOPE_VERSION } from '../StateEnvelope.js';
+import { type AgentStateEnvelope, type MessageStartRecord, STATE_ENVELOPE_VERSION } from '../StateEnvelope.js';
 import type { SupervisorEvents } from '../SupervisorEvents.js';
 import { AgentStream, type StreamSource } from './AgentStream.js';
 import { checkSignal } from './checkSignal.js';
@@ -182,6 +182,8 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
       },
       requests,
       descendants,
+      // What its children spent in the message's completed turns: in its state, not in the conversation's before it.
+      lessUsage(run.state.childUsage ?? ZERO, this.#checkpoint.childUsage ?? ZERO),
     );
     this.#root = root;
     // Something of it runs again at once (a child that did not come back fails its task call).
@@ -630,6 +632,7 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
               .map((r) => ({ id: r.id, toolCallId: r.toolCallId, local: r.local, approval: r.approval })),
       childCounter: Math.max(this.#children, root?.nextChild ?? 0),
       savedAt: now,
+      before: status === 'suspended' && state !== this.#checkpoint ? messageStart(this.#checkpoint) : undefined,
     };
   }
 
@@ -820,6 +823,12 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
 }
 
 const ZERO = Object.freeze({ inputTokens: 0, outputTokens: 0 });
+
+// The conversation before a message, saved with the message's suspended state (its messages are a prefix of those).
+function messageStart(checkpoint: LoopState): MessageStartRecord {
+  const { messages, ...state } = checkpoint;
+  return { messageCount: messages.length, state };
+}
 
 // `a` less `b`, field by field (cached and reasoning tokens too), never below zero (a run
 // that never started reports none).
