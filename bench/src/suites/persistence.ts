@@ -122,10 +122,14 @@ function tempFile(label: string): { file: string; remove(): void } {
   return { file: join(dir, 'troupe.sqlite'), remove: () => rmSync(dir, { recursive: true, force: true }) };
 }
 
-/** p50/p99 of one turn commit: a 10 KB state, its two new messages and its run row, one transaction. */
+/**
+ * p50/p99 of one turn commit: a 10 KB state, its two new messages and its run row, one
+ * transaction — based on the revision the writer holds, as the supervisor saves (fenced).
+ */
 async function turnLatency(store: PersistenceAdapter, turns: number): Promise<number[]> {
   const conversations = 100;
   const states = Array.from({ length: conversations }, (_, i) => loopState(ctx(i).agentId, 10 * 1024));
+  const revisions = new Array<number>(conversations).fill(0);
   const samples: number[] = [];
   for (let t = 0; t < turns + 500; t++) {
     const i = t % conversations;
@@ -137,6 +141,7 @@ async function turnLatency(store: PersistenceAdapter, turns: number): Promise<nu
         { role: 'assistant', content: 'sent again' },
       ] satisfies Message[],
       runs: [runRow(c, 'done', t)],
+      basedOn: (revisions[i] as number)++,
     };
     const start = nowNs();
     await store.commit(scope, batch, c);
@@ -164,26 +169,33 @@ async function rawTurnLatency(turns: number): Promise<number[]> {
       db.prepare(`INSERT INTO conversations (tenant, conversation_id, agent_id, agent_name, status, updated_at)
        VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (tenant, conversation_id) DO UPDATE SET agent_id = excluded.agent_id,
          agent_name = excluded.agent_name, status = excluded.status, updated_at = excluded.updated_at`);
-    const state =
-      db.prepare(`INSERT INTO states (tenant, conversation_id, agent_id, version, json) VALUES (?, ?, ?, ?, ?)
-       ON CONFLICT (tenant, conversation_id, agent_id) DO UPDATE SET version = excluded.version, json = excluded.json`);
+    // The fenced save: the first inserts, every later one updates the revision it is based on.
+    const insertState =
+      db.prepare(`INSERT INTO states (tenant, conversation_id, agent_id, version, json, revision) VALUES (?, ?, ?, ?, ?, 1)
+       ON CONFLICT (tenant, conversation_id, agent_id) DO NOTHING`);
+    const updateState = db.prepare(`UPDATE states SET version = ?, json = ?, revision = revision + 1
+       WHERE tenant = ? AND conversation_id = ? AND agent_id = ? AND revision = ?`);
     const message = db.prepare('INSERT INTO messages (tenant, conversation_id, agent_id, json) VALUES (?, ?, ?, ?)');
-    const head = db.prepare('SELECT conversation_id, attempt FROM runs WHERE tenant = ? AND run_id = ?');
+    const head = db.prepare(
+      'SELECT conversation_id, attempt, status, owner_id FROM runs WHERE tenant = ? AND run_id = ?',
+    );
     const run =
       db.prepare(`INSERT INTO runs (tenant, run_id, conversation_id, status, attempt, updated_at, owner_id, json)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (tenant, run_id) DO UPDATE SET status = excluded.status,
          attempt = excluded.attempt, updated_at = excluded.updated_at, owner_id = excluded.owner_id, json = excluded.json`);
+    const conversations = 100;
     const user = JSON.stringify({ role: 'user', content: 'and the invoice?' });
     const assistant = JSON.stringify({ role: 'assistant', content: 'sent again' });
     const write = db.transaction((c: PersistenceContext, t: number, envelopeJson: string, runJson: string) => {
       conversation.run('bench', c.conversationId, c.agentId, 'bench', 'idle', t);
-      state.run('bench', c.conversationId, c.agentId, STATE_ENVELOPE_VERSION, envelopeJson);
+      const basedOn = Math.floor(t / conversations);
+      if (basedOn === 0) insertState.run('bench', c.conversationId, c.agentId, STATE_ENVELOPE_VERSION, envelopeJson);
+      else updateState.run(STATE_ENVELOPE_VERSION, envelopeJson, 'bench', c.conversationId, c.agentId, basedOn);
       message.run('bench', c.conversationId, c.agentId, user);
       message.run('bench', c.conversationId, c.agentId, assistant);
       head.get('bench', `run-${c.conversationId}`);
       run.run('bench', `run-${c.conversationId}`, c.conversationId, 'done', 1, t, 'bench-raw', runJson);
     });
-    const conversations = 100;
     const states = Array.from({ length: conversations }, (_, i) => loopState(ctx(i).agentId, 10 * 1024));
     const samples: number[] = [];
     for (let t = 0; t < turns + 500; t++) {

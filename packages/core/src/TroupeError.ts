@@ -75,8 +75,14 @@ export type ErrorCode =
   | 'ERR_STORE_CORRUPT'
   /** The store was written by a newer Troupe (its schema version is unknown here). */
   | 'ERR_STORE_VERSION'
-  /** Another process holds the store for writing. */
+  /** Another connection held the store's file for writing past the busy timeout. */
   | 'ERR_STORE_LOCKED'
+  /**
+   * Another process (or another copy of the agent) saved this conversation or
+   * run after this one loaded it: nothing of the write was saved. Load the
+   * conversation again (`startAgent`) to go on from what is saved.
+   */
+  | 'ERR_STORE_FENCED'
   /** A write to the store failed (read-only file, full disk): nothing was advanced past it. */
   | 'ERR_STORE_WRITE'
   /** A tool's side effect started but its result was never saved (the process died): not re-run. */

@@ -68,6 +68,14 @@ const CHECKPOINT_INTERVAL_MS = 50;
 /** The writer's own checkpoint threshold, in pages of 4 KiB: a bound, not the routine. */
 const WAL_AUTOCHECKPOINT_PAGES = 20_000;
 
+/** What a commit reads of a saved run before it writes over it. */
+interface RunHead {
+  readonly conversationId: string;
+  readonly attempt: number;
+  readonly status: string;
+  readonly ownerId: string;
+}
+
 // Stores open in this process, by owner id: their runs are live.
 const openHere = new Set<string>();
 
@@ -153,6 +161,11 @@ export class SqlitePersistence implements PersistenceAdapter {
     return R.tenantOf(this.#tenantKey, scope);
   }
 
+  /** Where a row is, for an error: its table, key and file. */
+  #where(table: 'run' | 'request', key: string): string {
+    return `the ${table} row ${JSON.stringify(key)} (table ${table}s) in ${this.file}`;
+  }
+
   /** Run `fn` in an immediate write transaction; SQLite's failures become typed errors. */
   #write<T>(operation: string, fn: () => T): T {
     try {
@@ -177,12 +190,18 @@ export class SqlitePersistence implements PersistenceAdapter {
   async loadState(scope: unknown, context: PersistenceContext): Promise<AgentStateEnvelope | undefined> {
     const tenant = this.#tenant(scope);
     R.checkContext(context);
-    const json = this.#read('loading a state', () =>
+    const row = this.#read('loading a state', () =>
       this.#s.getState.get(tenant, context.conversationId, context.agentId),
-    ) as string | undefined;
-    return json === undefined
-      ? undefined
-      : migrateEnvelope(R.parseWithState(json), `the saved state of ${context.agentId} in ${this.file}`);
+    ) as { json: string; revision: number } | undefined;
+    if (row === undefined) return undefined;
+    const where = `the saved state of ${context.agentId} in ${this.file}`;
+    const envelope = migrateEnvelope(R.readRecord(row.json, 'state', where), where);
+    try {
+      R.checkEnvelope(envelope, context);
+    } catch (error) {
+      throw R.corrupt(where, error);
+    }
+    return { ...envelope, revision: row.revision };
   }
 
   async saveMessage(scope: unknown, message: Message, context: PersistenceContext): Promise<void> {
@@ -195,7 +214,9 @@ export class SqlitePersistence implements PersistenceAdapter {
     const rows = this.#read('loading messages', () =>
       this.#s.getMessages.all(tenant, context.conversationId, context.agentId),
     ) as string[];
-    return rows.map((json) => JSON.parse(json) as Message);
+    return rows.map(
+      (json, i) => R.readRecord(json, 'message', `message ${i + 1} of ${context.agentId} in ${this.file}`) as Message,
+    );
   }
 
   async commit(scope: unknown, batch: TurnBatch, context: PersistenceContext): Promise<void> {
@@ -217,17 +238,33 @@ export class SqlitePersistence implements PersistenceAdapter {
         const e = batch.envelope;
         // The conversation's row and its summary in one statement (it must exist before the state's row).
         s.summarizeConversation.run(tenant, conv, e.agentId, e.agentName, e.status, e.savedAt);
-        s.putState.run(tenant, conv, context.agentId, STATE_ENVELOPE_VERSION, envelope);
+        const basedOn = batch.basedOn;
+        const agent = context.agentId;
+        if (basedOn === undefined) s.putState.run(tenant, conv, agent, STATE_ENVELOPE_VERSION, envelope);
+        else if (
+          (basedOn === 0
+            ? s.insertState.run(tenant, conv, agent, STATE_ENVELOPE_VERSION, envelope)
+            : s.updateState.run(STATE_ENVELOPE_VERSION, envelope, tenant, conv, agent, basedOn)
+          ).changes !== 1
+        ) {
+          throw R.staleState(agent, basedOn, s.getStateRevision.get(tenant, conv, agent) as number | undefined);
+        }
       } else s.touchConversation.run(tenant, conv);
       for (const m of messages) s.addMessage.run(tenant, conv, context.agentId, m);
       for (const { run, json } of runs) {
-        const head = s.getRunHead.get(tenant, run.runId) as { conversationId: string; attempt: number } | undefined;
-        if (head !== undefined && head.conversationId !== conv) {
-          throw new InvalidArgumentError(
-            `run ${run.runId} belongs to conversation ${head.conversationId}, not ${conv}`,
-          );
+        const head = s.getRunHead.get(tenant, run.runId) as RunHead | undefined;
+        if (head !== undefined) {
+          if (head.conversationId !== conv) {
+            throw new InvalidArgumentError(
+              `run ${run.runId} belongs to conversation ${head.conversationId}, not ${conv}`,
+            );
+          }
+          if (run.attempt < head.attempt) throw R.fenced(run.runId, run.attempt, head.attempt);
+          // Running at this attempt under another store: that process took the attempt first.
+          if (run.attempt === head.attempt && head.status === 'running' && head.ownerId !== this.#owner) {
+            throw R.takenRun(run.runId, run.attempt);
+          }
         }
-        if (head !== undefined && run.attempt < head.attempt) throw R.fenced(run.runId, run.attempt, head.attempt);
         s.putRun.run(tenant, run.runId, conv, run.status, run.attempt, run.updatedAt, this.#owner, json);
       }
       for (const key of batch.committedToolCalls ?? []) {
@@ -256,7 +293,8 @@ export class SqlitePersistence implements PersistenceAdapter {
   ) {
     const row = this.#s.getRequest.get(tenant, requestId) as { status: string; json: string } | undefined;
     if (row === undefined || row.status !== 'open') return undefined;
-    const record: RequestRecord = { ...(JSON.parse(row.json) as RequestRecord), status, answer, closedAt: at };
+    const saved = R.readRecord(row.json, 'request', this.#where('request', requestId)) as RequestRecord;
+    const record: RequestRecord = { ...saved, status, answer, closedAt: at };
     const changed = this.#s.closeRequest.run(status, at, JSON.stringify(record), tenant, requestId).changes;
     return changed === 1 ? record : undefined;
   }
@@ -265,14 +303,17 @@ export class SqlitePersistence implements PersistenceAdapter {
     const tenant = this.#tenant(scope);
     R.checkContext(context);
     const rows = this.#read('loading runs', () => this.#s.liveRuns.all(tenant, context.conversationId)) as string[];
-    return rows.map((json) => JSON.parse(json) as RunRecord);
+    return rows.map(
+      (json) =>
+        R.readRecord(json, 'run', `a run of conversation ${context.conversationId} in ${this.file}`) as RunRecord,
+    );
   }
 
   async getRun(scope: unknown, runId: string): Promise<RunRecord | undefined> {
     const tenant = this.#tenant(scope);
     R.checkId(runId, 'runId');
     const json = this.#read('loading a run', () => this.#s.getRun.get(tenant, runId)) as string | undefined;
-    return json === undefined ? undefined : (JSON.parse(json) as RunRecord);
+    return json === undefined ? undefined : (R.readRecord(json, 'run', this.#where('run', runId)) as RunRecord);
   }
 
   /** This store survives the process: the supervisor checkpoints every turn. */
@@ -293,7 +334,7 @@ export class SqlitePersistence implements PersistenceAdapter {
       }
       return this.#s.interrupt.all({ now, tenant, live: JSON.stringify(live) }) as string[];
     });
-    return rows.map((json) => JSON.parse(json) as RunRecord);
+    return rows.map((json) => R.readRecord(json, 'run', `an interrupted run in ${this.file}`) as RunRecord);
   }
 
   async startToolCalls(scope: unknown, calls: readonly ToolCallStart[], context: PersistenceContext): Promise<void> {
@@ -374,7 +415,9 @@ export class SqlitePersistence implements PersistenceAdapter {
     const row = this.#read('loading a request', () => this.#s.getRequest.get(tenant, requestId)) as
       | { json: string }
       | undefined;
-    return row === undefined ? undefined : (JSON.parse(row.json) as RequestRecord);
+    return row === undefined
+      ? undefined
+      : (R.readRecord(row.json, 'request', this.#where('request', requestId)) as RequestRecord);
   }
 
   async listRequests(scope: unknown, options: RequestListOptions = {}): Promise<Page<RequestRecord>> {
@@ -393,7 +436,7 @@ export class SqlitePersistence implements PersistenceAdapter {
     const page = rows.slice(0, limit);
     const last = page[page.length - 1];
     return {
-      items: page.map((r) => JSON.parse(r.json) as RequestRecord),
+      items: page.map((r) => R.readRecord(r.json, 'request', this.#where('request', r.requestId)) as RequestRecord),
       next: rows.length > limit && last !== undefined ? R.cursor(last.openedAt, last.requestId) : undefined,
     };
   }

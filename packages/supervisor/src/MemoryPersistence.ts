@@ -107,10 +107,13 @@ export class MemoryPersistence implements PersistenceAdapter {
   async loadState(scope: unknown, context: PersistenceContext): Promise<AgentStateEnvelope | undefined> {
     const tenant = this.#tenant(scope);
     R.checkContext(context);
-    const json = this.#t.find(tenant, context.conversationId)?.states.get(context.agentId);
-    return json === undefined
+    const saved = this.#t.find(tenant, context.conversationId)?.states.get(context.agentId);
+    return saved === undefined
       ? undefined
-      : migrateEnvelope(R.parseWithState(json), `the saved state of ${context.agentId}`);
+      : {
+          ...migrateEnvelope(R.parseWithState(saved.json), `the saved state of ${context.agentId}`),
+          revision: saved.revision,
+        };
   }
 
   async saveMessage(scope: unknown, message: Message, context: PersistenceContext): Promise<void> {
@@ -137,6 +140,11 @@ export class MemoryPersistence implements PersistenceAdapter {
       json: R.encode({ ...r, status: 'open' }, `request ${r.requestId}`),
     }));
     const existing = this.#t.find(tenant, context.conversationId);
+    const revision = existing?.states.get(context.agentId)?.revision;
+    // Fenced only against a saved state: one dropped for the bound is saved again by its agent.
+    if (batch.basedOn !== undefined && revision !== undefined && batch.basedOn !== revision) {
+      throw R.staleState(context.agentId, batch.basedOn, revision);
+    }
     for (const { run } of runs) {
       const owner = this.#t.runIndex.get(`${tenant}${SEP}${run.runId}`);
       const saved = owner?.runs.get(run.runId);
@@ -161,7 +169,7 @@ export class MemoryPersistence implements PersistenceAdapter {
     // Phase 2: apply (synchronous, so no other call interleaves).
     const conv = existing ?? this.#t.obtain(tenant, context.conversationId);
     if (envelope !== undefined && batch.envelope !== undefined) {
-      conv.states.set(context.agentId, envelope);
+      conv.states.set(context.agentId, { json: envelope, revision: (revision ?? 0) + 1 });
       conv.summary = {
         conversationId: context.conversationId,
         agentId: context.agentId,

@@ -327,6 +327,15 @@ export interface TurnBatch {
   readonly withdrawnRequests?: readonly string[] | undefined;
   /** The time the turn is saved at (committed tool calls, withdrawals); defaults to the store's clock. */
   readonly at?: number | undefined;
+  /**
+   * The revision of the saved envelope this one replaces: the `revision` of
+   * what `loadState` returned (0 when it returned nothing), plus one for each
+   * envelope committed since. A store that fences refuses the whole batch
+   * with `ERR_STORE_FENCED` when the saved revision is another (someone else
+   * saved the conversation in between), so a stale copy never overwrites a
+   * newer turn. Without it the envelope is saved whatever is there.
+   */
+  readonly basedOn?: number | undefined;
 }
 
 /**
@@ -463,8 +472,10 @@ export interface MarkInterruptedOptions {
  * a `TroupeError`: `ERR_INVALID_ARGUMENT` for a malformed record,
  * `ERR_NOT_JSON` for a value JSON cannot carry, `ERR_STORE_VERSION` for data
  * written by a newer Troupe, `ERR_STORE_WRITE` when the write failed (nothing
- * of it is visible afterwards), `ERR_STORE_LOCKED` when a run is fenced by a
- * newer attempt or the file stays busy, `ERR_CLOSED` after `close()`.
+ * of it is visible afterwards), `ERR_STORE_LOCKED` when the file stays busy,
+ * `ERR_STORE_FENCED` when a run is fenced by a newer attempt or an envelope
+ * by a newer revision (`TurnBatch.basedOn`), `ERR_STORE_CORRUPT` for a saved
+ * record that cannot be read back, `ERR_CLOSED` after `close()`.
  *
  * @example
  * ```ts

@@ -375,6 +375,14 @@ export const PersistenceRules = Object.freeze({
     for (const request of batch.openedRequests ?? []) PersistenceRules.checkRequestOpening(request, context);
     for (const requestId of batch.withdrawnRequests ?? []) id(requestId, 'a withdrawn request id');
     if (batch.at !== undefined) time(batch.at, 'batch.at');
+    if (batch.basedOn !== undefined) {
+      if (!Number.isSafeInteger(batch.basedOn) || batch.basedOn < 0)
+        throw bad(
+          `batch.basedOn must be an integer ≥ 0 (the revision loadState returned), not ${String(batch.basedOn)}`,
+        );
+      if (batch.envelope === undefined)
+        throw bad('batch.basedOn is the revision of an envelope: pass it with the envelope');
+    }
   },
 
   /**
@@ -436,6 +444,45 @@ export const PersistenceRules = Object.freeze({
     return value;
   },
 
+  /**
+   * Read a saved record back with its shape checked: a row that is not JSON,
+   * or not the record it should be (damaged by hand, by a tool, or by a
+   * disk), is `ERR_STORE_CORRUPT` naming `where` (its table and key) — never
+   * a bare `SyntaxError` or a `TypeError` later, and never taken for an empty
+   * one. A state envelope's shape is checked after its migration
+   * ({@link PersistenceRules.checkEnvelope}); here only that it is an object.
+   */
+  readRecord(json: unknown, kind: 'state' | 'run' | 'request' | 'message', where: string): unknown {
+    try {
+      if (typeof json !== 'string') throw bad(`it holds ${describeValue(json)}, not JSON text`);
+      const value = kind === 'state' || kind === 'run' ? PersistenceRules.parseWithState(json) : JSON.parse(json);
+      if (kind === 'run') PersistenceRules.checkRun(value as RunRecord);
+      else if (kind === 'request') {
+        PersistenceRules.checkRequestOpening(value as RequestOpening);
+        const status = (value as { status?: unknown }).status;
+        if (status !== 'open' && status !== 'answered' && status !== 'withdrawn')
+          throw bad(`request.status must be open, answered or withdrawn, got ${describeValue(status)}`);
+      } else if (kind === 'message') {
+        const m = object(value, 'the message');
+        if (typeof m.role !== 'string' || typeof m.content !== 'string')
+          throw bad('a message must be { role, content } with string role and content');
+      } else object(value, 'the state');
+      return value;
+    } catch (error) {
+      throw PersistenceRules.corrupt(where, error);
+    }
+  },
+
+  /** The error of a saved record that cannot be read (see {@link PersistenceRules.readRecord}). */
+  corrupt(where: string, error: unknown): TroupeError {
+    if (error instanceof TroupeError && error.code === 'ERR_STORE_CORRUPT') return error;
+    const reason = (error as Error)?.message ?? String(error);
+    return new TroupeError(
+      `${where} is damaged (${reason}): restore the store from a backup, or delete the conversation it belongs to`,
+      { code: 'ERR_STORE_CORRUPT', cause: error },
+    );
+  },
+
   /** {@link PersistenceRules.encode} of one message, cached as {@link PersistenceRules.encodeWithState} caches. */
   encodeMessage(message: unknown, what: string): string {
     return messageJson(message, what);
@@ -472,7 +519,29 @@ export const PersistenceRules = Object.freeze({
   fenced(runId: string, attempt: number, saved: number): TroupeError {
     return new TroupeError(
       `run ${runId} is saved at attempt ${saved}; an upsert at attempt ${attempt} is stale (another process resumed it): stop working on this run`,
-      { code: 'ERR_STORE_LOCKED' },
+      { code: 'ERR_STORE_FENCED' },
+    );
+  },
+
+  /** The error of an upsert of a run another store is running at the same attempt. */
+  takenRun(runId: string, attempt: number): TroupeError {
+    return new TroupeError(
+      `run ${runId} is running at attempt ${attempt} in another process (it resumed the run first): stop working on this run; nothing of this write was saved`,
+      { code: 'ERR_STORE_FENCED' },
+    );
+  },
+
+  /** The error of an envelope saved over a revision it was not based on. */
+  staleState(agentId: string, basedOn: number, saved: number | undefined): TroupeError {
+    const now =
+      saved === undefined
+        ? 'it is no longer saved (deleted elsewhere)'
+        : basedOn === 0
+          ? `another process saved it first (revision ${saved})`
+          : `another process saved revision ${saved} since`;
+    return new TroupeError(
+      `the state of agent ${agentId} was loaded at revision ${basedOn}, and ${now}: nothing of this write was saved; start the agent again (startAgent) to go on from what is saved`,
+      { code: 'ERR_STORE_FENCED' },
     );
   },
 

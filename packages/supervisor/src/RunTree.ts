@@ -68,6 +68,7 @@ import {
   type RunEnd,
   type RunKind,
   RunNode,
+  type SavedConversation,
   taskResultOf,
   totalOf,
 } from './internal/RunNode.js';
@@ -115,7 +116,7 @@ export interface RootSpec {
   /** Told the deltas of the root's whole tree (subscribed before anything runs). */
   readonly onDeltas?: ((node: RunNode, deltas: readonly ModelDelta[]) => void) | undefined;
   /** The conversation its rows are saved with (a message of a parent agent; none: not saved). */
-  readonly conversation?: { readonly agentId: string; readonly conversationId: string } | undefined;
+  readonly conversation?: SavedConversation | undefined;
   /** Awaited before the run starts (the message's input is saved first); a rejection fails the run. */
   readonly beforeRun?: ((root: RunNode) => Promise<void>) | undefined;
   /** Resuming a message a crash interrupted: the open calls of its state that had started. */
@@ -475,7 +476,7 @@ export class RunTree {
     readonly toolContext: Readonly<Record<string, unknown>>;
     readonly timeoutMs: number | undefined;
     readonly owner: RootOwner | undefined;
-    readonly conversation?: { readonly agentId: string; readonly conversationId: string } | undefined;
+    readonly conversation?: SavedConversation | undefined;
   }): RunNode {
     if (this.#byAgent.has(init.agentId)) {
       throw new InvalidArgumentError(`agent ${init.agentId} is already running: give each run its own id`);

@@ -126,6 +126,13 @@ export interface AgentStateEnvelope {
    * before it existed (a restore then takes `state` for both).
    */
   readonly before?: MessageStartRecord | undefined;
+  /**
+   * Set by a store on `loadState` (never saved inside the envelope): how many
+   * times this envelope has been saved. Pass it back as
+   * the `basedOn` of the next `commit` so a store refuses a save from a stale copy.
+   * Absent from stores that do not fence.
+   */
+  readonly revision?: number | undefined;
 }
 
 /**

@@ -652,6 +652,8 @@ export class Supervisor<S = unknown, I = S> extends EventEmitter<SupervisorEvent
               ? initialLoopState(id, def.instructions, freezeReceived(cloneMetadata(metadata)))
               : stateBefore(saved, `the saved state of ${id}`),
           children: saved?.childCounter ?? 0,
+          // Every save is based on what was loaded: a store that fences refuses a stale copy's.
+          revision: saved === undefined ? 0 : saved.revision,
         },
         this.#parentDeps(),
       );

@@ -34,7 +34,74 @@ export function runPersistenceContract(name: string, make: MakeStore): void {
         const c = ctx('c1');
         await store.persistState(scope, envelope(c), c);
         const loaded = await store.loadState(scope, c);
-        assert.deepEqual(loaded, JSON.parse(JSON.stringify(envelope(c))));
+        // With the revision the store keeps beside it (1: saved once).
+        assert.deepEqual(loaded, { ...JSON.parse(JSON.stringify(envelope(c))), revision: 1 });
+      });
+    });
+
+    it('a save based on the revision it loaded is taken, and counts the revision up', async () => {
+      await withStore(make, async (store) => {
+        const c = ctx('c1');
+        await store.commit(scope, { envelope: envelope(c, { savedAt: 1 }), basedOn: 0 }, c);
+        assert.equal((await store.loadState(scope, c))?.revision, 1);
+        await store.commit(scope, { envelope: envelope(c, { savedAt: 2 }), basedOn: 1 }, c);
+        await store.commit(scope, { envelope: envelope(c, { savedAt: 3 }), basedOn: 2 }, c);
+        const loaded = await store.loadState(scope, c);
+        assert.deepEqual([loaded?.revision, loaded?.savedAt], [3, 3]);
+        // Without basedOn the envelope is saved over whatever is there, and still counted.
+        await store.persistState(scope, envelope(c, { savedAt: 4 }), c);
+        assert.equal((await store.loadState(scope, c))?.revision, 4);
+      });
+    });
+
+    it('a save based on a revision another writer has moved on from is fenced: nothing of its batch is saved', async () => {
+      await withStore(make, async (store) => {
+        const c = ctx('c1');
+        await store.commit(scope, { envelope: envelope(c, { savedAt: 1 }), basedOn: 0 }, c);
+        // Two copies loaded revision 1; the first saves, the second is stale.
+        await store.commit(scope, { envelope: envelope(c, { savedAt: 2 }), basedOn: 1 }, c);
+        await rejectsWith(
+          store.commit(
+            scope,
+            {
+              envelope: envelope(c, { savedAt: 99 }),
+              basedOn: 1,
+              messages: [{ role: 'user', content: 'stale' }],
+              runs: [run(c, 'r-stale')],
+            },
+            c,
+          ),
+          'ERR_STORE_FENCED',
+          /loaded at revision 1.*revision 2.*nothing of this write was saved/,
+        );
+        // A second copy that found nothing saved, when something is now.
+        await rejectsWith(
+          store.commit(scope, { envelope: envelope(c, { savedAt: 98 }), basedOn: 0 }, c),
+          'ERR_STORE_FENCED',
+          /another process saved it first/,
+        );
+        const loaded = await store.loadState(scope, c);
+        assert.deepEqual([loaded?.revision, loaded?.savedAt], [2, 2]);
+        assert.deepEqual(await store.loadMessages(scope, c), []);
+        assert.deepEqual(await store.loadRuns(scope, c), []);
+      });
+    });
+
+    it('refuses a basedOn that is not an integer ≥ 0, or one without an envelope', async () => {
+      await withStore(make, async (store) => {
+        const c = ctx('c1');
+        for (const basedOn of [-1, 1.5, Number.NaN, '1']) {
+          await rejectsWith(
+            store.commit(scope, { envelope: envelope(c), basedOn: basedOn as number }, c),
+            'ERR_INVALID_ARGUMENT',
+            /basedOn must be an integer ≥ 0/,
+          );
+        }
+        await rejectsWith(
+          store.commit(scope, { messages: [{ role: 'user', content: 'x' }], basedOn: 0 }, c),
+          'ERR_INVALID_ARGUMENT',
+          /pass it with the envelope/,
+        );
       });
     });
 
@@ -209,7 +276,7 @@ export function runPersistenceContract(name: string, make: MakeStore): void {
             },
             c,
           ),
-          'ERR_STORE_LOCKED',
+          'ERR_STORE_FENCED',
           /stale/,
         );
         assert.equal(await store.loadState(scope, c), undefined);

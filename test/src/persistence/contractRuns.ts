@@ -44,7 +44,7 @@ export function contractRuns(name: string, make: MakeStore, scope: TestScope): v
         await store.commit(scope, { runs: [run(c, 'r1', { attempt: 2, state: { v: 'a' } })] }, c);
         await rejectsWith(
           store.commit(scope, { runs: [run(c, 'r1', { attempt: 1, state: { v: 'stale' } })] }, c),
-          'ERR_STORE_LOCKED',
+          'ERR_STORE_FENCED',
           /attempt 2.*attempt 1 is stale/,
         );
         assert.deepEqual((await store.loadRuns(scope, c))[0]?.state, { v: 'a' });

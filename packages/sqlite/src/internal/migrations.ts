@@ -67,6 +67,11 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX requests_by_conversation ON requests (tenant, conversation_id, status);
   CREATE INDEX requests_closed ON requests (status, closed_at);
   `,
+  // 2: a state's revision, counted up by every save: a save based on another revision is fenced
+  // (a stale copy of a conversation never overwrites a newer turn). Rows saved before count as 1.
+  `
+  ALTER TABLE states ADD COLUMN revision INTEGER NOT NULL DEFAULT 1;
+  `,
 ];
 
 /**

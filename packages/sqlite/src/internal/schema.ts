@@ -64,6 +64,12 @@ export function migrate(db: Database.Database, file: string): void {
         );
       }
       current = Number(db.prepare('SELECT max(version) FROM schema_version').pluck().get() ?? 0);
+      if (!Number.isSafeInteger(current) || current < 1) {
+        throw new TroupeError(
+          `${file} is a Troupe store whose schema_version table is empty or damaged (it says ${String(current)}): its schema cannot be known; restore it from a backup`,
+          { code: 'ERR_STORE_CORRUPT' },
+        );
+      }
     }
     if (current > SCHEMA_VERSION) {
       throw new TroupeError(

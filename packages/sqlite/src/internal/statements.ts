@@ -7,12 +7,22 @@ const SQL = {
        VALUES (?, ?, ?, ?, ?, ?)
        ON CONFLICT (tenant, conversation_id) DO UPDATE SET agent_id = excluded.agent_id,
          agent_name = excluded.agent_name, status = excluded.status, updated_at = excluded.updated_at`,
-  putState: `INSERT INTO states (tenant, conversation_id, agent_id, version, json) VALUES (?, ?, ?, ?, ?)
-       ON CONFLICT (tenant, conversation_id, agent_id) DO UPDATE SET version = excluded.version, json = excluded.json`,
-  getState: 'SELECT json FROM states WHERE tenant = ? AND conversation_id = ? AND agent_id = ?',
+  // A save based on no revision: over whatever is there.
+  putState: `INSERT INTO states (tenant, conversation_id, agent_id, version, json, revision) VALUES (?, ?, ?, ?, ?, 1)
+       ON CONFLICT (tenant, conversation_id, agent_id) DO UPDATE SET version = excluded.version, json = excluded.json,
+         revision = states.revision + 1`,
+  // A save based on "nothing saved" (revision 0): only if still nothing is.
+  insertState: `INSERT INTO states (tenant, conversation_id, agent_id, version, json, revision) VALUES (?, ?, ?, ?, ?, 1)
+       ON CONFLICT (tenant, conversation_id, agent_id) DO NOTHING`,
+  // A save based on a revision: only over that revision.
+  updateState: `UPDATE states SET version = ?, json = ?, revision = revision + 1
+       WHERE tenant = ? AND conversation_id = ? AND agent_id = ? AND revision = ?`,
+  getState: 'SELECT json, revision FROM states WHERE tenant = ? AND conversation_id = ? AND agent_id = ?',
+  getStateRevision: 'SELECT revision FROM states WHERE tenant = ? AND conversation_id = ? AND agent_id = ?',
   addMessage: 'INSERT INTO messages (tenant, conversation_id, agent_id, json) VALUES (?, ?, ?, ?)',
   getMessages: 'SELECT json FROM messages WHERE tenant = ? AND conversation_id = ? AND agent_id = ? ORDER BY id',
-  getRunHead: 'SELECT conversation_id AS conversationId, attempt FROM runs WHERE tenant = ? AND run_id = ?',
+  getRunHead: `SELECT conversation_id AS conversationId, attempt, status, owner_id AS ownerId FROM runs
+       WHERE tenant = ? AND run_id = ?`,
   getRun: 'SELECT json FROM runs WHERE tenant = ? AND run_id = ?',
   putRun: `INSERT INTO runs (tenant, run_id, conversation_id, status, attempt, updated_at, owner_id, json)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?)
@@ -71,7 +81,7 @@ const SQL = {
 
 // Statements whose rows are one value: `.pluck()`ed.
 const PLUCKED: ReadonlySet<string> = new Set([
-  'getState',
+  'getStateRevision',
   'getMessages',
   'getRun',
   'liveRuns',

@@ -1,5 +1,8 @@
 import { isTroupeError, TroupeError } from '@troupe/core';
 
+/** SQLite's words for a schema or a row that is not what Troupe wrote. */
+const DAMAGED = /no such (table|column|index)|has no column named|malformed JSON|already exists/;
+
 /**
  * Map what SQLite throws to a typed `TroupeError` naming the file and what to
  * do. Troupe's own errors (a refused record, a fenced run) pass through.
@@ -26,6 +29,14 @@ export function storeError(
     return new TroupeError(
       `${operation} on ${file}: the file stayed locked by another connection past busyTimeoutMs (${reason}): retry, or raise busyTimeoutMs`,
       { code: 'ERR_STORE_LOCKED', cause: error },
+    );
+  }
+  // A table, column or index this code relies on is missing, or a row is not the JSON it holds:
+  // the file was changed by something other than Troupe (or damaged), not refused a write.
+  if (code === 'SQLITE_ERROR' && DAMAGED.test(reason)) {
+    return new TroupeError(
+      `${operation} on ${file}: the store's schema or data is damaged (${reason}): restore it from a backup, or pass a new file`,
+      { code: 'ERR_STORE_CORRUPT', cause: error },
     );
   }
   if (code.startsWith('SQLITE_CORRUPT') || code === 'SQLITE_NOTADB') {

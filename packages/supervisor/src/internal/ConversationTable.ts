@@ -24,7 +24,8 @@ export interface Conversation {
   readonly key: string;
   readonly tenant: string;
   readonly id: string;
-  readonly states: Map<string, string>;
+  /** agentId → its envelope's JSON and revision (counted up by each save). */
+  readonly states: Map<string, { readonly json: string; readonly revision: number }>;
   summary: Omit<ConversationSummary, 'openRequests'> | undefined;
   readonly messages: Map<string, string[]>;
   readonly runs: Map<string, StoredRun>;

@@ -8,9 +8,10 @@ import type {
   RunRecord,
   RunStatus,
   ToolCallKey,
+  TurnBatch,
 } from '../Persistence.js';
 import type { AgentStateEnvelope } from '../StateEnvelope.js';
-import { hostRequest, type RequestEntry, type RunNode, totalOf } from './RunNode.js';
+import { hostRequest, type RequestEntry, type RunNode, type SavedConversation, totalOf } from './RunNode.js';
 
 /** Where a root's rows are saved: the conversation it belongs to. */
 export interface Conversation {
@@ -100,14 +101,13 @@ export class Durability {
     input: Message | undefined,
     state: LoopState,
   ): Promise<void> {
-    const ctx = this.conversationOf(root) as PersistenceContext;
     root.persisted = true;
     return this.#chain(root, () =>
-      this.store.commit(
-        root.scope,
-        { envelope, messages: input === undefined ? undefined : [input], runs: [this.row(root, 'running', state)] },
-        ctx,
-      ),
+      this.#commitEnvelope(root, {
+        envelope,
+        messages: input === undefined ? undefined : [input],
+        runs: [this.row(root, 'running', state)],
+      }),
     );
   }
 
@@ -122,24 +122,32 @@ export class Durability {
     messages: readonly Message[],
     status: RunStatus | undefined,
   ): Promise<void> {
-    const ctx = this.conversationOf(root) as PersistenceContext;
     const runs =
       status !== undefined && root.persisted
         ? [this.row(root, status, status === 'suspended' ? root.state : undefined)]
         : undefined;
     const committed = status !== undefined && status !== 'suspended' ? this.#uncommitted(root) : undefined;
     return this.#chain(root, () =>
-      this.store.commit(
-        root.scope,
-        {
-          envelope,
-          messages: messages.length === 0 ? undefined : messages,
-          runs,
-          committedToolCalls: committed,
-        },
-        ctx,
-      ),
+      this.#commitEnvelope(root, {
+        envelope,
+        messages: messages.length === 0 ? undefined : messages,
+        runs,
+        committedToolCalls: committed,
+      }),
     );
+  }
+
+  // A batch with the conversation's envelope, based on the revision the agent holds (read when
+  // the write starts: the writes before it in the chain have moved it); committed, it moves on.
+  async #commitEnvelope(root: RunNode, batch: TurnBatch): Promise<void> {
+    const conversation = root.conversation as SavedConversation;
+    const basedOn = conversation.revision;
+    await this.store.commit(
+      root.scope,
+      basedOn === undefined ? batch : { ...batch, basedOn },
+      this.conversationOf(root) as PersistenceContext,
+    );
+    if (basedOn !== undefined && conversation.revision === basedOn) conversation.revision = basedOn + 1;
   }
 
   /** Calls a restored run had started and never committed (committed with its next turn). */

@@ -35,7 +35,12 @@ import type { SupervisorEvents } from '../SupervisorEvents.js';
 import { AgentStream, type StreamSource } from './AgentStream.js';
 import { checkSignal } from './checkSignal.js';
 import type { Durability } from './Durability.js';
-import { firstOpenRequest, type RootOwner, type RunNode, totalOf } from './RunNode.js';
+import { firstOpenRequest, type RootOwner, type RunNode, type SavedConversation, totalOf } from './RunNode.js';
+
+/** The store refused a save made from a stale copy of the conversation. */
+function isFenced(error: unknown): error is TroupeError {
+  return error instanceof TroupeError && error.code === 'ERR_STORE_FENCED';
+}
 
 /** What a parent agent borrows from its supervisor. */
 export interface ParentAgentDeps {
@@ -124,6 +129,8 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
       readonly toolContext: Readonly<Record<string, unknown>>;
       readonly state: LoopState;
       readonly children: number;
+      /** The revision of its saved envelope (0: none saved; undefined: the store does not fence). */
+      readonly revision?: number | undefined;
     },
     deps: ParentAgentDeps,
   ) {
@@ -137,7 +144,13 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
     this.#state = init.state;
     this.#checkpoint = init.state;
     this.#children = init.children;
+    if (deps.durability !== undefined) {
+      this.#saved = { agentId: init.id, conversationId: init.conversationId, revision: init.revision };
+    }
   }
+
+  /** Where its runs are saved (none without a store), with its envelope's revision. */
+  readonly #saved: SavedConversation | undefined;
 
   get status(): AgentStatus {
     return this.#status;
@@ -217,8 +230,8 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
     this.#status = 'interrupted';
   }
 
-  #conversation(): { readonly agentId: string; readonly conversationId: string } | undefined {
-    return this.#deps.durability === undefined ? undefined : { agentId: this.id, conversationId: this.conversationId };
+  #conversation(): SavedConversation | undefined {
+    return this.#saved;
   }
 
   /**
@@ -455,8 +468,14 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
         at,
       });
       // The run tree saved the runs and their questions; this saves the conversation.
-      await this.#save(root, 'suspended', undefined, undefined);
+      const failed = await this.#save(root, 'suspended', undefined, undefined);
       if (this.#abandonedWith !== undefined) return this.#givenUp(this.#abandonedWith, usage, total);
+      if (failed !== undefined && isFenced(failed)) {
+        this.#deps.tree.forget(root);
+        this.#root = undefined;
+        this.#current = undefined;
+        return this.#fencedOut(failed, usage, total);
+      }
       // A suspended agent counts as idle (a close() drains without waiting on a person).
       this.#wakeIdleWaiters();
       if (first === undefined) {
@@ -500,7 +519,7 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
         }
         if (failed !== undefined) {
           // Not saved: the conversation stays where the store has it, and the caller learns why.
-          reply = this.#notSaved(failed, usage, total);
+          reply = isFenced(failed) ? this.#fencedOut(failed, usage, total) : this.#notSaved(failed, usage, total);
           break;
         }
         // Tokens spent are kept, also those of children a cancel cut off before they reported.
@@ -549,6 +568,12 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
             : new Error('the run ended without an outcome');
         // A defect (of the library or of a callback it trusted) is reported once and does not
         // count against the restart intensity; a failure does.
+        if (isFenced(error)) {
+          // Refused as the message started: nothing of it ran.
+          events.emit('persistence.failed', { agentId: this.id, runId: root.id, error, at });
+          reply = this.#fencedOut(error, usage, total);
+          break;
+        }
         const defect = (error as { code?: unknown }).code === 'ERR_INTERNAL';
         events.emit('agent.failed', {
           agentId: ref.agentId,
@@ -602,6 +627,22 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
     this.#unsaved = undefined;
     if (this.#status !== 'stopped') this.#status = 'idle';
     return { status: 'failed', error, restarted: true, usage, totalUsage };
+  }
+
+  /**
+   * The store refused a save of this agent's conversation (`ERR_STORE_FENCED`): another
+   * process (or another copy) saved it since this one loaded it, so what this agent holds is
+   * stale. It stops without saving anything more and is let go; a new `startAgent` loads what
+   * is saved. Not a failure of the agent: no restart is spent.
+   */
+  #fencedOut(error: Error, usage: AgentReply['usage'], totalUsage: AgentReply['totalUsage']): AgentReply {
+    this.#state = this.#checkpoint;
+    this.#unsaved = undefined;
+    this.#stopNow(
+      `another process saved conversation ${this.conversationId} since this copy loaded it; startAgent it again to load what is saved`,
+    );
+    this.#deps.stale(this);
+    return { status: 'failed', error, restarted: false, usage, totalUsage };
   }
 
   #keep(state: LoopState): void {

@@ -98,6 +98,18 @@ export interface RequestEntry {
   unsaved?: boolean;
 }
 
+/**
+ * The conversation a root run is saved with: one object per agent, kept for
+ * its life. `revision` is its saved envelope's (as loaded, counted up by each
+ * envelope the agent commits): every save is based on it, so a store refuses a
+ * stale copy (`ERR_STORE_FENCED`); `undefined` when the store does not fence.
+ */
+export interface SavedConversation {
+  readonly agentId: string;
+  readonly conversationId: string;
+  revision: number | undefined;
+}
+
 /** The caller that owns a root run and turns its settled state into a reply. */
 export interface RootOwner {
   /**
@@ -128,7 +140,7 @@ export interface RunNodeInit {
   readonly timeoutMs: number | undefined;
   readonly owner: RootOwner | undefined;
   /** Roots only: the conversation whose rows it is saved with (none: not saved). */
-  readonly conversation?: { readonly agentId: string; readonly conversationId: string } | undefined;
+  readonly conversation?: SavedConversation | undefined;
 }
 
 const NO_CHILDREN: ReadonlyMap<string, RunNode> = new Map();
@@ -155,7 +167,7 @@ export class RunNode {
   readonly timeoutMs: number | undefined;
   readonly owner: RootOwner | undefined;
   /** Roots only: the conversation whose rows it is saved with (none: not saved). */
-  readonly conversation: { readonly agentId: string; readonly conversationId: string } | undefined;
+  readonly conversation: SavedConversation | undefined;
   /** A row of it was saved (so its end is saved too). */
   persisted = false;
   /** Its task calls waiting on their children right now (a worker run holds its thread meanwhile). */

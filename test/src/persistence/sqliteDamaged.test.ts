@@ -1,0 +1,137 @@
+// Issue 13, bad input: a store whose rows or schema were changed by something other than Troupe
+// (by hand, a tool, a disk). Every read of a damaged row is ERR_STORE_CORRUPT naming its table
+// and key — never a bare SyntaxError, a TypeError later, or a row taken for an empty one — and a
+// damaged schema is refused at open as ERR_STORE_CORRUPT, not as a write to make writable.
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { after, describe, it } from 'node:test';
+import { isTroupeError } from '@troupe/core';
+import { type SqlitePersistence, sqlitePersistence } from '@troupe/sqlite';
+import Database from 'better-sqlite3';
+import { ctx, envelope, request, run, scopeOf, tenantKey } from './records.js';
+import { tempDir } from './sqliteFiles.js';
+
+const dirs: { remove(): void }[] = [];
+after(() => {
+  for (const d of dirs) d.remove();
+});
+const scope = scopeOf('t1');
+const c = ctx('c1');
+
+function corrupt(mentions: RegExp) {
+  return (error: unknown) => {
+    assert.ok(
+      isTroupeError(error, 'ERR_STORE_CORRUPT'),
+      `expected ERR_STORE_CORRUPT, got ${(error as Error)?.constructor?.name} ${(error as { code?: string })?.code}: ${(error as Error)?.message}`,
+    );
+    assert.match((error as Error).message, mentions);
+    return true;
+  };
+}
+
+/** A store holding one conversation with a state, a message, a live run and an open request. */
+async function filled(): Promise<{ file: string; store: SqlitePersistence }> {
+  const d = tempDir('damaged');
+  dirs.push(d);
+  const file = join(d.dir, 'troupe.sqlite');
+  const store = sqlitePersistence({ file, tenantKey });
+  await store.commit(
+    scope,
+    {
+      envelope: envelope(c),
+      messages: [{ role: 'user', content: 'hi' }],
+      runs: [run(c, 'r1', { status: 'running' })],
+      openedRequests: [request(c, 'q1')],
+    },
+    c,
+  );
+  return { file, store };
+}
+
+/** Change the file behind the store's back (another connection: what a hand or a tool does). */
+function tamper(file: string, sql: string, ...params: unknown[]): void {
+  const db = new Database(file);
+  try {
+    db.prepare(sql).run(...params);
+  } finally {
+    db.close();
+  }
+}
+
+const DAMAGES: readonly [string, string][] = [
+  ['not JSON', '{"runId": '],
+  ['JSON null', 'null'],
+  ['an empty object', '{}'],
+  ['a record of the wrong shape', '{"runId": 7, "status": "sleeping"}'],
+];
+
+describe('SqlitePersistence: damaged rows are ERR_STORE_CORRUPT naming where they are', () => {
+  for (const [what, json] of DAMAGES) {
+    it(`a run row holding ${what}`, async () => {
+      const { file, store } = await filled();
+      tamper(file, "UPDATE runs SET json = ? WHERE run_id = 'r1'", json);
+      await assert.rejects(store.getRun(scope, 'r1'), corrupt(/run row "r1" \(table runs\)/));
+      await assert.rejects(store.loadRuns(scope, c), corrupt(/a run of conversation c1/));
+      await store.close();
+    });
+
+    it(`a request row holding ${what}`, async () => {
+      const { file, store } = await filled();
+      tamper(file, "UPDATE requests SET json = ? WHERE request_id = 'q1'", json);
+      await assert.rejects(store.getRequest(scope, 'q1'), corrupt(/request row "q1" \(table requests\)/));
+      await assert.rejects(store.listRequests(scope), corrupt(/request row "q1"/));
+      // An answer is not taken from a row that cannot be read, and the row stays open.
+      await assert.rejects(store.answerRequest(scope, 'q1', { id: 'x', ok: true }, 5), corrupt(/request row "q1"/));
+      await assert.rejects(store.withdrawRequest(scope, 'q1', 5), corrupt(/request row "q1"/));
+      const db = new Database(file, { readonly: true });
+      assert.equal(db.prepare("SELECT status FROM requests WHERE request_id = 'q1'").pluck().get(), 'open');
+      db.close();
+      await store.close();
+    });
+
+    it(`a message row holding ${what}`, async () => {
+      const { file, store } = await filled();
+      tamper(file, 'UPDATE messages SET json = ?', json === '{}' ? '{"role": 1}' : json);
+      await assert.rejects(store.loadMessages(scope, c), corrupt(/message 1 of agent-c1/));
+      await store.close();
+    });
+
+    it(`a state row holding ${what}`, async () => {
+      const { file, store } = await filled();
+      tamper(file, 'UPDATE states SET json = ?', json === '{}' ? '{"version": 2, "agentId": "agent-c1"}' : json);
+      await assert.rejects(store.loadState(scope, c), corrupt(/the saved state of agent-c1/));
+      await store.close();
+    });
+  }
+
+  it('a running run holding non-JSON: markInterrupted is ERR_STORE_CORRUPT, and marks nothing', async () => {
+    const { file, store } = await filled();
+    await store.close();
+    tamper(file, "UPDATE runs SET json = '{' WHERE run_id = 'r1'");
+    const again = sqlitePersistence({ file, tenantKey });
+    await assert.rejects(again.markInterrupted(), corrupt(/damaged/));
+    const db = new Database(file, { readonly: true });
+    assert.equal(db.prepare("SELECT status FROM runs WHERE run_id = 'r1'").pluck().get(), 'running');
+    db.close();
+    await again.close();
+  });
+});
+
+describe('SqlitePersistence: a damaged schema is refused at open as ERR_STORE_CORRUPT', () => {
+  const SCHEMA_DAMAGES: readonly [string, string][] = [
+    ['a missing table', 'DROP TABLE requests'],
+    ['a missing column', 'ALTER TABLE states DROP COLUMN revision'],
+    ['an emptied schema_version', 'DELETE FROM schema_version'],
+  ];
+  for (const [what, sql] of SCHEMA_DAMAGES) {
+    it(what, async () => {
+      const { file, store } = await filled();
+      await store.close();
+      tamper(file, sql);
+      assert.throws(
+        () => sqlitePersistence({ file, tenantKey }),
+        (error: unknown) => corrupt(/damaged|schema_version/)(error) && (error as Error).message.includes(file),
+      );
+    });
+  }
+});
