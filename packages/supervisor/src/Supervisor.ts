@@ -750,7 +750,14 @@ export class Supervisor<S = unknown, I = S> extends EventEmitter<SupervisorEvent
           rows.delete(runId);
           grew = true;
           const agent = await restoredDefinition(parentAgent, r.agentName);
-          if (agent === undefined) continue;
+          if (agent === undefined) {
+            // Its question would be withdrawn unasked and its parent told it was interrupted: refused
+            // instead, before anything is changed, so a build that declares it again can restore it.
+            throw new InvalidArgumentError(
+              `conversation ${ctx.conversationId} is suspended in run ${runId} of subagent "${r.agentName}", which agent "${parentAgent.name}" no longer declares in its subagents: start it with a build that declares "${r.agentName}" (nothing was changed; its requests stay open), or deleteConversation to drop it`,
+              { code: 'ERR_UNKNOWN_AGENT' },
+            );
+          }
           agents.set(runId, agent);
           states.set(runId, r.state as LoopState);
           descendants.push({

@@ -7,11 +7,11 @@ import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { isTroupeError, type Request } from '@troupe/core';
+import { defineAgent, isTroupeError, type Request } from '@troupe/core';
 import { type SqlitePersistence, sqlitePersistence } from '@troupe/sqlite';
 import { type AgentReply, createSupervisor, type Supervisor, type SupervisorOptions } from '@troupe/supervisor';
 import Database from 'better-sqlite3';
-import { office } from '../fixtures/agents/durable.js';
+import { cashier, office } from '../fixtures/agents/durable.js';
 import { tempDir } from './sqliteFiles.js';
 
 const dirs: { remove(): void }[] = [];
@@ -114,6 +114,42 @@ describe('durable state: a question asked two levels down survives a restart', (
       messages.map((m) => m.role),
       ['user', 'assistant'],
     );
+    await c.supervisor.close();
+  });
+
+  it('a suspended subagent its parent no longer declares: the restore is refused ERR_UNKNOWN_AGENT and withdraws nothing', async () => {
+    const at = place();
+    const a = open(at);
+    const agent = await a.supervisor.startAgent(office, { scope: alice, agentId: 'office-7' });
+    const request = requestOf(await agent.send('please release'));
+    await a.supervisor.close();
+
+    // A build of "office" without its manager: the question asked under the manager has no run to go back to.
+    const officeWithoutManager = defineAgent({
+      name: office.name,
+      module: office.module as string,
+      instructions: office.instructions,
+      model: office.model,
+      tools: office.tools,
+      subagents: [cashier],
+    });
+    const b = open(at);
+    await assert.rejects(
+      b.supervisor.startAgent(officeWithoutManager, { scope: alice, agentId: 'office-7' }),
+      (e) => isTroupeError(e, 'ERR_UNKNOWN_AGENT') && /no longer declares in its subagents/.test((e as Error).message),
+    );
+    const listed = await b.supervisor.listRequests(alice);
+    assert.deepEqual(
+      listed.items.map((r) => r.request.id),
+      [request.id],
+      'the question stays open',
+    );
+    await b.supervisor.close();
+
+    // The build that declares it (the supervisor's own "office") restores it, and the answer resumes the run.
+    const c = open(at);
+    const reply = await c.supervisor.answer(request.id, { ok: true, data: { env: 'prod' } }, { scope: alice });
+    assert.equal(reply.status, 'done', JSON.stringify(reply));
     await c.supervisor.close();
   });
 
