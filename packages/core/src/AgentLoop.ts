@@ -186,9 +186,12 @@ export interface RunAgentLoopOptions {
    * Resume a run a crash interrupted, from a state saved by `beforeCalls`:
    * each open call in `started` gets an `ERR_INTERRUPTED` error result
    * (its side effect may have happened) unless its tool is `idempotent`;
-   * the others run now.
+   * the others run now. `lost`: what the subagent of a started call had
+   * spent when the crash cut it off, kept on that call's result.
    */
-  readonly interrupted?: { readonly started: ReadonlySet<string> } | undefined;
+  readonly interrupted?:
+    | { readonly started: ReadonlySet<string>; readonly lost?: ReadonlyMap<string, Usage> | undefined }
+    | undefined;
 }
 
 /** A fresh loop state for an agent: its instructions, empty todos, the given metadata. */
@@ -743,6 +746,7 @@ async function loop(options: RunAgentLoopOptions): Promise<LoopOutcome> {
               content: errorContent(error),
               isError: true,
             },
+            usage: options.interrupted.lost?.get(p.call.id),
           };
         } else rerun.push(i);
       }

@@ -299,10 +299,15 @@ export class SqlitePersistence implements PersistenceAdapter {
     return changed === 1 ? record : undefined;
   }
 
-  async loadRuns(scope: unknown, context: PersistenceContext): Promise<readonly RunRecord[]> {
+  async loadRuns(
+    scope: unknown,
+    context: PersistenceContext,
+    options: { readonly interrupted?: boolean } = {},
+  ): Promise<readonly RunRecord[]> {
     const tenant = this.#tenant(scope);
     R.checkContext(context);
-    const rows = this.#read('loading runs', () => this.#s.liveRuns.all(tenant, context.conversationId)) as string[];
+    const statement = options?.interrupted === true ? this.#s.liveAndInterruptedRuns : this.#s.liveRuns;
+    const rows = this.#read('loading runs', () => statement.all(tenant, context.conversationId)) as string[];
     return rows.map(
       (json) =>
         R.readRecord(json, 'run', `a run of conversation ${context.conversationId} in ${this.file}`) as RunRecord,

@@ -226,12 +226,20 @@ export class MemoryPersistence implements PersistenceAdapter {
     return stored;
   }
 
-  async loadRuns(scope: unknown, context: PersistenceContext): Promise<readonly RunRecord[]> {
+  async loadRuns(
+    scope: unknown,
+    context: PersistenceContext,
+    options: { readonly interrupted?: boolean } = {},
+  ): Promise<readonly RunRecord[]> {
     const tenant = this.#tenant(scope);
     R.checkContext(context);
+    const interrupted = options?.interrupted === true;
     const conv = this.#t.find(tenant, context.conversationId);
     const out: RunRecord[] = [];
-    for (const run of conv?.runs.values() ?? []) if (!isTerminalRunStatus(run.status)) out.push(JSON.parse(run.json));
+    for (const run of conv?.runs.values() ?? []) {
+      if (!isTerminalRunStatus(run.status) || (interrupted && run.status === 'interrupted'))
+        out.push(JSON.parse(run.json));
+    }
     return out.sort((a, b) => a.updatedAt - b.updatedAt || (a.runId < b.runId ? -1 : 1));
   }
 

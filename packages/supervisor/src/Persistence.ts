@@ -501,8 +501,16 @@ export interface PersistenceAdapter {
   loadMessages(scope: unknown, context: PersistenceContext): Promise<readonly Message[]>;
   /** Save one turn atomically: see {@link TurnBatch}. */
   commit(scope: unknown, batch: TurnBatch, context: PersistenceContext): Promise<void>;
-  /** The conversation's live runs (`running`, `suspended`), oldest first. */
-  loadRuns(scope: unknown, context: PersistenceContext): Promise<readonly RunRecord[]>;
+  /**
+   * The conversation's live runs (`running`, `suspended`), oldest first; with
+   * `{ interrupted: true }` its `interrupted` runs too (a restore reads what
+   * the subagents of an interrupted message had spent before the crash).
+   */
+  loadRuns(
+    scope: unknown,
+    context: PersistenceContext,
+    options?: { readonly interrupted?: boolean },
+  ): Promise<readonly RunRecord[]>;
   /** One run in any status (an interrupted one included), or `undefined`. */
   getRun(scope: unknown, runId: string): Promise<RunRecord | undefined>;
   /**

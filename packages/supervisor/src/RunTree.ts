@@ -119,8 +119,12 @@ export interface RootSpec {
   readonly conversation?: SavedConversation | undefined;
   /** Awaited before the run starts (the message's input is saved first); a rejection fails the run. */
   readonly beforeRun?: ((root: RunNode) => Promise<void>) | undefined;
-  /** Resuming a message a crash interrupted: the open calls of its state that had started. */
-  readonly interrupted?: { readonly started: ReadonlySet<string> } | undefined;
+  /** Resuming a message a crash interrupted: the open calls of its state that had started (and what their cut-off subagents had spent). */
+  readonly interrupted?:
+    | { readonly started: ReadonlySet<string>; readonly lost?: ReadonlyMap<string, Usage> | undefined }
+    | undefined;
+  /** What its children had spent already (a resumed message's, before the crash). */
+  readonly childUsage?: Usage | undefined;
   /** The run's id when it continues a saved one (default: a new id). */
   readonly runId?: RunId | undefined;
   /** The attempt it was saved with, when it continues a saved run (its next start is one more). */
@@ -297,6 +301,7 @@ export class RunTree {
    */
   startRoot(spec: RootSpec): RunNode {
     const node = this.#rootNode(spec);
+    if (spec.childUsage !== undefined) node.childUsage = spec.childUsage;
     this.#begin(node);
     if (spec.kind === 'message') {
       this.#emitRunStarted(node, false);
@@ -525,7 +530,9 @@ export class RunTree {
       readonly approvedCalls?: readonly string[];
       readonly expired?: boolean;
       readonly beforeRun?: ((root: RunNode) => Promise<void>) | undefined;
-      readonly interrupted?: { readonly started: ReadonlySet<string> } | undefined;
+      readonly interrupted?:
+        | { readonly started: ReadonlySet<string>; readonly lost?: ReadonlyMap<string, Usage> | undefined }
+        | undefined;
     },
   ): Promise<void> {
     node.phase = 'running';

@@ -25,6 +25,7 @@ import {
   type ScopeDefinition,
   sealScope,
   TroupeError,
+  type Usage,
 } from '@troupe/core';
 import { describeValue, freezeReceived, initialLoopState } from '@troupe/core/internal';
 import { loadedAgent, systemClock } from '@troupe/subagent';
@@ -820,6 +821,12 @@ export class Supervisor<S = unknown, I = S> extends EventEmitter<SupervisorEvent
     ) {
       const calls = await store.loadToolCalls(scope, rootRow.runId);
       const state = (rootRow.state as LoopState | undefined) ?? saved.state;
+      // What its subagents cut off by the crash had spent (their rows' subtree totals), by task call.
+      const lost = new Map<string, Usage>();
+      for (const r of await store.loadRuns(scope, ctx, { interrupted: true })) {
+        if (r.parentRunId === rootRow.runId && r.toolCallId !== undefined && r.status === 'interrupted')
+          lost.set(r.toolCallId, r.totalUsage);
+      }
       // Children it may have spawned before the crash keep their ids: new ones are numbered past them.
       parent.reserveChildren(saved.childCounter + tasksOfMessage(state));
       parent.restoreInterrupted({
@@ -829,6 +836,7 @@ export class Supervisor<S = unknown, I = S> extends EventEmitter<SupervisorEvent
         started: calls
           .filter((c) => c.status === 'started')
           .map((c) => ({ toolCallId: c.toolCallId, attempt: c.attempt })),
+        lost,
       });
     }
     // Questions of runs that did not come back (interrupted under a crash) can never be answered.

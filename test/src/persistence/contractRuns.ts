@@ -90,6 +90,15 @@ export function contractRuns(name: string, make: MakeStore, scope: TestScope): v
           (await store.loadRuns(scope, c)).map((r) => r.runId),
           ['r2'],
         );
+        // Asked for, the interrupted ones come too (oldest first), with what they had spent.
+        await store.commit(scope, { runs: [run(c, 'r3', { status: 'done', updatedAt: 9_000 })] }, c);
+        assert.deepEqual(
+          (await store.loadRuns(scope, c, { interrupted: true })).map((r) => [r.runId, r.status]),
+          [
+            ['r2', 'suspended'],
+            ['r1', 'interrupted'],
+          ],
+        );
         assert.deepEqual(await store.markInterrupted(), []);
       });
     });

@@ -30,6 +30,9 @@ const SQL = {
          updated_at = excluded.updated_at, owner_id = excluded.owner_id, json = excluded.json`,
   liveRuns: `SELECT json FROM runs WHERE tenant = ? AND conversation_id = ? AND status IN ('running', 'suspended')
        ORDER BY updated_at, run_id`,
+  liveAndInterruptedRuns: `SELECT json FROM runs WHERE tenant = ? AND conversation_id = ?
+         AND status IN ('running', 'suspended', 'interrupted')
+       ORDER BY updated_at, run_id`,
   interrupt: `UPDATE runs SET status = 'interrupted', updated_at = @now,
          json = json_set(json, '$.status', 'interrupted', '$.updatedAt', @now)
        WHERE status = 'running' AND (@tenant IS NULL OR tenant = @tenant)
@@ -85,6 +88,7 @@ const PLUCKED: ReadonlySet<string> = new Set([
   'getMessages',
   'getRun',
   'liveRuns',
+  'liveAndInterruptedRuns',
   'interrupt',
   'getCallConversation',
   'getCallStatus',

@@ -1,5 +1,5 @@
 import type { Answer, Clock, LoopState, Message, Usage } from '@troupe/core';
-import type { CheckpointCall } from '@troupe/core/internal';
+import { type CheckpointCall, isUsage } from '@troupe/core/internal';
 import type {
   AnswerResult,
   PersistenceAdapter,
@@ -194,6 +194,7 @@ export class Durability {
     const ctx = this.conversationOf(node);
     if (ctx === undefined) return Promise.resolve();
     node.persisted = true;
+    tokensSoFar(node, state);
     const attempt = Math.max(1, node.attempt);
     const map = this.#startedOf(node);
     return this.#chain(node, async () => {
@@ -225,6 +226,7 @@ export class Durability {
     const ctx = this.conversationOf(node);
     if (ctx === undefined) return Promise.resolve();
     node.persisted = true;
+    tokensSoFar(node, state);
     const committed = this.#committing(node, calls);
     return this.#chain(node, () =>
       this.store.commit(node.scope, { runs: [this.row(node, 'running', state)], committedToolCalls: committed }, ctx),
@@ -285,6 +287,16 @@ export class Durability {
   settled(node: RunNode): Promise<unknown> {
     return this.#last.get(node) ?? Promise.resolve();
   }
+}
+
+/**
+ * A running node's tokens so far are its loop state's (a turn's model call is in it before the
+ * turn's tools start): its row carries them, so a crash inside a tool loses none of what the run
+ * spent. A worker's state is its claim: taken only when it is a usage.
+ */
+function tokensSoFar(node: RunNode, state: LoopState): void {
+  const usage: unknown = (state as { usage?: unknown } | undefined)?.usage;
+  if (node.end === undefined && isUsage(usage)) node.usage = usage;
 }
 
 function outcomeJson(node: RunNode): unknown {

@@ -70,6 +70,11 @@ export interface InterruptedMessage {
   readonly state: LoopState;
   /** Its tool calls that started and never committed (toolCallId, attempt). */
   readonly started: readonly { readonly toolCallId: string; readonly attempt: number }[];
+  /**
+   * What the subagents of its open `task` calls had spent (their subtrees) when the crash
+   * interrupted them, by toolCallId: counted in the message's totals, and on the calls' results.
+   */
+  readonly lost?: ReadonlyMap<string, Usage> | undefined;
 }
 
 /** The reply each ended root run was settled with (a second settle returns it; it goes with its run, not its agent). */
@@ -228,6 +233,26 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
   restoreInterrupted(message: InterruptedMessage): void {
     this.#interrupted = message;
     this.#status = 'interrupted';
+  }
+
+  /**
+   * What the children of an interrupted message had spent before the crash: those that ended in
+   * its completed turns (its state's `childUsage`, less the conversation's before it), those of
+   * the turn it resumes (on its resolved calls), and those the crash cut off (`lost`, for the open
+   * calls its resume fails).
+   */
+  #resumedChildUsage(message: InterruptedMessage): Usage {
+    const state = message.state;
+    let total = lessUsage(state.childUsage ?? ZERO, this.#checkpoint.childUsage ?? ZERO);
+    for (const p of state.pending ?? []) {
+      if (p.result !== undefined) {
+        if (p.usage !== undefined) total = addUsage(total, p.usage);
+      } else {
+        const lost = message.lost?.get(p.call.id);
+        if (lost !== undefined) total = addUsage(total, lost);
+      }
+    }
+    return total;
   }
 
   #conversation(): SavedConversation | undefined {
@@ -413,7 +438,11 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
           beforeRun,
           runId: resume?.runId as never,
           attempt: resume?.attempt,
-          interrupted: resume === undefined ? undefined : { started: new Set(resume.started.map((c) => c.toolCallId)) },
+          interrupted:
+            resume === undefined
+              ? undefined
+              : { started: new Set(resume.started.map((c) => c.toolCallId)), lost: resume.lost },
+          childUsage: resume === undefined ? undefined : this.#resumedChildUsage(resume),
         });
       root = job.context === undefined ? start() : job.context(start);
     } catch (error) {
