@@ -369,8 +369,10 @@ export class CancelSlots {
       Atomics.store(words, at, (Atomics.load(words, at) & ~CODE_MASK) | FREE);
     }
     const d = index * this.#stride64 + this.#deadline64;
-    // The deadlines, then the two usage words.
-    for (let i = 0; i <= this.lanes + 2; i++) Atomics.store(this.#deadlines, d + i, 0n);
+    // The deadlines, then the two usage words: plain writes (a third of the claim's cost as
+    // atomics), published by the atomic store of the live run word below — a thread that reads
+    // that value reads these after it (happens-before), and no reader trusts a slot before it.
+    this.#deadlines.fill(0n, d, d + this.lanes + 3);
     Atomics.store(words, base + ACTIVITY, 0);
     // Last: the new live value publishes a clean slot.
     Atomics.store(words, base + RUN, generation << CODE_BITS);
