@@ -169,7 +169,8 @@ export class MemoryPersistence implements PersistenceAdapter {
     // Phase 2: apply (synchronous, so no other call interleaves).
     const conv = existing ?? this.#t.obtain(tenant, context.conversationId);
     if (envelope !== undefined && batch.envelope !== undefined) {
-      conv.states.set(context.agentId, { json: envelope, revision: (revision ?? 0) + 1 });
+      // A state dropped for the bound comes back at the revision its writer counts from.
+      conv.states.set(context.agentId, { json: envelope, revision: (revision ?? batch.basedOn ?? 0) + 1 });
       conv.summary = {
         conversationId: context.conversationId,
         agentId: context.agentId,

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { isTroupeError } from '@troupe/core';
-import { MemoryPersistence } from '@troupe/supervisor';
+import { defineAgent, isTroupeError } from '@troupe/core';
+import { ScriptedModel } from '@troupe/core/testing';
+import { createSupervisor, MemoryPersistence } from '@troupe/supervisor';
 import { runPersistenceContract } from './contract.js';
 import { ctx, envelope, request, scopeOf } from './records.js';
 
@@ -44,6 +45,39 @@ describe('MemoryPersistence: bounded', () => {
       (e) => isTroupeError(e, 'ERR_BACKPRESSURE') && /maxConversations/.test((e as Error).message),
     );
     assert.equal(store.size, 2);
+  });
+
+  it('a state dropped for the bound is saved again by its agent, at the revision the agent counts from (not fenced)', async () => {
+    const store = new MemoryPersistence({ maxConversations: 1 });
+    const a = ctx('a');
+    await store.commit(scope, { envelope: envelope(a), basedOn: 0 }, a);
+    await store.commit(scope, { envelope: envelope(a), basedOn: 1 }, a);
+    await store.persistState(scope, envelope(ctx('b')), ctx('b')); // a is dropped
+    assert.equal(await store.loadState(scope, a), undefined);
+    await store.commit(scope, { envelope: envelope(a), basedOn: 2 }, a);
+    await store.commit(scope, { envelope: envelope(a), basedOn: 3 }, a);
+    assert.equal((await store.loadState(scope, a))?.revision, 4);
+  });
+
+  it('a supervisor’s resident agent goes on after its conversation was dropped for the bound', async () => {
+    const supervisor = createSupervisor({
+      persistence: new MemoryPersistence({ maxConversations: 1 }),
+      pool: { threads: 1 },
+    });
+    try {
+      const echo = defineAgent({ name: 'echo', instructions: 'Echo.', model: ScriptedModel.answering('ok') });
+      const first = await supervisor.startAgent(echo, { scope, agentId: 'echo-a' });
+      const second = await supervisor.startAgent(echo, { scope, agentId: 'echo-b' });
+      // Each agent's save drops the other's conversation; each goes on with two messages in a row.
+      for (let i = 0; i < 3; i++) {
+        for (const agent of [first, first, second, second]) {
+          const reply = await agent.send('hi');
+          assert.equal(reply.status, 'done', JSON.stringify(reply));
+        }
+      }
+    } finally {
+      await supervisor.close();
+    }
   });
 
   it('release drops a stopped agent’s conversation at once', async () => {
