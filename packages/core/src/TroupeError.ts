@@ -83,6 +83,12 @@ export type ErrorCode =
    * conversation again (`startAgent`) to go on from what is saved.
    */
   | 'ERR_STORE_FENCED'
+  /**
+   * Another live process is running a message of this conversation (its run
+   * is `running` in the store, and its process is alive): start the agent
+   * there, or here once that message has ended.
+   */
+  | 'ERR_CONVERSATION_BUSY'
   /** A write to the store failed (read-only file, full disk): nothing was advanced past it. */
   | 'ERR_STORE_WRITE'
   /** A tool's side effect started but its result was never saved (the process died): not re-run. */

@@ -201,6 +201,9 @@ export class SqlitePersistence implements PersistenceAdapter {
     } catch (error) {
       throw R.corrupt(where, error);
     }
+    if (!Number.isSafeInteger(row.revision) || row.revision < 1) {
+      throw R.corrupt(where, new Error(`its revision is ${JSON.stringify(row.revision)}, not an integer ≥ 1`));
+    }
     return { ...envelope, revision: row.revision };
   }
 
@@ -339,7 +342,15 @@ export class SqlitePersistence implements PersistenceAdapter {
       }
       return this.#s.interrupt.all({ now, tenant, live: JSON.stringify(live) }) as string[];
     });
-    return rows.map((json) => R.readRecord(json, 'run', `an interrupted run in ${this.file}`) as RunRecord);
+    const marked: RunRecord[] = [];
+    for (const json of rows) {
+      try {
+        marked.push(R.readRecord(json, 'run', `an interrupted run in ${this.file}`) as RunRecord);
+      } catch {
+        // Damaged: marked in its status column, and reported (ERR_STORE_CORRUPT) when its conversation is read.
+      }
+    }
+    return marked;
   }
 
   async startToolCalls(scope: unknown, calls: readonly ToolCallStart[], context: PersistenceContext): Promise<void> {

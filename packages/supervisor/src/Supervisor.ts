@@ -728,7 +728,21 @@ export class Supervisor<S = unknown, I = S> extends EventEmitter<SupervisorEvent
   async #restore(parent: ParentAgent, def: Agent, saved: AgentStateEnvelope, ctx: PersistenceContext): Promise<void> {
     const store = this.#persistence as PersistenceAdapter;
     const scope = parent.scope;
-    const live = await store.loadRuns(scope, ctx);
+    let live = await store.loadRuns(scope, ctx);
+    if (store.durable === true && live.some((r) => r.status === 'running')) {
+      // Running in the store: a message of this conversation runs in another live process, or its
+      // process died after this supervisor recovered at its start. The store tells which now: the
+      // runs of a dead process become interrupted (and are resumed here); a live one's are its own.
+      await store.markInterrupted({ scope });
+      live = await store.loadRuns(scope, ctx);
+      const running = live.find((r) => r.status === 'running');
+      if (running !== undefined) {
+        throw new TroupeError(
+          `conversation ${ctx.conversationId} is running a message in another live process (run ${running.runId} of agent ${running.agentId}): nothing was changed; send to the agent there, or start it here once that message has ended`,
+          { code: 'ERR_CONVERSATION_BUSY' },
+        );
+      }
+    }
     const rootRow =
       saved.runId === undefined
         ? undefined

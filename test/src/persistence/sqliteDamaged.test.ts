@@ -104,17 +104,33 @@ describe('SqlitePersistence: damaged rows are ERR_STORE_CORRUPT naming where the
     });
   }
 
-  it('a running run holding non-JSON: markInterrupted is ERR_STORE_CORRUPT, and marks nothing', async () => {
+  it('a running run holding non-JSON does not stop recovery: the others are marked and returned; its conversation reports it', async () => {
     const { file, store } = await filled();
+    const other = ctx('c2');
+    await store.commit(scope, { runs: [run(other, 'r2', { status: 'running' })] }, other);
     await store.close();
     tamper(file, "UPDATE runs SET json = '{' WHERE run_id = 'r1'");
     const again = sqlitePersistence({ file, tenantKey });
-    await assert.rejects(again.markInterrupted(), corrupt(/damaged/));
+    const marked = await again.markInterrupted();
+    assert.deepEqual(
+      marked.map((r) => [r.runId, r.status]),
+      [['r2', 'interrupted']],
+    );
     const db = new Database(file, { readonly: true });
-    assert.equal(db.prepare("SELECT status FROM runs WHERE run_id = 'r1'").pluck().get(), 'running');
+    assert.equal(db.prepare("SELECT status FROM runs WHERE run_id = 'r1'").pluck().get(), 'interrupted');
     db.close();
+    await assert.rejects(again.getRun(scope, 'r1'), corrupt(/run row "r1"/));
     await again.close();
   });
+
+  for (const revision of ["'abc'", '1.5', '0', '-3']) {
+    it(`a state row whose revision is ${revision}`, async () => {
+      const { file, store } = await filled();
+      tamper(file, `UPDATE states SET revision = ${revision}`);
+      await assert.rejects(store.loadState(scope, c), corrupt(/the saved state of agent-c1.*revision/));
+      await store.close();
+    });
+  }
 });
 
 describe('SqlitePersistence: a damaged schema is refused at open as ERR_STORE_CORRUPT', () => {

@@ -33,8 +33,10 @@ const SQL = {
   liveAndInterruptedRuns: `SELECT json FROM runs WHERE tenant = ? AND conversation_id = ?
          AND status IN ('running', 'suspended', 'interrupted')
        ORDER BY updated_at, run_id`,
+  // A row whose JSON is damaged is marked all the same (its own conversation reports it when read):
+  // one damaged row must not stop every tenant's recovery.
   interrupt: `UPDATE runs SET status = 'interrupted', updated_at = @now,
-         json = json_set(json, '$.status', 'interrupted', '$.updatedAt', @now)
+         json = CASE WHEN json_valid(json) THEN json_set(json, '$.status', 'interrupted', '$.updatedAt', @now) ELSE json END
        WHERE status = 'running' AND (@tenant IS NULL OR tenant = @tenant)
          AND owner_id NOT IN (SELECT value FROM json_each(@live))
        RETURNING json`,

@@ -1,0 +1,149 @@
+// Issue 13, bad input: a conversation whose message runs in another live process (two
+// supervisors, each with its own store connection and owner, on one file). Starting it here must
+// neither take that message over (resume it as if its process had crashed) nor withdraw its open
+// questions; a process that died after this supervisor started is found dead at this start.
+// Crash/restart tester's findings.
+import assert from 'node:assert/strict';
+import { fork } from 'node:child_process';
+import { once } from 'node:events';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { isTroupeError, type Request } from '@troupe/core';
+import { type SqlitePersistence, sqlitePersistence } from '@troupe/sqlite';
+import { createSupervisor, type Supervisor } from '@troupe/supervisor';
+import { office } from '../fixtures/agents/durable.js';
+import { ctx } from './records.js';
+import { tempDir } from './sqliteFiles.js';
+
+const dirs: { remove(): void }[] = [];
+after(() => {
+  for (const d of dirs) d.remove();
+});
+const tenantKey = (s: unknown) => (s as { org: string }).org;
+const alice = { org: 'acme', userId: 'alice' };
+
+function place(): { file: string; effects: string } {
+  const d = tempDir('elsewhere');
+  dirs.push(d);
+  return { file: join(d.dir, 'troupe.sqlite'), effects: join(d.dir, 'effects.log') };
+}
+
+function open(file: string): { supervisor: Supervisor; store: SqlitePersistence } {
+  const store = sqlitePersistence({ file, tenantKey });
+  return {
+    supervisor: createSupervisor({ agents: [office], persistence: store, pool: { threads: 1, graceMs: 100 } }),
+    store,
+  };
+}
+
+function effects(file: string): string[] {
+  return existsSync(file) ? readFileSync(file, 'utf8').trim().split('\n').filter(Boolean) : [];
+}
+
+const busy = (e: unknown) =>
+  isTroupeError(e, 'ERR_CONVERSATION_BUSY') && /another live process/.test((e as Error).message);
+
+async function held(gate: Int32Array): Promise<void> {
+  while (Atomics.load(gate, 1) === 0) await Atomics.waitAsync(gate, 1, 0).value;
+}
+
+function release(gate: Int32Array): void {
+  Atomics.store(gate, 0, 1);
+  Atomics.notify(gate, 0);
+}
+
+describe('a conversation running a message in another live process', () => {
+  it('mid-tool: startAgent here is refused ERR_CONVERSATION_BUSY and changes nothing; the message finishes there, once', async () => {
+    const at = place();
+    const gate = new Int32Array(new SharedArrayBuffer(8));
+    const a = open(at.file);
+    const b = open(at.file);
+    const agent = await a.supervisor.startAgent(office, {
+      scope: alice,
+      agentId: 'office-l1',
+      toolContext: { effects: at.effects, gate },
+    });
+    const reply = agent.send('charge it');
+    await held(gate);
+    await assert.rejects(b.supervisor.startAgent(office, { scope: alice, agentId: 'office-l1' }), busy);
+    release(gate);
+    const done = await reply;
+    assert.equal(done.status, 'done', JSON.stringify(done));
+    assert.doesNotMatch((done as { text: string }).text, /interrupted/);
+    assert.deepEqual(
+      effects(at.effects).map((l) => l.split(' ')[0]),
+      ['lookup', 'charge'],
+      'each tool ran once, in the process that ran the message',
+    );
+    // Once that message has ended, this process starts the conversation as it was saved there.
+    const here = await b.supervisor.startAgent(office, { scope: alice, agentId: 'office-l1' });
+    assert.equal(here.status, 'idle');
+    assert.deepEqual(
+      (await b.store.loadMessages(alice, ctx('office-l1', 'office-l1'))).map((m) => m.role),
+      ['user', 'assistant'],
+    );
+    await a.supervisor.close();
+    await b.supervisor.close();
+  });
+
+  it('resumed by an answer: startAgent here is refused while the answered run runs there; no question is withdrawn', async () => {
+    const at = place();
+    const gate = new Int32Array(new SharedArrayBuffer(8));
+    const a = open(at.file);
+    const b = open(at.file);
+    const agent = await a.supervisor.startAgent(office, {
+      scope: alice,
+      agentId: 'office-l2',
+      toolContext: { effects: at.effects, gate },
+    });
+    const asked = await agent.send('please release');
+    assert.equal(asked.status, 'suspended');
+    const request = (asked as { request: Request }).request;
+    // Before the answer: suspended, nothing runs — this process may hold a copy (its saves are fenced).
+    const answered = a.supervisor.answer(request.id, { ok: true, data: { env: 'prod' } });
+    await held(gate);
+    await assert.rejects(b.supervisor.startAgent(office, { scope: alice, agentId: 'office-l2' }), busy);
+    release(gate);
+    const reply = await answered;
+    assert.equal(reply.status, 'done', JSON.stringify(reply));
+    assert.match((reply as { text: string }).text, /released api to prod/);
+    const here = await b.supervisor.startAgent(office, { scope: alice, agentId: 'office-l2' });
+    assert.equal(here.status, 'idle');
+    assert.equal(effects(at.effects).filter((l) => l.startsWith('release')).length, 1);
+    await a.supervisor.close();
+    await b.supervisor.close();
+  });
+
+  it('a process that died after this supervisor started: its message is found interrupted here, with what its subagent spent', async () => {
+    const at = place();
+    // This supervisor recovered (its first start) before the other process ran and died.
+    const c = open(at.file);
+    await (await c.supervisor.startAgent(office, { scope: alice, agentId: 'office-other' })).send('hello');
+    const child = fork(fileURLToPath(new URL('./liveElsewhereChild.js', import.meta.url)), [at.file, at.effects], {
+      stdio: 'ignore',
+    });
+    try {
+      // The charge's side effect is written, then its tool pauses: the window to kill in.
+      while (!effects(at.effects).some((l) => l.startsWith('charge'))) {
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+      child.kill('SIGKILL');
+      await once(child, 'exit');
+    } finally {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    }
+    const agent = await c.supervisor.startAgent(office, {
+      scope: alice,
+      agentId: 'office-l3',
+      toolContext: { effects: at.effects },
+    });
+    assert.equal(agent.status, 'interrupted');
+    const done = await agent.resume();
+    assert.equal(done.status, 'done', JSON.stringify(done));
+    assert.deepEqual(done.totalUsage, { inputTokens: 100, outputTokens: 10 });
+    assert.equal(effects(at.effects).filter((l) => l.startsWith('charge')).length, 1, 'the charge is not re-run');
+    await c.supervisor.close();
+  });
+});
