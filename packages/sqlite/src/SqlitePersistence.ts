@@ -76,8 +76,8 @@ interface RunHead {
   readonly ownerId: string;
 }
 
-// Stores open in this process, by owner id: their runs are live.
-const openHere = new Set<string>();
+// Stores of this thread that were closed, by owner id (their row stays when the file could not be written).
+const closedHere = new Set<string>();
 
 /**
  * The SQLite {@link PersistenceAdapter} (better-sqlite3): one file, WAL,
@@ -143,7 +143,6 @@ export class SqlitePersistence implements PersistenceAdapter {
       this.#db.close();
       throw storeError(error, this.file, 'opening the store');
     }
-    openHere.add(this.#owner);
     const data: CheckpointerData = {
       file: this.file,
       synchronous: opened.synchronous,
@@ -335,8 +334,12 @@ export class SqlitePersistence implements PersistenceAdapter {
     const rows = this.#write('marking interrupted runs', () => {
       const live: string[] = [];
       for (const o of this.#s.owners.all() as { ownerId: string; pid: number; pidStart: string }[]) {
-        if (o.ownerId === this.#owner) continue; // the caller says nothing of its own runs is running
-        const alive = o.pid === process.pid ? openHere.has(o.ownerId) : processAlive(o.pid, o.pidStart);
+        // This store's own runs run in this process while it is open (a supervisor asks mid-life
+        // too, and supervisors may share a store). Another store of this process: open unless this
+        // thread closed it (one of another thread is not known here; its process is this one, alive).
+        const alive =
+          o.ownerId === this.#owner ||
+          (o.pid === process.pid ? !closedHere.has(o.ownerId) : processAlive(o.pid, o.pidStart));
         if (alive) live.push(o.ownerId);
         else this.#s.dropOwner.run(o.ownerId);
       }
@@ -513,7 +516,7 @@ export class SqlitePersistence implements PersistenceAdapter {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    openHere.delete(this.#owner);
+    closedHere.add(this.#owner);
     const exited = once(this.#checkpointer, 'exit');
     this.#checkpointer.ref(); // hold the loop open until the thread is gone
     this.#checkpointer.postMessage('close');

@@ -252,24 +252,16 @@ export class MemoryPersistence implements PersistenceAdapter {
     return run === undefined ? undefined : (JSON.parse(run.json) as RunRecord);
   }
 
+  /**
+   * Nothing to mark: every run this store holds is its own, and a store's own runs run in this
+   * process while it is open (what a memory store holds does not outlive the process). Checks its
+   * options as every store does.
+   */
   async markInterrupted(options: MarkInterruptedOptions = {}): Promise<readonly RunRecord[]> {
     R.checkMarkInterrupted(options);
-    const tenant = options.scope === undefined ? undefined : this.#tenant(options.scope);
+    if (options.scope !== undefined) this.#tenant(options.scope);
     if (this.#closed) throw R.closed('MemoryPersistence');
-    const now = options.now ?? this.#clock.now();
-    const out: RunRecord[] = [];
-    for (const conv of this.#t.conversations.values()) {
-      if (tenant !== undefined && conv.tenant !== tenant) continue;
-      for (const run of conv.runs.values()) {
-        if (run.status !== 'running') continue;
-        const record: RunRecord = { ...(JSON.parse(run.json) as RunRecord), status: 'interrupted', updatedAt: now };
-        run.json = JSON.stringify(record);
-        run.status = 'interrupted';
-        run.updatedAt = now;
-        out.push(record);
-      }
-    }
-    return out;
+    return [];
   }
 
   async startToolCalls(scope: unknown, calls: readonly ToolCallStart[], context: PersistenceContext): Promise<void> {

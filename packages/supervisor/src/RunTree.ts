@@ -78,6 +78,12 @@ import { Watchdog, type WatchdogKillCause } from './Watchdog.js';
 
 /** Options of {@link RunTree}; validated by the supervisor. */
 export interface RunTreeOptions {
+  /**
+   * Before a saved request's answer is taken from the store, the root whose tree asked it, while
+   * nothing of that tree runs here: rejects (the answer is refused, the request stays open) when
+   * another live process runs that conversation's message.
+   */
+  readonly beforeAnswer?: ((root: RunNode) => Promise<void>) | undefined;
   readonly clock: Clock;
   readonly events: EventEmitter<SupervisorEvents>;
   readonly approval: ApprovalHandler | undefined;
@@ -1275,6 +1281,8 @@ export class RunTree {
       try {
         let taken: Awaited<ReturnType<Durability['answer']>>;
         try {
+          const root = entry.node.root;
+          if (this.#o.beforeAnswer !== undefined && root.active === 0) await this.#o.beforeAnswer(root);
           taken = await this.#o.durability.answer(entry.node, id, { ...answer, id });
         } finally {
           entry.taking = false;

@@ -473,6 +473,7 @@ export class Supervisor<S = unknown, I = S> extends EventEmitter<SupervisorEvent
     this.#maxQueue = p.maxQueue ?? 1024;
     this.#graceMs = p.graceMs ?? 1000;
     this.#tree = new RunTree({
+      beforeAnswer: (root) => this.#answerHeldHere(root),
       clock,
       events: this,
       approval: options.approval,
@@ -729,19 +730,8 @@ export class Supervisor<S = unknown, I = S> extends EventEmitter<SupervisorEvent
     const store = this.#persistence as PersistenceAdapter;
     const scope = parent.scope;
     let live = await store.loadRuns(scope, ctx);
-    if (store.durable === true && live.some((r) => r.status === 'running')) {
-      // Running in the store: a message of this conversation runs in another live process, or its
-      // process died after this supervisor recovered at its start. The store tells which now: the
-      // runs of a dead process become interrupted (and are resumed here); a live one's are its own.
-      await store.markInterrupted({ scope });
-      live = await store.loadRuns(scope, ctx);
-      const running = live.find((r) => r.status === 'running');
-      if (running !== undefined) {
-        throw new TroupeError(
-          `conversation ${ctx.conversationId} is running a message in another live process (run ${running.runId} of agent ${running.agentId}): nothing was changed; send to the agent there, or start it here once that message has ended`,
-          { code: 'ERR_CONVERSATION_BUSY' },
-        );
-      }
+    if (saved.runId !== undefined && store.durable === true && runningIn(live, saved.runId) !== undefined) {
+      live = await this.#refuseIfRunningElsewhere(store, scope, ctx, saved.runId);
     }
     const rootRow =
       saved.runId === undefined
@@ -968,6 +958,48 @@ export class Supervisor<S = unknown, I = S> extends EventEmitter<SupervisorEvent
     const reply = await this.#tree.whenQuiet(root);
     if (reply instanceof Error) throw reply;
     return root.kind === 'spawn' ? replyOf(reply as SubagentOutcome) : (reply as AgentReply);
+  }
+
+  /**
+   * The store holds a running run of the conversation's message `rootRunId`: a message running in
+   * another live process, or in one that died after this supervisor recovered at its start. The
+   * store tells which now: a dead process's runs become interrupted (returned with the others, to
+   * be restored or resumed here); a live one's are its own — refused, changing nothing. Runs of
+   * older messages (a row its process could not save as ended) are not this message's.
+   */
+  async #refuseIfRunningElsewhere(
+    store: PersistenceAdapter,
+    scope: Scope,
+    ctx: PersistenceContext,
+    rootRunId: string,
+  ): Promise<readonly RunRecord[]> {
+    await store.markInterrupted({ scope });
+    const live = await store.loadRuns(scope, ctx);
+    const running = runningIn(live, rootRunId);
+    if (running !== undefined) {
+      throw new TroupeError(
+        `conversation ${ctx.conversationId} is running a message in another live process (run ${running.runId} of agent ${running.agentId}): nothing was changed; retry once that message has ended, or send to (or answer through) the process that runs it`,
+        { code: 'ERR_CONVERSATION_BUSY' },
+      );
+    }
+    return live;
+  }
+
+  /**
+   * A request open in a tree held here and quiet here, with a durable store: another live process
+   * may be running the same conversation's message (this copy is then behind it; answering it here
+   * would run the answered tool beside that process and save over it). Refused before the answer
+   * is taken. A tree that runs here is this process's own: answered as usual.
+   */
+  async #answerHeldHere(root: RunNode): Promise<void> {
+    const store = this.#persistence;
+    if (store?.durable !== true || root.conversation === undefined) return;
+    const ctx: PersistenceContext = {
+      agentId: root.conversation.agentId as AgentId,
+      conversationId: root.conversation.conversationId,
+    };
+    const live = await store.loadRuns(root.scope, ctx);
+    if (runningIn(live, root.id) !== undefined) await this.#refuseIfRunningElsewhere(store, root.scope, ctx, root.id);
   }
 
   // A request the store has open, of a conversation not started here: start (restore) it with the caller's scope.
@@ -1526,4 +1558,19 @@ function isEndedRow(row: RunRecord): boolean {
  */
 export function createSupervisor<S = unknown, I = S>(options: SupervisorOptions<S, I> = {}): Supervisor<S, I> {
   return new Supervisor(options);
+}
+
+/** A run of `rootRunId`'s tree (itself or a descendant, by parent) that the store has running. */
+function runningIn(rows: readonly RunRecord[], rootRunId: string): RunRecord | undefined {
+  const tree = new Set([rootRunId]);
+  for (let grew = true; grew; ) {
+    grew = false;
+    for (const r of rows) {
+      if (!tree.has(r.runId) && r.parentRunId !== undefined && tree.has(r.parentRunId)) {
+        tree.add(r.runId);
+        grew = true;
+      }
+    }
+  }
+  return rows.find((r) => r.status === 'running' && tree.has(r.runId));
 }

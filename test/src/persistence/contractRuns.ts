@@ -77,29 +77,33 @@ export function contractRuns(name: string, make: MakeStore, scope: TestScope): v
       });
     });
 
-    it('markInterrupted turns running runs into interrupted ones and returns them; suspended runs stay', async () => {
+    it("markInterrupted leaves the store's own running runs alone (they run in this process while it is open)", async () => {
       await withStore(make, async (store) => {
         const c = ctx('c1');
-        await store.commit(scope, { runs: [run(c, 'r1'), run(c, 'r2', { status: 'suspended' })] }, c);
-        const marked = await store.markInterrupted({ now: 5_000 });
-        assert.deepEqual(
-          marked.map((r) => [r.runId, r.status, r.updatedAt]),
-          [['r1', 'interrupted', 5_000]],
+        await store.commit(
+          scope,
+          {
+            runs: [
+              run(c, 'r1'),
+              run(c, 'r2', { status: 'suspended' }),
+              run(c, 'r3', { status: 'done', updatedAt: 9_000 }),
+            ],
+          },
+          c,
         );
+        assert.deepEqual(await store.markInterrupted({ now: 5_000 }), []);
         assert.deepEqual(
-          (await store.loadRuns(scope, c)).map((r) => r.runId),
-          ['r2'],
-        );
-        // Asked for, the interrupted ones come too (oldest first), with what they had spent.
-        await store.commit(scope, { runs: [run(c, 'r3', { status: 'done', updatedAt: 9_000 })] }, c);
-        assert.deepEqual(
-          (await store.loadRuns(scope, c, { interrupted: true })).map((r) => [r.runId, r.status]),
+          (await store.loadRuns(scope, c)).map((r) => [r.runId, r.status]),
           [
+            ['r1', 'running'],
             ['r2', 'suspended'],
-            ['r1', 'interrupted'],
           ],
         );
-        assert.deepEqual(await store.markInterrupted(), []);
+        // Asked for, interrupted runs come too (none here); ended ones never.
+        assert.deepEqual(
+          (await store.loadRuns(scope, c, { interrupted: true })).map((r) => r.runId),
+          ['r1', 'r2'],
+        );
       });
     });
   });

@@ -116,6 +116,92 @@ describe('a conversation running a message in another live process', () => {
     await b.supervisor.close();
   });
 
+  it('a refused start marks nothing: the refusing process’s own running message stays its own', async () => {
+    const at = place();
+    const gateA = new Int32Array(new SharedArrayBuffer(8));
+    const gateB = new Int32Array(new SharedArrayBuffer(8));
+    const a = open(at.file);
+    const b = open(at.file);
+    const onA = await a.supervisor.startAgent(office, {
+      scope: alice,
+      agentId: 'office-c1',
+      toolContext: { effects: at.effects, gate: gateA },
+    });
+    const onB = await b.supervisor.startAgent(office, {
+      scope: alice,
+      agentId: 'office-c2',
+      toolContext: { effects: at.effects, gate: gateB },
+    });
+    const replyA = onA.send('charge it');
+    const replyB = onB.send('charge it');
+    await held(gateA);
+    await held(gateB);
+    // Each is refused the other's conversation; neither refusal marks the refusing store's own run.
+    await assert.rejects(a.supervisor.startAgent(office, { scope: alice, agentId: 'office-c2' }), busy);
+    await assert.rejects(b.supervisor.startAgent(office, { scope: alice, agentId: 'office-c1' }), busy);
+    release(gateA);
+    release(gateB);
+    for (const reply of [await replyA, await replyB]) {
+      assert.equal(reply.status, 'done', JSON.stringify(reply));
+      assert.doesNotMatch((reply as { text: string }).text, /interrupted/);
+    }
+    assert.equal(effects(at.effects).filter((l) => l.startsWith('lookup')).length, 2, 'one lookup each');
+    await a.supervisor.close();
+    await b.supervisor.close();
+  });
+
+  it('two supervisors sharing one store: the second is refused the first one’s running conversation', async () => {
+    const at = place();
+    const gate = new Int32Array(new SharedArrayBuffer(8));
+    const store = sqlitePersistence({ file: at.file, tenantKey });
+    const first = createSupervisor({ agents: [office], persistence: store, pool: { threads: 1, graceMs: 100 } });
+    const second = createSupervisor({ agents: [office], persistence: store, pool: { threads: 1, graceMs: 100 } });
+    const agent = await first.startAgent(office, {
+      scope: alice,
+      agentId: 'office-s1',
+      toolContext: { effects: at.effects, gate },
+    });
+    const reply = agent.send('charge it');
+    await held(gate);
+    await assert.rejects(second.startAgent(office, { scope: alice, agentId: 'office-s1' }), busy);
+    release(gate);
+    assert.equal((await reply).status, 'done');
+    await second.close();
+    await first.close();
+  });
+
+  it('a copy held here, quiet: its other question is refused while another process runs the conversation', async () => {
+    const at = place();
+    const gate = new Int32Array(new SharedArrayBuffer(8));
+    const a = open(at.file);
+    const b = open(at.file);
+    const agent = await a.supervisor.startAgent(office, { scope: alice, agentId: 'office-h1' });
+    assert.equal((await agent.send('ship twice')).status, 'suspended');
+    const [q1, q2] = a.supervisor.pendingRequests().map((p) => p.request.id);
+    assert.ok(q1 !== undefined && q2 !== undefined);
+    await a.supervisor.stopAgent('office-h1');
+    // b holds the suspended conversation, both questions open in its tree.
+    await b.supervisor.startAgent(office, { scope: alice, agentId: 'office-h1' });
+    assert.equal(b.supervisor.pendingRequests().length, 2);
+    // a answers the first (restoring it there); its answered tool holds.
+    const first = a.supervisor.answer(
+      q1,
+      { ok: true, data: { env: 'prod' } },
+      { scope: alice, toolContext: { effects: at.effects, gate } },
+    );
+    await held(gate);
+    await assert.rejects(b.supervisor.answer(q2, { ok: true, data: { env: 'eu' } }), busy);
+    assert.equal((await b.store.getRequest(alice, q2))?.status, 'open', 'the refused answer is not taken');
+    release(gate);
+    const after = await first;
+    assert.equal(after.status, 'suspended', JSON.stringify(after));
+    const last = await a.supervisor.answer(q2, { ok: true, data: { env: 'eu' } });
+    assert.equal(last.status, 'done', JSON.stringify(last));
+    assert.equal(effects(at.effects).filter((l) => l.startsWith('release')).length, 2, 'each answered tool ran once');
+    await a.supervisor.close();
+    await b.supervisor.close();
+  });
+
   it('a process that died after this supervisor started: its message is found interrupted here, with what its subagent spent', async () => {
     const at = place();
     // This supervisor recovered (its first start) before the other process ran and died.
