@@ -76,6 +76,9 @@ interface RunHead {
   readonly ownerId: string;
 }
 
+/** When this process started (see processStart): with its pid, it names this process. */
+const OWN_START = processStart(process.pid);
+
 // Stores of this thread that were closed, by owner id (their row stays when the file could not be written).
 const closedHere = new Set<string>();
 
@@ -337,9 +340,13 @@ export class SqlitePersistence implements PersistenceAdapter {
         // This store's own runs run in this process while it is open (a supervisor asks mid-life
         // too, and supervisors may share a store). Another store of this process: open unless this
         // thread closed it (one of another thread is not known here; its process is this one, alive).
+        // A store of an earlier process with this pid (a container's pid 1, restarted) started at
+        // another time: that process is gone.
         const alive =
           o.ownerId === this.#owner ||
-          (o.pid === process.pid ? !closedHere.has(o.ownerId) : processAlive(o.pid, o.pidStart));
+          (o.pid === process.pid && o.pidStart === OWN_START
+            ? !closedHere.has(o.ownerId)
+            : processAlive(o.pid, o.pidStart));
         if (alive) live.push(o.ownerId);
         else this.#s.dropOwner.run(o.ownerId);
       }

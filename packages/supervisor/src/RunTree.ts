@@ -83,7 +83,7 @@ export interface RunTreeOptions {
    * nothing of that tree runs here: rejects (the answer is refused, the request stays open) when
    * another live process runs that conversation's message.
    */
-  readonly beforeAnswer?: ((root: RunNode) => Promise<void>) | undefined;
+  readonly beforeAnswer?: ((root: RunNode, requestId: string) => Promise<void>) | undefined;
   readonly clock: Clock;
   readonly events: EventEmitter<SupervisorEvents>;
   readonly approval: ApprovalHandler | undefined;
@@ -1282,7 +1282,7 @@ export class RunTree {
         let taken: Awaited<ReturnType<Durability['answer']>>;
         try {
           const root = entry.node.root;
-          if (this.#o.beforeAnswer !== undefined && root.active === 0) await this.#o.beforeAnswer(root);
+          if (this.#o.beforeAnswer !== undefined && root.active === 0) await this.#o.beforeAnswer(root, id);
           taken = await this.#o.durability.answer(entry.node, id, { ...answer, id });
         } finally {
           entry.taking = false;

@@ -18,6 +18,7 @@ import {
   InvalidArgumentError,
   isAgent,
   isDeepFrozen,
+  isTroupeError,
   type LoopState,
   type Metadata,
   type Request,
@@ -473,7 +474,7 @@ export class Supervisor<S = unknown, I = S> extends EventEmitter<SupervisorEvent
     this.#maxQueue = p.maxQueue ?? 1024;
     this.#graceMs = p.graceMs ?? 1000;
     this.#tree = new RunTree({
-      beforeAnswer: (root) => this.#answerHeldHere(root),
+      beforeAnswer: (root, requestId) => this.#answerHeldHere(root, requestId),
       clock,
       events: this,
       approval: options.approval,
@@ -954,7 +955,16 @@ export class Supervisor<S = unknown, I = S> extends EventEmitter<SupervisorEvent
       // Answered as someone: only a request of their tenant (the store keeps requests by tenant key).
       await this.#restoreFor(requestId, options, this.#tree.hasOpenRequest(requestId));
     }
-    const root = await this.#tree.answer(requestId, parsed.data);
+    let root: RunNode;
+    try {
+      root = await this.#tree.answer(requestId, parsed.data);
+    } catch (error) {
+      if (!isTroupeError(error, 'ERR_STORE_FENCED') || options?.scope === undefined || this.#persistence === undefined)
+        throw error;
+      // The copy held here was behind what is saved, and is let go: answered on what is saved.
+      await this.#restoreFor(requestId, options, false);
+      root = await this.#tree.answer(requestId, parsed.data);
+    }
     const reply = await this.#tree.whenQuiet(root);
     if (reply instanceof Error) throw reply;
     return root.kind === 'spawn' ? replyOf(reply as SubagentOutcome) : (reply as AgentReply);
@@ -991,15 +1001,30 @@ export class Supervisor<S = unknown, I = S> extends EventEmitter<SupervisorEvent
    * would run the answered tool beside that process and save over it). Refused before the answer
    * is taken. A tree that runs here is this process's own: answered as usual.
    */
-  async #answerHeldHere(root: RunNode): Promise<void> {
+  async #answerHeldHere(root: RunNode, requestId: string): Promise<void> {
     const store = this.#persistence;
-    if (store?.durable !== true || root.conversation === undefined) return;
+    const conversation = root.conversation;
+    if (store?.durable !== true || conversation === undefined) return;
     const ctx: PersistenceContext = {
-      agentId: root.conversation.agentId as AgentId,
-      conversationId: root.conversation.conversationId,
+      agentId: conversation.agentId as AgentId,
+      conversationId: conversation.conversationId,
     };
     const live = await store.loadRuns(root.scope, ctx);
     if (runningIn(live, root.id) !== undefined) await this.#refuseIfRunningElsewhere(store, root.scope, ctx, root.id);
+    // Quiet there too, but saved past this copy (another process answered one of its questions and
+    // went on): answered here, the stale copy would run and be fenced at its save, the answer spent.
+    const held = conversation.revision;
+    // A request no longer open there is the store's compare-and-set to refuse, as it says.
+    if (held === undefined || (await store.getRequest(root.scope, requestId))?.status !== 'open') return;
+    const saved = (await store.loadState(root.scope, ctx))?.revision;
+    if (saved !== undefined && saved !== held) {
+      // Let go of the stale copy (it writes nothing): an answer with { scope } restores what is saved.
+      (root.owner as RootOwner | undefined)?.takenElsewhere?.(root, requestId);
+      throw new TroupeError(
+        `conversation ${ctx.conversationId} was saved by another process after this copy was (revision ${saved}, this copy ${held}): nothing was answered and request ${requestId} stays open; answer again with { scope } to answer it on what is saved`,
+        { code: 'ERR_STORE_FENCED' },
+      );
+    }
   }
 
   // A request the store has open, of a conversation not started here: start (restore) it with the caller's scope.

@@ -202,6 +202,44 @@ describe('a conversation running a message in another live process', () => {
     await b.supervisor.close();
   });
 
+  it('a copy held here that another process saved past: its answer is refused before it is taken, then answered on what is saved', async () => {
+    const at = place();
+    const a = open(at.file);
+    const b = open(at.file);
+    const agent = await a.supervisor.startAgent(office, { scope: alice, agentId: 'office-h2' });
+    assert.equal((await agent.send('ship twice')).status, 'suspended');
+    const [q1, q2] = a.supervisor.pendingRequests().map((p) => p.request.id);
+    assert.ok(q1 !== undefined && q2 !== undefined);
+    await a.supervisor.stopAgent('office-h2');
+    await b.supervisor.startAgent(office, { scope: alice, agentId: 'office-h2', toolContext: { effects: at.effects } });
+    // a answers the first and goes on to wait on the second: the store is past b's copy.
+    const first = await a.supervisor.answer(
+      q1,
+      { ok: true, data: { env: 'prod' } },
+      { scope: alice, toolContext: { effects: at.effects } },
+    );
+    assert.equal(first.status, 'suspended', JSON.stringify(first));
+    await assert.rejects(
+      b.supervisor.answer(q2, { ok: true, data: { env: 'eu' } }),
+      (e) => isTroupeError(e, 'ERR_STORE_FENCED') && /stays open/.test((e as Error).message),
+    );
+    assert.equal((await b.store.getRequest(alice, q2))?.status, 'open');
+    assert.equal(b.supervisor.agent('office-h2'), undefined, 'the stale copy is let go');
+    await a.supervisor.stopAgent('office-h2');
+    // With a scope, the answer restores what is saved and resumes the run that asked.
+    const done = await b.supervisor.answer(
+      q2,
+      { ok: true, data: { env: 'eu' } },
+      { scope: alice, toolContext: { effects: at.effects } },
+    );
+    assert.equal(done.status, 'done', JSON.stringify(done));
+    assert.match((done as { text: string }).text, /prod[\s\S]*eu|eu[\s\S]*prod/);
+    assert.doesNotMatch((done as { text: string }).text, /interrupted/);
+    assert.equal(effects(at.effects).filter((l) => l.startsWith('release')).length, 2, 'each answered tool ran once');
+    await a.supervisor.close();
+    await b.supervisor.close();
+  });
+
   it('a process that died after this supervisor started: its message is found interrupted here, with what its subagent spent', async () => {
     const at = place();
     // This supervisor recovered (its first start) before the other process ran and died.

@@ -123,6 +123,24 @@ describe('SqlitePersistence: damaged rows are ERR_STORE_CORRUPT naming where the
     await again.close();
   });
 
+  it('a run of an earlier process with this pid (a container restarted as pid 1) is marked interrupted', async () => {
+    const { file, store } = await filled();
+    await store.close();
+    // Its owner row names this pid, started at another time: that process is gone.
+    tamper(
+      file,
+      "INSERT INTO owners (owner_id, pid, pid_start, opened_at) VALUES ('earlier', ?, 'another start', 1)",
+      process.pid,
+    );
+    tamper(file, "UPDATE runs SET owner_id = 'earlier' WHERE run_id = 'r1'");
+    const again = sqlitePersistence({ file, tenantKey });
+    assert.deepEqual(
+      (await again.markInterrupted()).map((r) => [r.runId, r.status]),
+      [['r1', 'interrupted']],
+    );
+    await again.close();
+  });
+
   for (const revision of ["'abc'", '1.5', '0', '-3']) {
     it(`a state row whose revision is ${revision}`, async () => {
       const { file, store } = await filled();

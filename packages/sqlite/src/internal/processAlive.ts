@@ -6,13 +6,17 @@ import { readFileSync } from 'node:fs';
  * the pid it names one process: a reused pid has another start time.
  */
 export function processStart(pid: number): string {
+  return statFields(pid)?.[19] ?? '';
+}
+
+// The fields of `/proc/<pid>/stat` after the command name (field 3 onwards), or undefined.
+function statFields(pid: number): string[] | undefined {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
     // The command name (field 2) may hold spaces and parentheses: count from the last ')'.
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return fields[19] ?? '';
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   } catch {
-    return '';
+    return undefined;
   }
 }
 
@@ -24,5 +28,8 @@ export function processAlive(pid: number, start: string): boolean {
     // EPERM: it exists but belongs to someone else.
     if ((error as NodeJS.ErrnoException).code !== 'EPERM') return false;
   }
-  return start === '' || processStart(pid) === start;
+  if (start === '') return true;
+  const fields = statFields(pid);
+  // A zombie (killed, not yet reaped by its parent) runs nothing.
+  return fields !== undefined && fields[0] !== 'Z' && fields[19] === start;
 }
