@@ -730,7 +730,8 @@ export class Supervisor<S = unknown, I = S> extends EventEmitter<SupervisorEvent
   async #restore(parent: ParentAgent, def: Agent, saved: AgentStateEnvelope, ctx: PersistenceContext): Promise<void> {
     const store = this.#persistence as PersistenceAdapter;
     const scope = parent.scope;
-    let live = await store.loadRuns(scope, ctx);
+    // Its live runs, and those a crash interrupted (what their subagents had spent is counted below).
+    let live = await store.loadRuns(scope, ctx, { interrupted: true });
     if (saved.runId !== undefined && store.durable === true && runningIn(live, saved.runId) !== undefined) {
       live = await this.#refuseIfRunningElsewhere(store, scope, ctx, saved.runId);
     }
@@ -828,7 +829,7 @@ export class Supervisor<S = unknown, I = S> extends EventEmitter<SupervisorEvent
       const state = (rootRow.state as LoopState | undefined) ?? saved.state;
       // What its subagents cut off by the crash had spent (their rows' subtree totals), by task call.
       const lost = new Map<string, Usage>();
-      for (const r of await store.loadRuns(scope, ctx, { interrupted: true })) {
+      for (const r of live) {
         if (r.parentRunId === rootRow.runId && r.toolCallId !== undefined && r.status === 'interrupted')
           lost.set(r.toolCallId, r.totalUsage);
       }
@@ -984,7 +985,7 @@ export class Supervisor<S = unknown, I = S> extends EventEmitter<SupervisorEvent
     rootRunId: string,
   ): Promise<readonly RunRecord[]> {
     await store.markInterrupted({ scope });
-    const live = await store.loadRuns(scope, ctx);
+    const live = await store.loadRuns(scope, ctx, { interrupted: true });
     const running = runningIn(live, rootRunId);
     if (running !== undefined) {
       throw new TroupeError(

@@ -9,6 +9,7 @@ import {
   type Clock,
   ClosedError,
   InvalidArgumentError,
+  isTroupeError,
   type LoopState,
   type ModelDelta,
   type Request,
@@ -36,11 +37,6 @@ import { AgentStream, type StreamSource } from './AgentStream.js';
 import { checkSignal } from './checkSignal.js';
 import type { Durability } from './Durability.js';
 import { firstOpenRequest, type RootOwner, type RunNode, type SavedConversation, totalOf } from './RunNode.js';
-
-/** The store refused a save made from a stale copy of the conversation. */
-function isFenced(error: unknown): error is TroupeError {
-  return error instanceof TroupeError && error.code === 'ERR_STORE_FENCED';
-}
 
 /** What a parent agent borrows from its supervisor. */
 export interface ParentAgentDeps {
@@ -194,7 +190,7 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
         state: this.#state,
         input: '',
         nextChild: this.#children,
-        conversation: this.#conversation(),
+        conversation: this.#saved,
         runId: run.runId as never,
         attempt: run.attempt,
       },
@@ -253,10 +249,6 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
       }
     }
     return total;
-  }
-
-  #conversation(): SavedConversation | undefined {
-    return this.#saved;
   }
 
   /**
@@ -434,7 +426,7 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
           input: resume === undefined ? job.input : '',
           nextChild: this.#children,
           onDeltas: job.onDeltas,
-          conversation: this.#conversation(),
+          conversation: this.#saved,
           beforeRun,
           runId: resume?.runId as never,
           attempt: resume?.attempt,
@@ -499,7 +491,7 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
       // The run tree saved the runs and their questions; this saves the conversation.
       const failed = await this.#save(root, 'suspended', undefined, undefined);
       if (this.#abandonedWith !== undefined) return this.#givenUp(this.#abandonedWith, usage, total);
-      if (failed !== undefined && isFenced(failed)) {
+      if (failed !== undefined && isTroupeError(failed, 'ERR_STORE_FENCED')) {
         this.#deps.tree.forget(root);
         this.#root = undefined;
         this.#current = undefined;
@@ -548,7 +540,9 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
         }
         if (failed !== undefined) {
           // Not saved: the conversation stays where the store has it, and the caller learns why.
-          reply = isFenced(failed) ? this.#fencedOut(failed, usage, total) : this.#notSaved(failed, usage, total);
+          reply = isTroupeError(failed, 'ERR_STORE_FENCED')
+            ? this.#fencedOut(failed, usage, total)
+            : this.#notSaved(failed, usage, total);
           break;
         }
         // Tokens spent are kept, also those of children a cancel cut off before they reported.
@@ -597,7 +591,7 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
             : new Error('the run ended without an outcome');
         // A defect (of the library or of a callback it trusted) is reported once and does not
         // count against the restart intensity; a failure does.
-        if (isFenced(error)) {
+        if (isTroupeError(error, 'ERR_STORE_FENCED')) {
           // Refused as the message started: nothing of it ran.
           events.emit('persistence.failed', { agentId: this.id, runId: root.id, error, at });
           reply = this.#fencedOut(error, usage, total);
