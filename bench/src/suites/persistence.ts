@@ -11,6 +11,7 @@ import {
   MemoryPersistence,
   type PersistenceAdapter,
   type PersistenceContext,
+  PersistenceRules,
   type RequestOpening,
   type RunRecord,
   STATE_ENVELOPE_VERSION,
@@ -122,42 +123,55 @@ function tempFile(label: string): { file: string; remove(): void } {
   return { file: join(dir, 'troupe.sqlite'), remove: () => rmSync(dir, { recursive: true, force: true }) };
 }
 
+/** The two messages of turn `t`, sealed as the agent loop appends them. */
+function turnMessages(t: number): [Message, Message] {
+  return [
+    sealMessage({ role: 'user', content: `and the invoice? (${t})` }),
+    sealMessage({ role: 'assistant', content: `sent again (${t})` }),
+  ];
+}
+
 /**
- * p50/p99 of one turn commit: a 10 KB state, its two new messages and its run row, one
+ * p50/p99 of one turn commit: a state of 10 KB (with `grow`, it starts at 10 KB and gains the turn's
+ * two messages, as a loop's state does), two new messages for display, and its run row, one
  * transaction — based on the revision the writer holds, as the supervisor saves (fenced).
  */
-async function turnLatency(store: PersistenceAdapter, turns: number): Promise<number[]> {
+async function turnLatency(
+  store: PersistenceAdapter,
+  turns: number,
+  grow: boolean,
+): Promise<{ samples: number[]; stateBytes: number }> {
   const conversations = 100;
   const states = Array.from({ length: conversations }, (_, i) => loopState(ctx(i).agentId, 10 * 1024));
   const revisions = new Array<number>(conversations).fill(0);
   const samples: number[] = [];
+  let last: AgentStateEnvelope | undefined;
   for (let t = 0; t < turns + 500; t++) {
     const i = t % conversations;
     const c = ctx(i);
-    const batch = {
-      envelope: envelope(c, states[i] as LoopState, t),
-      messages: [
-        { role: 'user', content: 'and the invoice?' },
-        { role: 'assistant', content: 'sent again' },
-      ] satisfies Message[],
-      runs: [runRow(c, 'done', t)],
-      basedOn: (revisions[i] as number)++,
-    };
+    const said = turnMessages(t);
+    const state = grow
+      ? { ...(states[i] as LoopState), messages: [...(states[i] as LoopState).messages, ...said] }
+      : (states[i] as LoopState);
+    states[i] = state;
+    last = envelope(c, state, t);
+    const batch = { envelope: last, messages: said, runs: [runRow(c, 'done', t)], basedOn: (revisions[i] as number)++ };
     const start = nowNs();
     await store.commit(scope, batch, c);
     if (t >= 500) samples.push((nowNs() - start) / 1000);
   }
-  return samples;
+  return { samples, stateBytes: JSON.stringify(last).length };
 }
 
 /**
  * The floor under {@link turnLatency}: the SQL a turn commit runs — the conversation's upsert, the
- * state's, two messages, the run's head read and upsert — in one immediate transaction, through
- * better-sqlite3 directly, on a fresh file whose schema the store made (then closed), with every
- * JSON text encoded before the clock starts. What is left between the two is the store's own
- * work: checking the batch, JSON encoding (`JSON.stringify`), the checkpointer thread beside it.
+ * state's (its messages apart: the fenced update of the rest, a row for each message it added), two
+ * display messages, the run's fenced upsert — in one immediate transaction, through better-sqlite3
+ * directly, on a fresh file whose schema the store made (then closed), with every JSON text encoded
+ * before the clock starts. What is left between the two is the store's own work: checking the
+ * batch, JSON encoding (`JSON.stringify`), the checkpointer thread beside it.
  */
-async function rawTurnLatency(turns: number): Promise<number[]> {
+async function rawTurnLatency(turns: number, grow: boolean): Promise<number[]> {
   const tmp = tempFile('turn-raw');
   await sqlitePersistence({ file: tmp.file, tenantKey }).close();
   const db = new Database(tmp.file);
@@ -171,40 +185,58 @@ async function rawTurnLatency(turns: number): Promise<number[]> {
          agent_name = excluded.agent_name, status = excluded.status, updated_at = excluded.updated_at`);
     // The fenced save: the first inserts, every later one updates the revision it is based on.
     const insertState =
-      db.prepare(`INSERT INTO states (tenant, conversation_id, agent_id, version, json, revision) VALUES (?, ?, ?, ?, ?, 1)
-       ON CONFLICT (tenant, conversation_id, agent_id) DO NOTHING`);
+      db.prepare(`INSERT INTO states (tenant, conversation_id, agent_id, version, json, writer, revision)
+       VALUES (?, ?, ?, ?, ?, 'raw', 1) ON CONFLICT (tenant, conversation_id, agent_id) DO NOTHING`);
     const updateState = db.prepare(`UPDATE states SET version = ?, json = ?, revision = revision + 1
-       WHERE tenant = ? AND conversation_id = ? AND agent_id = ? AND revision = ?`);
-    const message = db.prepare('INSERT INTO messages (tenant, conversation_id, agent_id, json) VALUES (?, ?, ?, ?)');
-    const head = db.prepare(
-      'SELECT conversation_id, attempt, status, owner_id FROM runs WHERE tenant = ? AND run_id = ?',
+       WHERE tenant = ? AND conversation_id = ? AND agent_id = ? AND revision = ? AND writer = 'raw'`);
+    const stateMessage = db.prepare(
+      'INSERT INTO state_messages (tenant, conversation_id, agent_id, seq, json) VALUES (?, ?, ?, ?, ?)',
     );
+    const message = db.prepare('INSERT INTO messages (tenant, conversation_id, agent_id, json) VALUES (?, ?, ?, ?)');
     const run =
       db.prepare(`INSERT INTO runs (tenant, run_id, conversation_id, status, attempt, updated_at, owner_id, json)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (tenant, run_id) DO UPDATE SET status = excluded.status,
-         attempt = excluded.attempt, updated_at = excluded.updated_at, owner_id = excluded.owner_id, json = excluded.json`);
+         attempt = excluded.attempt, updated_at = excluded.updated_at, owner_id = excluded.owner_id, json = excluded.json
+       WHERE runs.conversation_id = excluded.conversation_id AND runs.attempt <= excluded.attempt`);
     const conversations = 100;
-    const user = JSON.stringify({ role: 'user', content: 'and the invoice?' });
-    const assistant = JSON.stringify({ role: 'assistant', content: 'sent again' });
-    const write = db.transaction((c: PersistenceContext, t: number, envelopeJson: string, runJson: string) => {
-      conversation.run('bench', c.conversationId, c.agentId, 'bench', 'idle', t);
-      const basedOn = Math.floor(t / conversations);
-      if (basedOn === 0) insertState.run('bench', c.conversationId, c.agentId, STATE_ENVELOPE_VERSION, envelopeJson);
-      else updateState.run(STATE_ENVELOPE_VERSION, envelopeJson, 'bench', c.conversationId, c.agentId, basedOn);
-      message.run('bench', c.conversationId, c.agentId, user);
-      message.run('bench', c.conversationId, c.agentId, assistant);
-      head.get('bench', `run-${c.conversationId}`);
-      run.run('bench', `run-${c.conversationId}`, c.conversationId, 'done', 1, t, 'bench-raw', runJson);
-    });
+    const write = db.transaction(
+      (
+        c: PersistenceContext,
+        t: number,
+        shell: string,
+        from: number,
+        added: string[],
+        said: string[],
+        runJson: string,
+      ) => {
+        conversation.run('bench', c.conversationId, c.agentId, 'bench', 'idle', t);
+        const basedOn = Math.floor(t / conversations);
+        if (basedOn === 0) insertState.run('bench', c.conversationId, c.agentId, STATE_ENVELOPE_VERSION, shell);
+        else updateState.run(STATE_ENVELOPE_VERSION, shell, 'bench', c.conversationId, c.agentId, basedOn);
+        for (let k = 0; k < added.length; k++)
+          stateMessage.run('bench', c.conversationId, c.agentId, from + k, added[k]);
+        for (const m of said) message.run('bench', c.conversationId, c.agentId, m);
+        run.run('bench', `run-${c.conversationId}`, c.conversationId, 'done', 1, t, 'bench-raw', runJson);
+      },
+    );
     const states = Array.from({ length: conversations }, (_, i) => loopState(ctx(i).agentId, 10 * 1024));
     const samples: number[] = [];
     for (let t = 0; t < turns + 500; t++) {
       const i = t % conversations;
       const c = ctx(i);
-      const envelopeJson = JSON.stringify(envelope(c, states[i] as LoopState, t));
+      const said = turnMessages(t);
+      const before = (states[i] as LoopState).messages.length;
+      const state = grow
+        ? { ...(states[i] as LoopState), messages: [...(states[i] as LoopState).messages, ...said] }
+        : (states[i] as LoopState);
+      states[i] = state;
+      const from = t < conversations ? 0 : before;
+      const parts = PersistenceRules.encodeStateParts(envelope(c, state, t), 'envelope', from);
+      if (parts === undefined) throw new Error('the bench state cannot be split');
       const runJson = JSON.stringify(runRow(c, 'done', t));
+      const saidJson = said.map((m) => JSON.stringify(m));
       const start = nowNs();
-      write.immediate(c, t, envelopeJson, runJson);
+      write.immediate(c, t, parts.shell, from, parts.messages, saidJson, runJson);
       if (t >= 500) samples.push((nowNs() - start) / 1000);
       // The store's checkpointer keeps its WAL short; here the writer does, between samples.
       if (t % 2000 === 1999) db.pragma('wal_checkpoint(PASSIVE)');
@@ -572,18 +604,28 @@ export const persistenceSuite: Suite = {
     const tmp = tempFile('turn');
     try {
       const store = sqlitePersistence({ file: tmp.file, tenantKey });
-      const sqlite = await turnLatency(store, turns);
+      const { samples: sqlite } = await turnLatency(store, turns, false);
       progress('persistence: saveMessage rate');
       const rate = await saveMessageRate(store, quick ? 20_000 : 100_000);
       await store.close();
-      const raw = await rawTurnLatency(turns);
-      const memory = await turnLatency(new MemoryPersistence({ tenantKey }), turns);
+      progress('persistence: turn commit of a growing state (a fresh file)');
+      const growingFile = tempFile('turn-growing');
+      const growingStore = sqlitePersistence({ file: growingFile.file, tenantKey });
+      const { samples: growing, stateBytes } = await turnLatency(growingStore, turns, true);
+      await growingStore.close();
+      growingFile.remove();
+      const raw = await rawTurnLatency(turns, false);
+      const rawGrowing = await rawTurnLatency(turns, true);
+      const { samples: memory } = await turnLatency(new MemoryPersistence({ tenantKey }), turns, false);
       add('persistence.turn_p50_us', quantile(sqlite, 0.5), 'µs', {
         p90: round(quantile(sqlite, 0.9)),
         p999: round(quantile(sqlite, 0.999)),
         turns,
         memory_store_p50: round(quantile(memory, 0.5)),
         raw_sqlite_p50: round(quantile(raw, 0.5)),
+        growing_state_p50: round(quantile(growing, 0.5)),
+        growing_state_raw_p50: round(quantile(rawGrowing, 0.5)),
+        growing_state_bytes_at_end: stateBytes,
       });
       add('persistence.turn_p99_us', quantile(sqlite, 0.99), 'µs', {
         memory_store_p99: round(quantile(memory, 0.99)),

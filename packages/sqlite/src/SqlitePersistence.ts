@@ -76,6 +76,65 @@ interface RunHead {
   readonly ownerId: string;
 }
 
+/**
+ * What this store last wrote of one state's messages: the revision it saved and the messages, by
+ * identity (the agent loop never changes a message it holds; it adds new ones), whose rows hold
+ * them. A turn whose state starts with those same messages adds rows for the rest only.
+ */
+interface Written {
+  readonly revision: number;
+  readonly messages: readonly unknown[];
+}
+
+/**
+ * How many states' written messages a store remembers (the most recently saved): a conversation
+ * past them saves its transcript whole once, then adds again. Bounds the memory to references.
+ */
+const WRITTEN_MAX = 256;
+
+/** The key of one agent's state in {@link SqlitePersistence}'s written messages. */
+function stateKey(tenant: string, conversationId: string, agentId: string): string {
+  return `${tenant}\u0000${conversationId}\u0000${agentId}`;
+}
+
+/** How many leading messages of `now` are `before`'s, by identity: all of `before`'s, or 0. */
+function sharedPrefix(before: readonly unknown[], now: readonly unknown[]): number {
+  if (now.length < before.length) return 0;
+  for (let i = 0; i < before.length; i++) if (before[i] !== now[i]) return 0;
+  return before.length;
+}
+
+/**
+ * A state's message read back from its row: an object with a string `role` (a loop's message of any
+ * kind), or `ERR_STORE_CORRUPT` naming where. Frozen when it is of primitives, as the loop seals it,
+ * so later saves write it from the cache.
+ */
+function readStateMessage(json: string, where: string): unknown {
+  let message: unknown;
+  try {
+    message = JSON.parse(json);
+  } catch (error) {
+    throw R.corrupt(where, error);
+  }
+  if (typeof message !== 'object' || message === null || Array.isArray(message)) {
+    throw R.corrupt(where, new Error('it is not a message object'));
+  }
+  if (typeof (message as { role?: unknown }).role !== 'string') {
+    throw R.corrupt(where, new Error('a message must have a string role'));
+  }
+  for (const key in message) {
+    const v = (message as Record<string, unknown>)[key];
+    if (typeof v === 'object' && v !== null) return message;
+  }
+  return Object.freeze(message);
+}
+
+/** A row of a state's messages. */
+interface StateMessageRow {
+  readonly seq: number;
+  readonly json: string;
+}
+
 /** When this process started (see processStart): with its pid, it names this process. */
 const OWN_START = processStart(process.pid);
 
@@ -124,6 +183,8 @@ export class SqlitePersistence implements PersistenceAdapter {
    * wrapper and defines its four variants on every call (~5 % of a turn).
    */
   readonly #transaction: Database.Transaction<(fn: () => unknown) => unknown>;
+  /** The messages this store last wrote of recently saved states (at most {@link WRITTEN_MAX}). */
+  readonly #written = new Map<string, Written>();
   #closed = false;
 
   constructor(options: SqlitePersistenceOptions) {
@@ -192,12 +253,39 @@ export class SqlitePersistence implements PersistenceAdapter {
   async loadState(scope: unknown, context: PersistenceContext): Promise<AgentStateEnvelope | undefined> {
     const tenant = this.#tenant(scope);
     R.checkContext(context);
-    const row = this.#read('loading a state', () =>
-      this.#s.getState.get(tenant, context.conversationId, context.agentId),
-    ) as { json: string; revision: number } | undefined;
-    if (row === undefined) return undefined;
-    const where = `the saved state of ${context.agentId} in ${this.file}`;
-    const envelope = migrateEnvelope(R.readRecord(row.json, 'state', where), where);
+    const { conversationId, agentId } = context;
+    // The state and its messages' rows from one snapshot (one read transaction): another process's
+    // commit between two reads would pair one revision's state with another's rows.
+    const read = this.#read('loading a state', () =>
+      this.#transaction(() => {
+        const row = this.#s.getState.get(tenant, conversationId, agentId) as
+          | { json: string; revision: number; writer: string | null }
+          | undefined;
+        return row === undefined ? undefined : { row, messages: this.#stateMessages(tenant, row.json, context) };
+      }),
+    ) as
+      | { row: { json: string; revision: number; writer: string | null }; messages: StateMessageRow[] | undefined }
+      | undefined;
+    if (read === undefined) return undefined;
+    const { row } = read;
+    const where = `the saved state of ${agentId} in ${this.file}`;
+    const record = R.readRecord(row.json, 'state', where) as { state?: Record<string, unknown> };
+    let messages: unknown[] | undefined;
+    if (typeof record.state === 'object' && record.state !== null && typeof record.state.messages === 'number') {
+      const count = record.state.messages;
+      const rows = read.messages ?? [];
+      if (!Number.isSafeInteger(count) || count < 0 || rows.length !== count || rows.some((r, i) => r.seq !== i)) {
+        throw R.corrupt(
+          where,
+          new Error(`it holds ${String(count)} messages, but state_messages has ${rows.length} rows for it`),
+        );
+      }
+      messages = rows.map((r, i) =>
+        readStateMessage(r.json, `message ${i + 1} of the saved state of ${agentId} in ${this.file}`),
+      );
+      record.state.messages = messages;
+    }
+    const envelope = migrateEnvelope(record, where);
     try {
       R.checkEnvelope(envelope, context);
     } catch (error) {
@@ -206,7 +294,25 @@ export class SqlitePersistence implements PersistenceAdapter {
     if (!Number.isSafeInteger(row.revision) || row.revision < 1) {
       throw R.corrupt(where, new Error(`its revision is ${JSON.stringify(row.revision)}, not an integer ≥ 1`));
     }
+    // Rows this store wrote: its next save of this state adds to them.
+    const key = stateKey(tenant, conversationId, agentId);
+    if (messages !== undefined && row.writer === this.#owner && envelope.state.messages === messages) {
+      this.#remember(key, { revision: row.revision, messages });
+    } else this.#written.delete(key);
     return { ...envelope, revision: row.revision };
+  }
+
+  /** The rows of a state's messages, when its JSON says they are apart (a state saved before holds them). */
+  #stateMessages(tenant: string, json: string, context: PersistenceContext): StateMessageRow[] | undefined {
+    // A state saved apart holds `"messages":<n>`; the quick test may say yes for one that is not (then the rows are unused).
+    if (!/"messages":\d/.test(json)) return undefined;
+    return this.#s.getStateMessages.all(tenant, context.conversationId, context.agentId) as StateMessageRow[];
+  }
+
+  #remember(key: string, written: Written): void {
+    this.#written.delete(key);
+    this.#written.set(key, written);
+    if (this.#written.size > WRITTEN_MAX) this.#written.delete(this.#written.keys().next().value as string);
   }
 
   async saveMessage(scope: unknown, message: Message, context: PersistenceContext): Promise<void> {
@@ -228,8 +334,25 @@ export class SqlitePersistence implements PersistenceAdapter {
     const tenant = this.#tenant(scope);
     R.checkBatch(batch, context);
     const at = batch.at ?? this.#clock.now();
-    // Encode outside the transaction: the write lock is held for the writes only.
-    const envelope = batch.envelope === undefined ? undefined : R.encodeWithState(batch.envelope, 'envelope');
+    const conv = context.conversationId;
+    const agent = context.agentId;
+    const e = batch.envelope;
+    const basedOn = batch.basedOn;
+    // Encode outside the transaction: the write lock is held for the writes only. A state's
+    // messages go to rows of their own; of a state that starts with the messages this store last
+    // wrote for it (at the revision this save is based on), only the new ones are encoded.
+    const key = stateKey(tenant, conv, agent);
+    let list: readonly unknown[] | undefined;
+    let from = 0;
+    let parts: { shell: string; messages: string[] } | undefined;
+    let whole: string | undefined;
+    if (e !== undefined) {
+      const known = basedOn === undefined ? undefined : this.#written.get(key);
+      list = e.state.messages;
+      if (known !== undefined && known.revision === basedOn) from = sharedPrefix(known.messages, list);
+      parts = R.encodeStateParts(e, 'envelope', from);
+      if (parts === undefined) whole = R.encodeWithState(e, 'envelope');
+    }
     const messages = (batch.messages ?? []).map((m) => R.encodeMessage(m, 'message'));
     const runs = (batch.runs ?? []).map((run) => ({ run, json: R.encodeWithState(run, `run ${run.runId}`) }));
     const opened = (batch.openedRequests ?? []).map((r) => ({
@@ -237,40 +360,55 @@ export class SqlitePersistence implements PersistenceAdapter {
       json: R.encode({ ...r, status: 'open' }, `request ${r.requestId}`),
     }));
     const s = this.#s;
-    const conv = context.conversationId;
+    const owner = this.#owner;
     this.#write('saving a turn', () => {
-      if (envelope !== undefined && batch.envelope !== undefined) {
-        const e = batch.envelope;
+      if (e !== undefined) {
         // The conversation's row and its summary in one statement (it must exist before the state's row).
         s.summarizeConversation.run(tenant, conv, e.agentId, e.agentName, e.status, e.savedAt);
-        const basedOn = batch.basedOn;
-        const agent = context.agentId;
-        if (basedOn === undefined) s.putState.run(tenant, conv, agent, STATE_ENVELOPE_VERSION, envelope);
-        else if (
-          (basedOn === 0
-            ? s.insertState.run(tenant, conv, agent, STATE_ENVELOPE_VERSION, envelope)
-            : s.updateState.run(STATE_ENVELOPE_VERSION, envelope, tenant, conv, agent, basedOn)
-          ).changes !== 1
+        const version = STATE_ENVELOPE_VERSION;
+        if (
+          parts !== undefined &&
+          from > 0 &&
+          s.appendState.run(version, parts.shell, tenant, conv, agent, basedOn, owner).changes === 1
         ) {
-          throw R.staleState(agent, basedOn, s.getStateRevision.get(tenant, conv, agent) as number | undefined);
+          for (let i = 0; i < parts.messages.length; i++) {
+            s.addStateMessage.run(tenant, conv, agent, from + i, parts.messages[i]);
+          }
+        } else {
+          // The whole state: its rows written again (another writer's, or none yet), or its JSON whole.
+          const all = parts !== undefined && from > 0 ? R.encodeStateParts(e, 'envelope', 0) : parts;
+          const json = all === undefined ? (whole ?? R.encodeWithState(e, 'envelope')) : all.shell;
+          if (basedOn === undefined) s.putState.run(tenant, conv, agent, version, json, owner);
+          else if (
+            (basedOn === 0
+              ? s.insertState.run(tenant, conv, agent, version, json, owner)
+              : s.updateState.run(version, json, owner, tenant, conv, agent, basedOn)
+            ).changes !== 1
+          ) {
+            throw R.staleState(agent, basedOn, s.getStateRevision.get(tenant, conv, agent) as number | undefined);
+          }
+          if (basedOn !== 0) s.clearStateMessages.run(tenant, conv, agent);
+          if (all !== undefined) {
+            for (let i = 0; i < all.messages.length; i++)
+              s.addStateMessage.run(tenant, conv, agent, i, all.messages[i]);
+          }
+          if (all === undefined) parts = undefined; // nothing of it to remember
         }
       } else s.touchConversation.run(tenant, conv);
       for (const m of messages) s.addMessage.run(tenant, conv, context.agentId, m);
       for (const { run, json } of runs) {
-        const head = s.getRunHead.get(tenant, run.runId) as RunHead | undefined;
-        if (head !== undefined) {
-          if (head.conversationId !== conv) {
-            throw new InvalidArgumentError(
-              `run ${run.runId} belongs to conversation ${head.conversationId}, not ${conv}`,
-            );
-          }
-          if (run.attempt < head.attempt) throw R.fenced(run.runId, run.attempt, head.attempt);
-          // Running at this attempt under another store: that process took the attempt first.
-          if (run.attempt === head.attempt && head.status === 'running' && head.ownerId !== this.#owner) {
-            throw R.takenRun(run.runId, run.attempt);
-          }
+        if (s.putRun.run(tenant, run.runId, conv, run.status, run.attempt, run.updatedAt, this.#owner, json).changes)
+          continue;
+        // Refused by the statement's fence: say which.
+        const head = s.getRunHead.get(tenant, run.runId) as RunHead;
+        if (head.conversationId !== conv) {
+          throw new InvalidArgumentError(
+            `run ${run.runId} belongs to conversation ${head.conversationId}, not ${conv}`,
+          );
         }
-        s.putRun.run(tenant, run.runId, conv, run.status, run.attempt, run.updatedAt, this.#owner, json);
+        if (run.attempt < head.attempt) throw R.fenced(run.runId, run.attempt, head.attempt);
+        // Running at this attempt under another store: that process took the attempt first.
+        throw R.takenRun(run.runId, run.attempt);
       }
       for (const key of batch.committedToolCalls ?? []) {
         const status = s.getCallStatus.get(tenant, key.runId, key.toolCallId, key.attempt);
@@ -286,6 +424,11 @@ export class SqlitePersistence implements PersistenceAdapter {
         if (row?.conversationId === conv) this.#closeRequest(tenant, requestId, 'withdrawn', undefined, at);
       }
     });
+    if (e === undefined) return;
+    // Saved: the rows now hold these messages, at the revision after basedOn (unknown without one).
+    if (parts !== undefined && basedOn !== undefined && list !== undefined) {
+      this.#remember(key, { revision: basedOn + 1, messages: list.slice() });
+    } else this.#written.delete(key);
   }
 
   /** Move an open request to `status`; false when it was not open. Call inside a write. */
@@ -485,11 +628,14 @@ export class SqlitePersistence implements PersistenceAdapter {
   async deleteConversation(scope: unknown, context: PersistenceContext): Promise<boolean> {
     const tenant = this.#tenant(scope);
     R.checkContext(context);
-    // Foreign keys cascade: states, messages, runs, tool calls and requests go with it.
-    return this.#write(
+    // Foreign keys cascade: states (and their messages' rows), messages, runs, tool calls and requests go with it.
+    const deleted = this.#write(
       'deleting a conversation',
       () => this.#s.deleteConversation.run(tenant, context.conversationId).changes > 0,
     );
+    const prefix = stateKey(tenant, context.conversationId, '');
+    for (const key of [...this.#written.keys()]) if (key.startsWith(prefix)) this.#written.delete(key);
+    return deleted;
   }
 
   async prune(options: PruneOptions): Promise<PruneResult> {
@@ -514,8 +660,9 @@ export class SqlitePersistence implements PersistenceAdapter {
 
   /** The file is the home of every conversation: nothing is dropped (always false). */
   async release(scope: unknown, context: PersistenceContext): Promise<boolean> {
-    this.#tenant(scope);
+    const tenant = this.#tenant(scope);
     R.checkContext(context);
+    this.#written.delete(stateKey(tenant, context.conversationId, context.agentId));
     return false;
   }
 

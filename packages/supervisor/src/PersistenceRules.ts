@@ -178,6 +178,27 @@ function encodeSplit(
   return `${text.slice(0, at)}${list}]${text.slice(at + MESSAGES_HERE_JSON.length)}`;
 }
 
+/**
+ * The messages of a record's state, when the record can be written as its shell and its messages
+ * apart (a plain record, a plain state, a plain list without holes, nothing a spread would not carry).
+ */
+function splittable(value: unknown): readonly unknown[] | undefined {
+  const state = plainRecord(value) ? value.state : undefined;
+  const messages = plainRecord(state) ? state.messages : undefined;
+  if (
+    !Array.isArray(messages) ||
+    Object.getPrototypeOf(messages) !== Array.prototype ||
+    Object.keys(messages).length !== messages.length || // holes or named keys: encode() says which
+    // What a copy by spread would not carry (symbol keys, a toJSON): encode() writes or refuses it.
+    hasSymbolsOrToJson(value) ||
+    hasSymbolsOrToJson(state) ||
+    typeof (messages as { toJSON?: unknown }).toJSON === 'function'
+  ) {
+    return undefined;
+  }
+  return messages;
+}
+
 function hasSymbolsOrToJson(o: unknown): boolean {
   return (
     Object.getOwnPropertySymbols(o as object).length > 0 || typeof (o as { toJSON?: unknown }).toJSON === 'function'
@@ -401,25 +422,53 @@ export const PersistenceRules = Object.freeze({
    * identity), so a turn's save costs what changed, not the whole conversation.
    */
   encodeWithState(value: unknown, what: string): string {
-    const state = plainRecord(value) ? value.state : undefined;
-    const messages = plainRecord(state) ? state.messages : undefined;
-    if (
-      !Array.isArray(messages) ||
-      Object.getPrototypeOf(messages) !== Array.prototype ||
-      Object.keys(messages).length !== messages.length || // holes or named keys: encode() says which
-      // What a copy by spread would not carry (symbol keys, a toJSON): encode() writes or refuses it.
-      hasSymbolsOrToJson(value) ||
-      hasSymbolsOrToJson(state) ||
-      typeof (messages as { toJSON?: unknown }).toJSON === 'function'
-    ) {
-      return PersistenceRules.encode(value, what);
-    }
+    const messages = splittable(value);
+    if (messages === undefined) return PersistenceRules.encode(value, what);
     try {
-      return encodeSplit(value as Record<string, unknown>, state as Record<string, unknown>, messages, what);
+      const state = (value as { state: Record<string, unknown> }).state;
+      return encodeSplit(value as Record<string, unknown>, state, messages, what);
     } catch {
       // Refused: encode() names the first value it finds, as it always did.
       return PersistenceRules.encode(value, what);
     }
+  },
+
+  /**
+   * A state envelope (or run record) in two parts, for a store that keeps a state's messages in
+   * rows of their own: the record with `state.messages` written as their number, and the JSON of
+   * each message from index `from` on (the store holds those before it already, unchanged). The
+   * same checks and errors as {@link PersistenceRules.encodeWithState}, for the messages it writes;
+   * `undefined` for a record whose messages cannot be split off exactly (symbol keys, a `toJSON`, a
+   * list with holes): save that one whole, with `encodeWithState`.
+   *
+   * @example
+   * ```ts
+   * const parts = PersistenceRules.encodeStateParts(envelope, 'envelope', 0)
+   * // parts.shell: '{"version":2,…,"state":{…,"messages":3,…}}', parts.messages: three JSON texts
+   * ```
+   */
+  encodeStateParts(value: unknown, what: string, from = 0): { shell: string; messages: string[] } | undefined {
+    const messages = splittable(value);
+    if (messages === undefined || !Number.isSafeInteger(from) || from < 0 || from > messages.length) return undefined;
+    countSave();
+    const state = (value as { state: Record<string, unknown> }).state;
+    const shell = { ...(value as Record<string, unknown>), state: { ...state, messages: MESSAGES_HERE } };
+    try {
+      json(shell, what);
+    } catch {
+      PersistenceRules.encode(value, what); // names the first value JSON cannot carry
+      return undefined;
+    }
+    const texts: string[] = new Array(messages.length - from);
+    for (let i = from; i < messages.length; i++)
+      texts[i - from] = messageJson(messages[i], `${what}.state.messages[${i}]`);
+    const text = JSON.stringify(shell);
+    const at = text.indexOf(MESSAGES_HERE_JSON);
+    if (at < 0 || text.indexOf(MESSAGES_HERE_JSON, at + 1) >= 0) return undefined;
+    return {
+      shell: `${text.slice(0, at)}${messages.length}${text.slice(at + MESSAGES_HERE_JSON.length)}`,
+      messages: texts,
+    };
   },
 
   /**

@@ -57,6 +57,13 @@ describe('fixture databases of every shipped version', () => {
         [2, 'suspended', 'request-v2', 'run-v2'],
       );
       assert.deepEqual(
+        state?.state.messages.map((m) => [m.role, m.content]),
+        [
+          ['system', 'be brief'],
+          ['user', 'hello'],
+        ],
+      );
+      assert.deepEqual(
         (await store.loadMessages(scope, c)).map((m) => m.content),
         ['refund order 7', 'asking a person'],
       );

@@ -72,6 +72,19 @@ export const MIGRATIONS: readonly string[] = [
   `
   ALTER TABLE states ADD COLUMN revision INTEGER NOT NULL DEFAULT 1;
   `,
+  // 3: a state's messages in rows of their own, so that a turn writes the messages it added, not
+  // the whole transcript again. A state saved this way holds the number of its messages where the
+  // list was (state.messages: n); one saved before holds the list, and is read as it was. `writer`
+  // is the store that wrote the rows (its owner id): only that store appends to them.
+  `
+  ALTER TABLE states ADD COLUMN writer TEXT;
+  CREATE TABLE state_messages (
+    id INTEGER PRIMARY KEY, tenant TEXT NOT NULL, conversation_id TEXT NOT NULL, agent_id TEXT NOT NULL,
+    seq INTEGER NOT NULL, json TEXT NOT NULL,
+    FOREIGN KEY (tenant, conversation_id) REFERENCES conversations ON DELETE CASCADE
+  );
+  CREATE UNIQUE INDEX state_messages_by_agent ON state_messages (tenant, conversation_id, agent_id, seq);
+  `,
 ];
 
 /**

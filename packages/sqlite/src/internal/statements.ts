@@ -8,26 +8,38 @@ const SQL = {
        ON CONFLICT (tenant, conversation_id) DO UPDATE SET agent_id = excluded.agent_id,
          agent_name = excluded.agent_name, status = excluded.status, updated_at = excluded.updated_at`,
   // A save based on no revision: over whatever is there.
-  putState: `INSERT INTO states (tenant, conversation_id, agent_id, version, json, revision) VALUES (?, ?, ?, ?, ?, 1)
+  putState: `INSERT INTO states (tenant, conversation_id, agent_id, version, json, writer, revision)
+       VALUES (?, ?, ?, ?, ?, ?, 1)
        ON CONFLICT (tenant, conversation_id, agent_id) DO UPDATE SET version = excluded.version, json = excluded.json,
-         revision = states.revision + 1`,
+         writer = excluded.writer, revision = states.revision + 1`,
   // A save based on "nothing saved" (revision 0): only if still nothing is.
-  insertState: `INSERT INTO states (tenant, conversation_id, agent_id, version, json, revision) VALUES (?, ?, ?, ?, ?, 1)
-       ON CONFLICT (tenant, conversation_id, agent_id) DO NOTHING`,
+  insertState: `INSERT INTO states (tenant, conversation_id, agent_id, version, json, writer, revision)
+       VALUES (?, ?, ?, ?, ?, ?, 1) ON CONFLICT (tenant, conversation_id, agent_id) DO NOTHING`,
   // A save based on a revision: only over that revision.
-  updateState: `UPDATE states SET version = ?, json = ?, revision = revision + 1
+  updateState: `UPDATE states SET version = ?, json = ?, writer = ?, revision = revision + 1
        WHERE tenant = ? AND conversation_id = ? AND agent_id = ? AND revision = ?`,
-  getState: 'SELECT json, revision FROM states WHERE tenant = ? AND conversation_id = ? AND agent_id = ?',
+  // A save that adds messages to the rows this store wrote at that revision (any other writer: no change).
+  appendState: `UPDATE states SET version = ?, json = ?, revision = revision + 1
+       WHERE tenant = ? AND conversation_id = ? AND agent_id = ? AND revision = ? AND writer = ?`,
+  getState: 'SELECT json, revision, writer FROM states WHERE tenant = ? AND conversation_id = ? AND agent_id = ?',
   getStateRevision: 'SELECT revision FROM states WHERE tenant = ? AND conversation_id = ? AND agent_id = ?',
+  getStateMessages: `SELECT seq, json FROM state_messages WHERE tenant = ? AND conversation_id = ? AND agent_id = ?
+       ORDER BY seq`,
+  addStateMessage: 'INSERT INTO state_messages (tenant, conversation_id, agent_id, seq, json) VALUES (?, ?, ?, ?, ?)',
+  clearStateMessages: 'DELETE FROM state_messages WHERE tenant = ? AND conversation_id = ? AND agent_id = ?',
   addMessage: 'INSERT INTO messages (tenant, conversation_id, agent_id, json) VALUES (?, ?, ?, ?)',
   getMessages: 'SELECT json FROM messages WHERE tenant = ? AND conversation_id = ? AND agent_id = ? ORDER BY id',
   getRunHead: `SELECT conversation_id AS conversationId, attempt, status, owner_id AS ownerId FROM runs
        WHERE tenant = ? AND run_id = ?`,
   getRun: 'SELECT json FROM runs WHERE tenant = ? AND run_id = ?',
+  // Fenced in the statement: a saved row of another conversation, of a later attempt, or running at
+  // this attempt under another store is left as it is (no change: the caller reads why).
   putRun: `INSERT INTO runs (tenant, run_id, conversation_id, status, attempt, updated_at, owner_id, json)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?)
        ON CONFLICT (tenant, run_id) DO UPDATE SET status = excluded.status, attempt = excluded.attempt,
-         updated_at = excluded.updated_at, owner_id = excluded.owner_id, json = excluded.json`,
+         updated_at = excluded.updated_at, owner_id = excluded.owner_id, json = excluded.json
+       WHERE runs.conversation_id = excluded.conversation_id AND runs.attempt <= excluded.attempt
+         AND NOT (runs.attempt = excluded.attempt AND runs.status = 'running' AND runs.owner_id <> excluded.owner_id)`,
   liveRuns: `SELECT json FROM runs WHERE tenant = ? AND conversation_id = ? AND status IN ('running', 'suspended')
        ORDER BY updated_at, run_id`,
   liveAndInterruptedRuns: `SELECT json FROM runs WHERE tenant = ? AND conversation_id = ?
