@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { Worker } from 'node:worker_threads';
 import { type Answer, type Clock, InvalidArgumentError, type Message } from '@troupe/core';
+import { sealMessage } from '@troupe/core/internal';
 import {
   type AgentStateEnvelope,
   type AnswerResult,
@@ -122,11 +123,7 @@ function readStateMessage(json: string, where: string): unknown {
   if (typeof (message as { role?: unknown }).role !== 'string') {
     throw R.corrupt(where, new Error('a message must have a string role'));
   }
-  for (const key in message) {
-    const v = (message as Record<string, unknown>)[key];
-    if (typeof v === 'object' && v !== null) return message;
-  }
-  return Object.freeze(message);
+  return sealMessage(message as Message);
 }
 
 /** A row of a state's messages. */
