@@ -85,6 +85,21 @@ export const MIGRATIONS: readonly string[] = [
   );
   CREATE UNIQUE INDEX state_messages_by_agent ON state_messages (tenant, conversation_id, agent_id, seq);
   `,
+  // 4: a run's indexes hold what they are read for, so that a turn that saves a run again writes
+  // less. Its conversation's rows (a deletion's cascade) by a key no save changes; the live runs (a
+  // restore, markInterrupted) in a partial index that a finished run is not in, so a finished run
+  // saved again never touches it; the finished runs (pruning) by time. Closed requests by time
+  // too: pruning them read every request (a range on status cannot exclude one value). Each query
+  // names its index's condition in its WHERE, so the planner can use it.
+  `
+  DROP INDEX runs_by_conversation;
+  DROP INDEX runs_by_status;
+  DROP INDEX requests_closed;
+  CREATE INDEX requests_closed ON requests (closed_at) WHERE status != 'open';
+  CREATE INDEX runs_of_conversation ON runs (tenant, conversation_id);
+  CREATE INDEX runs_live ON runs (tenant, conversation_id) WHERE status IN ('running', 'suspended', 'interrupted');
+  CREATE INDEX runs_finished ON runs (updated_at) WHERE status NOT IN ('running', 'suspended');
+  `,
 ];
 
 /**

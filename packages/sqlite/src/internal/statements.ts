@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
 
 /** The SQL of every statement the store runs. */
-const SQL = {
+export const SQL = {
   touchConversation: 'INSERT OR IGNORE INTO conversations (tenant, conversation_id) VALUES (?, ?)',
   summarizeConversation: `INSERT INTO conversations (tenant, conversation_id, agent_id, agent_name, status, updated_at)
        VALUES (?, ?, ?, ?, ?, ?)
@@ -40,7 +40,9 @@ const SQL = {
          updated_at = excluded.updated_at, owner_id = excluded.owner_id, json = excluded.json
        WHERE runs.conversation_id = excluded.conversation_id AND runs.attempt <= excluded.attempt
          AND NOT (runs.attempt = excluded.attempt AND runs.status = 'running' AND runs.owner_id <> excluded.owner_id)`,
-  liveRuns: `SELECT json FROM runs WHERE tenant = ? AND conversation_id = ? AND status IN ('running', 'suspended')
+  // The first status term is runs_live's condition (as written there: the planner matches it).
+  liveRuns: `SELECT json FROM runs WHERE tenant = ? AND conversation_id = ?
+         AND status IN ('running', 'suspended', 'interrupted') AND status IN ('running', 'suspended')
        ORDER BY updated_at, run_id`,
   liveAndInterruptedRuns: `SELECT json FROM runs WHERE tenant = ? AND conversation_id = ?
          AND status IN ('running', 'suspended', 'interrupted')
@@ -49,7 +51,8 @@ const SQL = {
   // one damaged row must not stop every tenant's recovery.
   interrupt: `UPDATE runs SET status = 'interrupted', updated_at = @now,
          json = CASE WHEN json_valid(json) THEN json_set(json, '$.status', 'interrupted', '$.updatedAt', @now) ELSE json END
-       WHERE status = 'running' AND (@tenant IS NULL OR tenant = @tenant)
+       WHERE status IN ('running', 'suspended', 'interrupted') AND status = 'running'
+         AND (@tenant IS NULL OR tenant = @tenant)
          AND owner_id NOT IN (SELECT value FROM json_each(@live))
        RETURNING json`,
   getCallConversation: 'SELECT conversation_id FROM tool_calls WHERE tenant = ? AND run_id = ? LIMIT 1',
