@@ -226,6 +226,10 @@ export type SubagentTaskWire = [
   slot: number,
   generation: number,
   host: number,
+  /**
+   * `null` with a positive `scopeVersion` (a lean scope, not `serializedScope`): the thread holds
+   * that version already, from an earlier task of its own (see {@link KeptScopes}).
+   */
   scope: unknown,
   /** 0 when the scope is not versioned. */
   scopeVersion: number,
@@ -246,6 +250,7 @@ export interface SubagentTask {
   readonly slot: number;
   readonly generation: number;
   readonly host: number;
+  /** `null` with a positive lean `scopeVersion`: the version this thread keeps (see {@link KeptScopes}). */
   readonly scope: unknown;
   readonly input?: string | undefined;
   readonly parentAgentId?: string | undefined;
@@ -266,6 +271,40 @@ export interface SubagentTask {
    * may be kept (a scope holding a Map can still change).
    */
   readonly scopeVersion?: number | undefined;
+}
+
+/**
+ * How many lean scope versions a worker keeps (past it, the one it received first is dropped);
+ * a supervisor mirrors each thread's, and a task of a version its thread holds sends the scope as
+ * `null`. Both sides follow {@link KeptScopes}, so the mirror is the worker's cache.
+ */
+export const KEPT_SCOPES = 16;
+
+/**
+ * The lean scope versions one thread holds, in the order it first received them: a worker's
+ * cache of frozen scopes and a supervisor's mirror of it apply the same rule (a use does not
+ * move a version; past {@link KEPT_SCOPES} the first received is dropped).
+ *
+ * @example
+ * ```ts
+ * const kept = new KeptScopes<object>()
+ * kept.add(7, Object.freeze({ userId: 'u_1' }))
+ * kept.get(7) // the frozen scope; kept.get(8): undefined
+ * ```
+ */
+export class KeptScopes<T> {
+  readonly #map = new Map<number, T>();
+  get(version: number): T | undefined {
+    return this.#map.get(version);
+  }
+  has(version: number): boolean {
+    return this.#map.has(version);
+  }
+  add(version: number, value: T): void {
+    if (this.#map.has(version)) return;
+    this.#map.set(version, value);
+    if (this.#map.size > KEPT_SCOPES) this.#map.delete(this.#map.keys().next().value as number);
+  }
 }
 
 /** Encode a task for the wire; the rarely used fields travel only when set. */

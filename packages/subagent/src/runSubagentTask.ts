@@ -21,6 +21,7 @@ import {
   HostOp,
   HostTaskResult,
   initialLoopState,
+  KeptScopes,
   type LoopEventSink,
   type LoopOutcome,
   runAgentLoop,
@@ -39,12 +40,13 @@ import { systemClock } from './systemClock.js';
 // A versioned scope never changes (see SubagentTask.scopeVersion): each
 // version is decoded (heavy scopes arrive as shared bytes) or frozen once per
 // worker and reused. Heavy ones: the few most recently used. Lean ones: the
-// most recently received; a hit is one lookup, where freezing the fresh copy
-// costs ~1 µs of a worker that has just woken up (cold caches).
+// first KEPT_SCOPES received, by the rule the supervisor mirrors (KeptScopes):
+// a task of a version this thread holds comes without its scope (`null`),
+// which saves copying it on both threads, and a hit is one lookup, where
+// freezing the fresh copy costs ~1 µs of a worker that has just woken up.
 const HEAVY_SCOPES = 4;
 const heavyScopes = new Map<number, unknown>();
-const LEAN_SCOPES = 16;
-const leanScopes = new Map<number, unknown>();
+const leanScopes = new KeptScopes<unknown>();
 
 function receivedScope(task: SubagentTask): unknown {
   const version = task.scopeVersion ?? 0;
@@ -52,9 +54,14 @@ function receivedScope(task: SubagentTask): unknown {
     if (version === 0) return freezeReceived(task.scope);
     const cached = leanScopes.get(version);
     if (cached !== undefined) return cached;
+    if (task.scope === null) {
+      throw new TroupeError(
+        `the task names scope version ${version} as kept by this worker, which holds no such version (the supervisor's record of this thread is wrong: a defect)`,
+        { code: 'ERR_PROTOCOL' },
+      );
+    }
     const scope = freezeReceived(task.scope);
-    leanScopes.set(version, scope);
-    if (leanScopes.size > LEAN_SCOPES) leanScopes.delete(leanScopes.keys().next().value as number);
+    leanScopes.add(version, scope);
     return scope;
   }
   const bytes = task.scope as Uint8Array;
@@ -218,8 +225,12 @@ async function runTask(raw: unknown): Promise<SubagentResult> {
     return failedResult(new TroupeError(`malformed subagent task: ${decoded.error}`, { code: 'ERR_PROTOCOL' }));
   }
   const task = decoded.task;
+  // The scope first: a lean version is kept before anything else can fail, as the supervisor's
+  // mirror of this thread counts every task it answers.
+  let scope: Scope;
   let cancellation: ReturnType<typeof slotRunCancellation>;
   try {
+    scope = receivedScope(task) as Scope;
     const slots = cancelSlots(task);
     const handle = { index: task.slot, generation: task.generation };
     // The deadline comes relative (the supervisor's clock may be a test clock): this thread's own base.
@@ -249,7 +260,6 @@ async function runTask(raw: unknown): Promise<SubagentResult> {
     const agent = loadedAgent(task.module, task.agent) ?? (await loadAgent(task.module, task.agent));
     // The channels are this thread's own fresh copies (or a kept one of the
     // same scope version): frozen, never measured here.
-    const scope = receivedScope(task) as Scope;
     const run: RunContext = {
       scope,
       toolContext: task.toolContext === undefined ? EMPTY : freezeReceived(task.toolContext),

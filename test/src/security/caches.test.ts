@@ -3,8 +3,10 @@
 // crosses in, module caches, anything kept between tasks on a worker.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { KEPT_SCOPES } from '@troupe/core/internal';
 import { createSupervisor } from '@troupe/supervisor';
 import { contextProbe, scopeIdentity } from '../fixtures/agents/basic.js';
+import { exiter } from '../fixtures/agents/crashy.js';
 import { Board, intruder } from '../fixtures/agents/hostile.js';
 import { changed, newBoard } from './hostileSupervisor.js';
 
@@ -15,6 +17,18 @@ describe("caches: one run never sees another run's data through them", () => {
     try {
       await supervisor.pool.ready();
       const scope = { tag: 'role-reader', padding: 'p'.repeat(12_000) };
+      // The hostile module loaded on both threads first (one run each, at once): a worker decodes a
+      // task's scope before it loads the task's agent, so only code loaded by an earlier run can
+      // watch the bytes go by.
+      const warm = await Promise.all(
+        [0, 1].map(() =>
+          supervisor.spawn(intruder, { input: JSON.stringify({ tool: 'mutate', bait: false }), scope: {} }),
+        ),
+      );
+      assert.deepEqual(
+        warm.map((w) => w.status),
+        ['done', 'done'],
+      );
       const board = newBoard();
       // The hostile run decodes the scope on its thread, rewrites its bytes, and holds that thread.
       const hostile = supervisor.spawn(intruder, {
@@ -84,6 +98,38 @@ describe("caches: one run never sees another run's data through them", () => {
       assert.deepEqual(bare.scope, { tag: 'tenant-c' });
       assert.deepEqual(bare.toolContext, {});
       assert.deepEqual(bare.metadata, {});
+    } finally {
+      await supervisor.destroy();
+    }
+  });
+
+  it('a thread that holds a scope version gets tasks without it: more versions than it keeps, in turn, and a replaced thread', async () => {
+    // One thread: every task goes to it. More frozen scopes than a worker keeps, spawned in a turn
+    // that makes it drop the first ones while later ones are still held — the supervisor's record
+    // of what the thread holds must drop the same ones, or a run would get another's scope or none.
+    const supervisor = createSupervisor({ pool: { threads: 1 } });
+    try {
+      await supervisor.pool.ready();
+      const scopes = Array.from({ length: KEPT_SCOPES + 5 }, (_, i) => Object.freeze({ tag: `tenant-${i}` }));
+      const order = [
+        ...scopes.keys(),
+        ...[...scopes.keys()].reverse(),
+        ...[0, 1, 2, KEPT_SCOPES + 4, 3, KEPT_SCOPES, 0, KEPT_SCOPES + 4],
+      ];
+      const look = async (i: number): Promise<{ tag?: string; frozen?: boolean }> => {
+        const out = await supervisor.spawn(scopeIdentity, { input: 'look', scope: scopes[i] });
+        assert.equal(out.status, 'done', `run of scope ${i}: ${JSON.stringify(out)}`);
+        return JSON.parse(out.status === 'done' ? out.result : '{}') as { tag?: string; frozen?: boolean };
+      };
+      for (const i of order) {
+        const seen = await look(i);
+        assert.equal(seen.tag, `tenant-${i}`, `the run of scope ${i} saw ${String(seen.tag)}`);
+        assert.equal(seen.frozen, true);
+      }
+      // The thread dies; its replacement holds nothing: the scopes the old one held go in full again.
+      const crashed = await supervisor.spawn(exiter, { input: 'exit', scope: scopes[1] });
+      assert.equal(crashed.status, 'crashed');
+      for (const i of [1, 2, KEPT_SCOPES + 4, 1]) assert.equal((await look(i)).tag, `tenant-${i}`);
     } finally {
       await supervisor.destroy();
     }

@@ -15,6 +15,7 @@ import {
   HostApprovalRequest,
   type HostCheckpoint,
   type HostEvent,
+  KeptScopes,
   parseHostCheckpoint,
   TELEMETRY_EVENTS,
 } from '@troupe/core/internal';
@@ -136,6 +137,7 @@ describe('HostChannel fuzz', () => {
       worker,
       segment: table.segment(worker.threadId),
       bufferSent: false,
+      keptScopes: new KeptScopes(),
       port: port1,
       recycled: undefined,
       exitCode: undefined,

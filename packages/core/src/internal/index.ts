@@ -69,6 +69,8 @@ export {
   HostTaskResult,
   isCapability,
   isUsage,
+  KEPT_SCOPES,
+  KeptScopes,
   PROTOCOL_VERSION,
   parseHostTaskRequest,
   type SubagentResult,

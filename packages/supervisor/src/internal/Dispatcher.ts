@@ -236,8 +236,16 @@ export class Dispatcher {
     node.ticket = ticket;
     return this.#o.pool.run(task, ticket).then(
       (raw) => {
-        // The worker answered a task that carried its buffer: it has it (see bind).
-        if (task[TaskSlot.buffer] !== null && node.thread !== undefined) node.thread.bufferSent = true;
+        const thread = node.thread;
+        if (thread !== undefined) {
+          // The worker answered a task that carried its buffer: it has it (see bind).
+          if (task[TaskSlot.buffer] !== null) thread.bufferSent = true;
+          // It answered a task that carried a lean version in full, with a slot (a task the
+          // worker read): it keeps the version, as this mirror of its cache does now.
+          if (wire.version !== 0 && !wire.serialized && task[SCOPE] !== null && task[TaskSlot.generation] !== 0) {
+            thread.keptScopes.add(wire.version, true);
+          }
+        }
         return this.#fromResult(raw, node);
       },
       async (error: unknown) => {
@@ -270,6 +278,8 @@ export class Dispatcher {
       // No slot (the thread's buffer is full): the worker refuses a task without one.
       return;
     }
+    // A lean version the thread holds goes without its scope (the worker takes its own copy).
+    if (wire.version !== 0 && !wire.serialized) task[SCOPE] = thread.keptScopes.has(wire.version) ? null : wire.scope;
     // Every task carries the thread's buffer until the worker has answered one that did: a
     // first task that could not be posted (or that the worker refused) must not leave the
     // thread without it.

@@ -1,7 +1,7 @@
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { MessagePort, type ResourceLimits, receiveMessageOnPort, type Worker } from 'node:worker_threads';
-import { decodeSubagentResult, HOST_OPEN, WORKER_READY } from '@troupe/core/internal';
+import { decodeSubagentResult, HOST_OPEN, KeptScopes, WORKER_READY } from '@troupe/core/internal';
 import { WORKER_URL } from '@troupe/subagent';
 import { Piscina } from 'piscina';
 import type { CancellationTable, Segment } from '../CancellationTable.js';
@@ -17,6 +17,11 @@ export interface ThreadInfo {
   readonly segment: Segment;
   /** Whether the worker has the buffer: it answered a task that carried it (a thread keeps it). */
   bufferSent: boolean;
+  /**
+   * The lean scope versions the worker holds, as it keeps them (the mirror of its cache): each
+   * one it answered a task that carried in full. A task of one of them goes without its scope.
+   */
+  readonly keptScopes: KeptScopes<true>;
   /** Its host channel, once it handed one over. */
   port: MessagePort | undefined;
   /** Why it is being recycled (terminated on purpose), if it is. */
@@ -194,6 +199,7 @@ export class WorkerPool {
       }),
       segment: this.#table.segment(id),
       bufferSent: false,
+      keptScopes: new KeptScopes(),
       port: undefined,
       recycled: undefined,
       exitCode: undefined,
