@@ -145,6 +145,8 @@ describe('HostChannel fuzz', () => {
       exited: new Promise((resolve) => worker.once('exit', resolve)),
       floodCount: 0,
       floodStart: 0,
+      lastRead: undefined,
+      lastReading: undefined,
     };
     channel.bind(thread, port1);
     try {

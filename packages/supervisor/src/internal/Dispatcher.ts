@@ -25,7 +25,7 @@ import {
 } from '@troupe/core/internal';
 import type { CancellationTable } from '../CancellationTable.js';
 import { NO_USAGE, type RunEnd, type RunNode } from './RunNode.js';
-import { type DispatchTicket, readResults, type ThreadInfo, WITHDRAWN, type WorkerPool } from './WorkerPool.js';
+import { type DispatchTicket, readResultOf, type ThreadInfo, WITHDRAWN, type WorkerPool } from './WorkerPool.js';
 
 /** What one (re)dispatch of a node carries besides the node itself. */
 export interface DispatchInput {
@@ -327,8 +327,7 @@ export class Dispatcher {
   }
 
   #readResult(raw: unknown, node: RunNode): WorkerEnd {
-    const parsed =
-      (typeof raw === 'object' && raw !== null ? readResults.get(raw) : undefined) ?? decodeSubagentResult(raw);
+    const parsed = readResultOf(node.thread, raw) ?? decodeSubagentResult(raw);
     if (parsed.error !== undefined) return this.#malformed(node, parsed.error);
     const r = parsed.result;
     const events = r.events ?? NO_EVENTS;

@@ -34,6 +34,9 @@ export interface ThreadInfo {
   /** Messages it sent in the current flood window, and when the window started. */
   floodCount: number;
   floodStart: number;
+  /** Its last task result read on the way in, and the reading (see {@link readResultOf}). */
+  lastRead: object | undefined;
+  lastReading: ReturnType<typeof decodeSubagentResult> | undefined;
 }
 
 /**
@@ -206,6 +209,8 @@ export class WorkerPool {
       error: undefined,
       floodCount: 0,
       floodStart: 0,
+      lastRead: undefined,
+      lastReading: undefined,
     };
     this.#threads.set(id, thread);
     guardTaskPort(handle, thread, (reason) => this.#options.onViolation(thread, reason));
@@ -542,7 +547,8 @@ function guardTaskPort(handle: object, thread: ThreadInfo, violation: (reason: s
       } catch (error) {
         read = { error: `it cannot be read: ${error instanceof Error ? error.message : String(error)}` };
       }
-      readResults.set(result, read);
+      thread.lastRead = result;
+      thread.lastReading = read;
       if (read.error !== undefined) violation(`it returned a malformed result (${read.error})`);
     }
     deliver(message);
@@ -573,10 +579,22 @@ function drainHostPort(thread: ThreadInfo): void {
 }
 
 /**
- * Results read on their way in (see guardTaskPort), by the object piscina resolves the task with:
- * the dispatcher takes the reading from here instead of decoding the result again.
+ * The reading of `raw` made on its way in (see guardTaskPort), if it is the last result read from
+ * `thread`: the dispatcher takes it instead of decoding the result again (on a miss it decodes).
+ * One slot per thread, not a WeakMap by result: a weak entry for every run's fresh result costs
+ * the collector a barrier on each write. A thread runs one task at a time, so its last result is
+ * the one its dispatcher reads next, but for a result piscina drained in the same turn (decoded again).
  */
-export const readResults = new WeakMap<object, ReturnType<typeof decodeSubagentResult>>();
+export function readResultOf(
+  thread: ThreadInfo | undefined,
+  raw: unknown,
+): ReturnType<typeof decodeSubagentResult> | undefined {
+  if (thread === undefined || thread.lastRead !== raw || raw === undefined) return undefined;
+  const read = thread.lastReading;
+  thread.lastRead = undefined;
+  thread.lastReading = undefined;
+  return read;
+}
 
 // A transferred port arrives as a MessagePort of this realm; anything else merely shaped like one is refused.
 function isMessagePort(v: unknown): v is MessagePort {
