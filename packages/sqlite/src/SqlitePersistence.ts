@@ -139,6 +139,21 @@ const OWN_START = processStart(process.pid);
 const closedHere = new Set<string>();
 
 /**
+ * Runs whose end a store of this thread was asked to save and could not (the write failed: a full
+ * disk, a read-only file), by the store's owner id, then `tenant NUL runId` → the attempt. Their rows
+ * still say `running` under a store that is open, yet nothing runs them: the writer stopped when it
+ * asked for the end. `markInterrupted` (of any store of this thread) marks them as it marks a dead
+ * process's runs. A later write of the run that succeeds takes it off (the row then says what that
+ * write says).
+ */
+const unsavedEnds = new Map<string, Map<string, number>>();
+
+/** The key of a run in {@link unsavedEnds}. */
+function runKey(tenant: string, runId: string): string {
+  return `${tenant}\u0000${runId}`;
+}
+
+/**
  * The SQLite {@link PersistenceAdapter} (better-sqlite3): one file, WAL,
  * `synchronous` set explicitly, foreign keys on, statements prepared once,
  * one immediate transaction per commit, numbered migrations recorded in a
@@ -235,6 +250,21 @@ export class SqlitePersistence implements PersistenceAdapter {
     }
   }
 
+  /**
+   * {@link SqlitePersistence.#write} of a turn. The runs a failed turn ends are no longer run by
+   * their writer, though their rows still say `running` (see unsavedEnds); a saved turn's runs'
+   * rows say what it says.
+   */
+  #writeTurn(tenant: string, batch: TurnBatch, fn: () => void): void {
+    try {
+      this.#write('saving a turn', fn);
+    } catch (error) {
+      this.#endUnsaved(tenant, batch);
+      throw error;
+    }
+    if (batch.runs !== undefined && unsavedEnds.size > 0) this.#endSaved(tenant, batch.runs);
+  }
+
   #read<T>(operation: string, fn: () => T): T {
     try {
       return fn();
@@ -312,6 +342,46 @@ export class SqlitePersistence implements PersistenceAdapter {
     if (this.#written.size > WRITTEN_MAX) this.#written.delete(this.#written.keys().next().value as string);
   }
 
+  // A turn that failed: the runs it ends are no longer run by their writer.
+  #endUnsaved(tenant: string, batch: TurnBatch): void {
+    const ended = R.endedRuns(batch);
+    if (ended.length === 0) return;
+    let mine = unsavedEnds.get(this.#owner);
+    if (mine === undefined) {
+      mine = new Map();
+      unsavedEnds.set(this.#owner, mine);
+    }
+    for (const run of ended) mine.set(runKey(tenant, run.runId), run.attempt);
+  }
+
+  // A turn that was saved: its runs are off the list, whatever an earlier end of theirs left.
+  #endSaved(tenant: string, runs: readonly RunRecord[]): void {
+    const mine = unsavedEnds.get(this.#owner);
+    if (mine === undefined) return;
+    for (const run of runs) mine.delete(runKey(tenant, run.runId));
+    if (mine.size === 0) unsavedEnds.delete(this.#owner);
+  }
+
+  /**
+   * The owners whose runs run: this store, another open store of this process, a store of a live
+   * process. Those of processes that are gone are dropped. Call inside a write.
+   */
+  #liveOwners(): Set<string> {
+    const live = new Set<string>();
+    for (const o of this.#s.owners.all() as { ownerId: string; pid: number; pidStart: string }[]) {
+      const here = o.pid === process.pid && o.pidStart === OWN_START;
+      // This store's own runs run in this process while it is open (a supervisor asks mid-life
+      // too, and supervisors may share a store). Another store of this process: open unless this
+      // thread closed it (one of another thread is not known here; its process is this one, alive).
+      // A store of an earlier process with this pid (a container's pid 1, restarted) started at
+      // another time: that process is gone.
+      const alive = o.ownerId === this.#owner || (here ? !closedHere.has(o.ownerId) : processAlive(o.pid, o.pidStart));
+      if (alive) live.add(o.ownerId);
+      else this.#s.dropOwner.run(o.ownerId);
+    }
+    return live;
+  }
+
   async saveMessage(scope: unknown, message: Message, context: PersistenceContext): Promise<void> {
     return this.commit(scope, { messages: [message] }, context);
   }
@@ -358,7 +428,7 @@ export class SqlitePersistence implements PersistenceAdapter {
     }));
     const s = this.#s;
     const owner = this.#owner;
-    this.#write('saving a turn', () => {
+    this.#writeTurn(tenant, batch, () => {
       if (e !== undefined) {
         // The conversation's row and its summary in one statement (it must exist before the state's row).
         s.summarizeConversation.run(tenant, conv, e.agentId, e.agentName, e.status, e.savedAt);
@@ -469,29 +539,50 @@ export class SqlitePersistence implements PersistenceAdapter {
   /** This store survives the process: the supervisor checkpoints every turn. */
   readonly durable = true;
 
+  /**
+   * Mark `interrupted` the runs left `running` by a store whose process is gone (or that this
+   * thread closed), and those whose end a store of this thread failed to save: their writer
+   * stopped running them, though its store is open. Runs of a store open in a live process are
+   * left alone.
+   */
   async markInterrupted(options: MarkInterruptedOptions = {}): Promise<readonly RunRecord[]> {
     R.checkMarkInterrupted(options);
     const tenant = options.scope === undefined ? null : this.#tenant(options.scope);
     if (this.#closed) throw R.closed(`the store ${this.file}`);
     const now = options.now ?? this.#clock.now();
-    const rows = this.#write('marking interrupted runs', () => {
-      const live: string[] = [];
-      for (const o of this.#s.owners.all() as { ownerId: string; pid: number; pidStart: string }[]) {
-        // This store's own runs run in this process while it is open (a supervisor asks mid-life
-        // too, and supervisors may share a store). Another store of this process: open unless this
-        // thread closed it (one of another thread is not known here; its process is this one, alive).
-        // A store of an earlier process with this pid (a container's pid 1, restarted) started at
-        // another time: that process is gone.
-        const alive =
-          o.ownerId === this.#owner ||
-          (o.pid === process.pid && o.pidStart === OWN_START
-            ? !closedHere.has(o.ownerId)
-            : processAlive(o.pid, o.pidStart));
-        if (alive) live.push(o.ownerId);
-        else this.#s.dropOwner.run(o.ownerId);
+    // Runs of this thread's stores that stopped with their end unsaved: marked too (of the tenant asked for).
+    const stopped: { owner: string; key: string; tenant: string; run: string; attempt: number }[] = [];
+    for (const [owner, ends] of unsavedEnds) {
+      for (const [key, attempt] of ends) {
+        const at = key.indexOf('\u0000');
+        const runTenant = key.slice(0, at);
+        if (tenant === null || runTenant === tenant) {
+          stopped.push({ owner, key, tenant: runTenant, run: key.slice(at + 1), attempt });
+        }
       }
-      return this.#s.interrupt.all({ now, tenant, live: JSON.stringify(live) }) as string[];
+    }
+    const rows = this.#write('marking interrupted runs', () => {
+      const live = [...this.#liveOwners()];
+      const out = this.#s.interrupt.all({ now, tenant, live: JSON.stringify(live) }) as string[];
+      for (const r of stopped) {
+        const json = this.#s.interruptRun.get({
+          now,
+          tenant: r.tenant,
+          run: r.run,
+          owner: r.owner,
+          attempt: r.attempt,
+        });
+        if (json !== undefined) out.push(json as string);
+      }
+      return out;
     });
+    // Marked (or no longer running at that attempt: written since, or marked with a dead process's).
+    for (const r of stopped) {
+      const ends = unsavedEnds.get(r.owner);
+      if (ends?.get(r.key) !== r.attempt) continue;
+      ends.delete(r.key);
+      if (ends.size === 0) unsavedEnds.delete(r.owner);
+    }
     const marked: RunRecord[] = [];
     for (const json of rows) {
       try {
@@ -668,6 +759,8 @@ export class SqlitePersistence implements PersistenceAdapter {
     if (this.#closed) return;
     this.#closed = true;
     closedHere.add(this.#owner);
+    // Its runs are a closed store's now: markInterrupted marks every one left running.
+    unsavedEnds.delete(this.#owner);
     const exited = once(this.#checkpointer, 'exit');
     this.#checkpointer.ref(); // hold the loop open until the thread is gone
     this.#checkpointer.postMessage('close');

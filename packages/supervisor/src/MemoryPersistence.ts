@@ -79,6 +79,11 @@ export class MemoryPersistence implements PersistenceAdapter {
   readonly #tenantKey: TenantKey | undefined;
   readonly #clock: Pick<Clock, 'now'>;
   readonly #t: ConversationTable;
+  /**
+   * Runs whose end this store was asked to save and could not (`tenant NUL runId` → attempt): their
+   * rows still say `running`, yet their writer stopped. See {@link MemoryPersistence.markInterrupted}.
+   */
+  readonly #unsavedEnds = new Map<string, number>();
   #closed = false;
 
   constructor(options: MemoryPersistenceOptions = {}) {
@@ -130,6 +135,20 @@ export class MemoryPersistence implements PersistenceAdapter {
   async commit(scope: unknown, batch: TurnBatch, context: PersistenceContext): Promise<void> {
     const tenant = this.#tenant(scope);
     R.checkBatch(batch, context);
+    try {
+      this.#commit(tenant, batch, context);
+    } catch (error) {
+      // The runs it ends are no longer run by their writer, though their rows say what was saved before.
+      for (const run of R.endedRuns(batch)) this.#unsavedEnds.set(`${tenant}${SEP}${run.runId}`, run.attempt);
+      throw error;
+    }
+    if (batch.runs !== undefined && this.#unsavedEnds.size > 0) {
+      for (const run of batch.runs) this.#unsavedEnds.delete(`${tenant}${SEP}${run.runId}`);
+    }
+  }
+
+  // A commit's checks and writes (synchronous, so no other call interleaves); throws before any write.
+  #commit(tenant: string, batch: TurnBatch, context: PersistenceContext): void {
     const at = batch.at ?? this.#clock.now();
     // Phase 1: encode and check everything against what is saved; nothing changes yet.
     const envelope = batch.envelope === undefined ? undefined : R.encodeWithState(batch.envelope, 'envelope');
@@ -253,15 +272,30 @@ export class MemoryPersistence implements PersistenceAdapter {
   }
 
   /**
-   * Nothing to mark: every run this store holds is its own, and a store's own runs run in this
-   * process while it is open (what a memory store holds does not outlive the process). Checks its
-   * options as every store does.
+   * Marks the runs whose end this store was asked to save and could not (the batch was refused):
+   * their writer stopped running them. Every other run this store holds is its own, and a store's
+   * own runs run in this process while it is open (what a memory store holds does not outlive the
+   * process).
    */
   async markInterrupted(options: MarkInterruptedOptions = {}): Promise<readonly RunRecord[]> {
     R.checkMarkInterrupted(options);
-    if (options.scope !== undefined) this.#tenant(options.scope);
+    const tenant = options.scope === undefined ? undefined : this.#tenant(options.scope);
     if (this.#closed) throw R.closed('MemoryPersistence');
-    return [];
+    const now = options.now ?? this.#clock.now();
+    const marked: RunRecord[] = [];
+    for (const [key, attempt] of this.#unsavedEnds) {
+      if (tenant !== undefined && key.slice(0, key.indexOf(SEP)) !== tenant) continue;
+      this.#unsavedEnds.delete(key);
+      const conv = this.#t.runIndex.get(key);
+      const runId = key.slice(key.indexOf(SEP) + 1);
+      const run = conv?.runs.get(runId);
+      if (conv === undefined || run === undefined || run.status !== 'running' || run.attempt !== attempt) continue;
+      const record: RunRecord = { ...(JSON.parse(run.json) as RunRecord), status: 'interrupted', updatedAt: now };
+      const json = JSON.stringify(record);
+      conv.runs.set(runId, { json, status: 'interrupted', attempt, updatedAt: now });
+      marked.push(JSON.parse(json) as RunRecord);
+    }
+    return marked;
   }
 
   async startToolCalls(scope: unknown, calls: readonly ToolCallStart[], context: PersistenceContext): Promise<void> {

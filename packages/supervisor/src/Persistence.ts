@@ -54,7 +54,8 @@ export type RunKind = 'message' | 'subagent' | 'spawn';
 /**
  * A run's status. `running` and `suspended` are live; every other status is
  * terminal ({@link isTerminalRunStatus}). `interrupted` is what a run left
- * `running` by a process that died becomes ({@link PersistenceAdapter.markInterrupted}).
+ * `running` by a process that died, or by a write of its end that failed,
+ * becomes ({@link PersistenceAdapter.markInterrupted}).
  *
  * @example
  * ```ts
@@ -520,7 +521,11 @@ export interface PersistenceAdapter {
   readonly durable?: boolean | undefined;
   /**
    * Turn runs left `running` by a process that is gone into `interrupted` and
-   * return them. Call it once at startup, before runs are resumed.
+   * return them — and runs whose end this process asked the store to save when
+   * the write failed (their writer stopped running them; a later write of the
+   * run that succeeds takes that back). Call it once at startup, before runs
+   * are resumed; the supervisor also calls it before it restores a
+   * conversation whose run the store says is running.
    */
   markInterrupted(options?: MarkInterruptedOptions): Promise<readonly RunRecord[]>;
   /** Record tool calls as `started`, durably, before their side effects run (a small transaction of its own). */

@@ -3,6 +3,7 @@ import { ClosedError, findNotJson, InvalidArgumentError, TroupeError } from '@tr
 import { describeValue } from '@troupe/core/internal';
 import {
   DEFAULT_TENANT_KEY,
+  isTerminalRunStatus,
   type ListOptions,
   type PersistenceContext,
   type RequestOpening,
@@ -28,6 +29,7 @@ const RUN_STATUSES: ReadonlySet<string> = new Set<RunStatus>([
 const RUN_KINDS: ReadonlySet<string> = new Set(['message', 'subagent', 'spawn']);
 const CONVERSATION_STATUSES: ReadonlySet<string> = new Set(['idle', 'running', 'suspended', 'stopped']);
 const DEFAULT_LIMIT = 100;
+const EMPTY_RUNS: readonly RunRecord[] = Object.freeze([]);
 const MAX_LIMIT = 1000;
 
 function bad(message: string): InvalidArgumentError {
@@ -592,6 +594,16 @@ export const PersistenceRules = Object.freeze({
       `the state of agent ${agentId} was loaded at revision ${basedOn}, and ${now}: nothing of this write was saved; start the agent again (startAgent) to go on from what is saved`,
       { code: 'ERR_STORE_FENCED' },
     );
+  },
+
+  /**
+   * The runs a batch ends (a terminal status): when the batch fails, the writer has stopped
+   * running them all the same, and their rows still say what was saved before.
+   */
+  endedRuns(batch: TurnBatch): readonly RunRecord[] {
+    const runs = batch.runs;
+    if (runs === undefined || runs.length === 0) return EMPTY_RUNS;
+    return runs.filter((run) => isTerminalRunStatus(run.status));
   },
 
   /** The error of a second start of a tool call that already committed. */

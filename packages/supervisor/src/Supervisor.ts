@@ -973,10 +973,12 @@ export class Supervisor<S = unknown, I = S> extends EventEmitter<SupervisorEvent
 
   /**
    * The store holds a running run of the conversation's message `rootRunId`: a message running in
-   * another live process, or in one that died after this supervisor recovered at its start. The
-   * store tells which now: a dead process's runs become interrupted (returned with the others, to
-   * be restored or resumed here); a live one's are its own — refused, changing nothing. Runs of
-   * older messages (a row its process could not save as ended) are not this message's.
+   * another live process (or another supervisor of this one), in one that died after this
+   * supervisor recovered at its start, or one whose end could not be saved (the write failed, and
+   * this process went on). The store tells which now: a dead process's runs, and those whose
+   * writer failed to save their end, become interrupted (returned with the others, to be restored
+   * or resumed here); a live writer's are its own — refused, changing nothing. Runs of older
+   * messages (a row its process could not save as ended) are not this message's.
    */
   async #refuseIfRunningElsewhere(
     store: PersistenceAdapter,
@@ -989,7 +991,7 @@ export class Supervisor<S = unknown, I = S> extends EventEmitter<SupervisorEvent
     const running = runningIn(live, rootRunId);
     if (running !== undefined) {
       throw new TroupeError(
-        `conversation ${ctx.conversationId} is running a message in another live process (run ${running.runId} of agent ${running.agentId}): nothing was changed; retry once that message has ended, or send to (or answer through) the process that runs it`,
+        `conversation ${ctx.conversationId} is running a message in another live process, or in another supervisor of this process (run ${running.runId} of agent ${running.agentId}): nothing was changed; retry once that message has ended, or send to (or answer through) the supervisor that runs it`,
         { code: 'ERR_CONVERSATION_BUSY' },
       );
     }

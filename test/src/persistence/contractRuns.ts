@@ -203,6 +203,61 @@ export function contractRuns(name: string, make: MakeStore, scope: TestScope): v
       });
     });
 
+    it('a run whose end failed to save: markInterrupted marks it (its writer stopped)', async () => {
+      await withStore(make, async (store) => {
+        const c = ctx('c1');
+        await store.commit(scope, { runs: [run(c, 'r1'), run(c, 'r2')] }, c);
+        // The end of r1 is refused as a whole (it commits a call that was never started).
+        await rejectsWith(
+          store.commit(
+            scope,
+            {
+              runs: [run(c, 'r1', { status: 'done' })],
+              committedToolCalls: [{ runId: 'r1', toolCallId: 'k9', attempt: 1 }],
+            },
+            c,
+          ),
+          'ERR_INVALID_ARGUMENT',
+          /never started/,
+        );
+        assert.equal((await store.getRun(scope, 'r1'))?.status, 'running', 'nothing of the failed end was saved');
+        const marked = await store.markInterrupted({ now: 5_000 });
+        assert.deepEqual(
+          marked.map((r) => [r.runId, r.status, r.updatedAt]),
+          [['r1', 'interrupted', 5_000]],
+        );
+        assert.equal((await store.getRun(scope, 'r1'))?.status, 'interrupted');
+        assert.equal(
+          (await store.getRun(scope, 'r2'))?.status,
+          'running',
+          'a run still run by its writer is left alone',
+        );
+        assert.deepEqual(await store.markInterrupted(), [], 'marked once');
+      });
+    });
+
+    it('a failed end that a later write of the run supersedes is not marked', async () => {
+      await withStore(make, async (store) => {
+        const c = ctx('c1');
+        await store.commit(scope, { runs: [run(c, 'r1')] }, c);
+        await rejectsWith(
+          store.commit(
+            scope,
+            {
+              runs: [run(c, 'r1', { status: 'done' })],
+              committedToolCalls: [{ runId: 'r1', toolCallId: 'k9', attempt: 1 }],
+            },
+            c,
+          ),
+          'ERR_INVALID_ARGUMENT',
+        );
+        // Resumed (a new attempt) and running again: its writer runs it.
+        await store.commit(scope, { runs: [run(c, 'r1', { attempt: 2 })] }, c);
+        assert.deepEqual(await store.markInterrupted(), []);
+        assert.equal((await store.getRun(scope, 'r1'))?.status, 'running');
+      });
+    });
+
     it('prune removes finished runs, committed tool calls and closed requests older than the policy', async () => {
       await withStore(make, async (store) => {
         const c = ctx('c1');

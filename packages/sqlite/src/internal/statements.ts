@@ -55,6 +55,11 @@ export const SQL = {
          AND (@tenant IS NULL OR tenant = @tenant)
          AND owner_id NOT IN (SELECT value FROM json_each(@live))
        RETURNING json`,
+  // One run a store of this thread stopped running (its end could not be saved): marked as a dead process's are.
+  interruptRun: `UPDATE runs SET status = 'interrupted', updated_at = @now,
+         json = CASE WHEN json_valid(json) THEN json_set(json, '$.status', 'interrupted', '$.updatedAt', @now) ELSE json END
+       WHERE tenant = @tenant AND run_id = @run AND owner_id = @owner AND attempt = @attempt AND status = 'running'
+       RETURNING json`,
   getCallConversation: 'SELECT conversation_id FROM tool_calls WHERE tenant = ? AND run_id = ? LIMIT 1',
   getCallStatus: 'SELECT status FROM tool_calls WHERE tenant = ? AND run_id = ? AND tool_call_id = ? AND attempt = ?',
   startCall: `INSERT INTO tool_calls (tenant, run_id, tool_call_id, attempt, conversation_id, tool_name, idempotent, started_at, status)
@@ -107,6 +112,7 @@ const PLUCKED: ReadonlySet<string> = new Set([
   'liveRuns',
   'liveAndInterruptedRuns',
   'interrupt',
+  'interruptRun',
   'getCallConversation',
   'getCallStatus',
 ]);
