@@ -143,8 +143,8 @@ const closedHere = new Set<string>();
  * disk, a read-only file), by the store's owner id, then `tenant NUL runId` → the attempt. Their rows
  * still say `running` under a store that is open, yet nothing runs them: the writer stopped when it
  * asked for the end. `markInterrupted` (of any store of this thread) marks them as it marks a dead
- * process's runs. A later write of the run that succeeds takes it off (the row then says what that
- * write says).
+ * process's runs, and a deletion is not held up by them. A later write of the run that succeeds
+ * takes it off (the row then says what that write says).
  */
 const unsavedEnds = new Map<string, Map<string, number>>();
 
@@ -362,12 +362,18 @@ export class SqlitePersistence implements PersistenceAdapter {
     if (mine.size === 0) unsavedEnds.delete(this.#owner);
   }
 
+  /** Whether the running row of `runId` (owned by `ownerId`, at `attempt`) is one whose end a store of this thread failed to save. */
+  #endedUnsaved(ownerId: string, tenant: string, runId: string, attempt: number): boolean {
+    return unsavedEnds.get(ownerId)?.get(runKey(tenant, runId)) === attempt;
+  }
+
   /**
-   * The owners whose runs run: this store, another open store of this process, a store of a live
-   * process. Those of processes that are gone are dropped. Call inside a write.
+   * The owners whose runs run, each with whether it is of this process: this store, another open
+   * store of this process, a store of a live process. Those of processes that are gone are
+   * dropped. Call inside a write.
    */
-  #liveOwners(): Set<string> {
-    const live = new Set<string>();
+  #liveOwners(): Map<string, boolean> {
+    const live = new Map<string, boolean>();
     for (const o of this.#s.owners.all() as { ownerId: string; pid: number; pidStart: string }[]) {
       const here = o.pid === process.pid && o.pidStart === OWN_START;
       // This store's own runs run in this process while it is open (a supervisor asks mid-life
@@ -376,7 +382,7 @@ export class SqlitePersistence implements PersistenceAdapter {
       // A store of an earlier process with this pid (a container's pid 1, restarted) started at
       // another time: that process is gone.
       const alive = o.ownerId === this.#owner || (here ? !closedHere.has(o.ownerId) : processAlive(o.pid, o.pidStart));
-      if (alive) live.add(o.ownerId);
+      if (alive) live.set(o.ownerId, here);
       else this.#s.dropOwner.run(o.ownerId);
     }
     return live;
@@ -562,7 +568,7 @@ export class SqlitePersistence implements PersistenceAdapter {
       }
     }
     const rows = this.#write('marking interrupted runs', () => {
-      const live = [...this.#liveOwners()];
+      const live = [...this.#liveOwners().keys()];
       const out = this.#s.interrupt.all({ now, tenant, live: JSON.stringify(live) }) as string[];
       for (const r of stopped) {
         const json = this.#s.interruptRun.get({
@@ -713,14 +719,32 @@ export class SqlitePersistence implements PersistenceAdapter {
     };
   }
 
+  /**
+   * Delete a conversation and every row of it ({@link PersistenceAdapter.deleteConversation}).
+   * Refused with `ERR_CONVERSATION_BUSY`, deleting nothing, while a run of it is `running` under
+   * a store that is open in a live process (this one included): cancel that message or wait for
+   * its reply, then delete. Checked in the deletion's own write transaction, so no message can
+   * start between the check and the deletion (one loaded before is then fenced at its first save).
+   */
   async deleteConversation(scope: unknown, context: PersistenceContext): Promise<boolean> {
     const tenant = this.#tenant(scope);
     R.checkContext(context);
-    // Foreign keys cascade: states (and their messages' rows), messages, runs, tool calls and requests go with it.
-    const deleted = this.#write(
-      'deleting a conversation',
-      () => this.#s.deleteConversation.run(tenant, context.conversationId).changes > 0,
-    );
+    const conv = context.conversationId;
+    const deleted = this.#write('deleting a conversation', () => {
+      // A message of it runs (a run is `running` under a live writer): its next save would write the
+      // conversation back. Refused in the same transaction as the deletion, so none starts between.
+      const running = this.#s.runningRuns.all(tenant, conv) as { runId: string; ownerId: string; attempt: number }[];
+      if (running.length > 0) {
+        const live = this.#liveOwners();
+        for (const r of running) {
+          const here = live.get(r.ownerId);
+          if (here === undefined || this.#endedUnsaved(r.ownerId, tenant, r.runId, r.attempt)) continue;
+          throw R.busyConversation(conv, r.runId, here ? 'here' : 'elsewhere');
+        }
+      }
+      // Foreign keys cascade: states (and their messages' rows), messages, runs, tool calls and requests go with it.
+      return this.#s.deleteConversation.run(tenant, conv).changes > 0;
+    });
     const prefix = stateKey(tenant, context.conversationId, '');
     for (const key of [...this.#written.keys()]) if (key.startsWith(prefix)) this.#written.delete(key);
     return deleted;

@@ -84,6 +84,8 @@ export class MemoryPersistence implements PersistenceAdapter {
    * rows still say `running`, yet their writer stopped. See {@link MemoryPersistence.markInterrupted}.
    */
   readonly #unsavedEnds = new Map<string, number>();
+  /** The states of deleted conversations (`tenant NUL conversation NUL agent`); the oldest go past `maxConversations`. */
+  readonly #deleted = new Set<string>();
   #closed = false;
 
   constructor(options: MemoryPersistenceOptions = {}) {
@@ -164,6 +166,18 @@ export class MemoryPersistence implements PersistenceAdapter {
     if (batch.basedOn !== undefined && revision !== undefined && batch.basedOn !== revision) {
       throw R.staleState(context.agentId, batch.basedOn, revision);
     }
+    // One deleted is not: a save based on it (a message that ran through the deletion, a copy held
+    // idle) would write the conversation back.
+    const stateKey = `${tenant}${SEP}${context.conversationId}${SEP}${context.agentId}`;
+    if (
+      batch.envelope !== undefined &&
+      batch.basedOn !== undefined &&
+      batch.basedOn > 0 &&
+      revision === undefined &&
+      this.#deleted.has(stateKey)
+    ) {
+      throw R.staleState(context.agentId, batch.basedOn, undefined);
+    }
     for (const { run } of runs) {
       const owner = this.#t.runIndex.get(`${tenant}${SEP}${run.runId}`);
       const saved = owner?.runs.get(run.runId);
@@ -188,6 +202,7 @@ export class MemoryPersistence implements PersistenceAdapter {
     // Phase 2: apply (synchronous, so no other call interleaves).
     const conv = existing ?? this.#t.obtain(tenant, context.conversationId);
     if (envelope !== undefined && batch.envelope !== undefined) {
+      if (this.#deleted.size > 0) this.#deleted.delete(stateKey);
       // A state dropped for the bound comes back at the revision its writer counts from.
       conv.states.set(context.agentId, { json: envelope, revision: (revision ?? batch.basedOn ?? 0) + 1 });
       conv.summary = {
@@ -434,12 +449,30 @@ export class MemoryPersistence implements PersistenceAdapter {
     };
   }
 
+  /**
+   * Delete a conversation ({@link PersistenceAdapter.deleteConversation}). Refused with
+   * `ERR_CONVERSATION_BUSY`, deleting nothing, while a run of it is `running` (every writer of a
+   * memory store is in this process). This store is not durable, so a supervisor writes nothing of
+   * a message until it suspends or ends: deleted while such a message runs, the conversation stays
+   * deleted, and the message's save of it is refused (`ERR_STORE_FENCED`).
+   */
   async deleteConversation(scope: unknown, context: PersistenceContext): Promise<boolean> {
     const tenant = this.#tenant(scope);
     R.checkContext(context);
     const conv = this.#t.conversations.get(`${tenant}${SEP}${context.conversationId}`);
     if (conv === undefined) return false;
+    // A message of it runs (its writer is this process): its next save would write it back.
+    for (const [runId, run] of conv.runs) {
+      if (run.status === 'running' && this.#unsavedEnds.get(`${tenant}${SEP}${runId}`) !== run.attempt) {
+        throw R.busyConversation(context.conversationId, runId, 'here');
+      }
+    }
     this.#t.drop(conv);
+    for (const agentId of conv.states.keys()) {
+      this.#deleted.add(`${conv.key}${SEP}${agentId}`);
+      if (this.#deleted.size > this.#t.max) this.#deleted.delete(this.#deleted.values().next().value as string);
+    }
+    for (const runId of conv.runs.keys()) this.#unsavedEnds.delete(`${tenant}${SEP}${runId}`);
     return true;
   }
 

@@ -544,7 +544,23 @@ export interface PersistenceAdapter {
   listRequests(scope: unknown, options?: RequestListOptions): Promise<Page<RequestRecord>>;
   /** The tenant's conversations, most recently saved first. */
   listConversations(scope: unknown, options?: ListOptions): Promise<Page<ConversationSummary>>;
-  /** Delete a conversation: every agent's state and messages, its runs, tool calls and requests. True if it existed. */
+  /**
+   * Delete a conversation: every agent's state and messages, its runs, tool calls and requests.
+   * True if it existed.
+   *
+   * Refused with `ERR_CONVERSATION_BUSY`, deleting nothing, while a message of it runs (a run of
+   * it is `running` under a live writer, in this process or another): its next save would write
+   * the conversation back. Cancel the message (`agent.cancel()`, where it runs) or wait for its
+   * reply, then delete. A run a dead process left `running`, or one whose end failed to save,
+   * holds nothing up. A suspended conversation is deleted with its questions (an answer to one is
+   * then unknown). A save based on a state it deleted (a copy held idle, a message that ran
+   * through the deletion) is refused with `ERR_STORE_FENCED` and writes nothing back; one started
+   * anew under the same id (based on nothing saved) is saved.
+   *
+   * A durable store holds a running message's runs from its start. A store that is not durable
+   * (`MemoryPersistence`) is written nothing of a message until it suspends or ends, so it
+   * deletes while the message runs, and then refuses the message's save of the deleted state.
+   */
   deleteConversation(scope: unknown, context: PersistenceContext): Promise<boolean>;
   /** Apply a retention policy; see {@link PruneOptions}. */
   prune(options: PruneOptions): Promise<PruneResult>;

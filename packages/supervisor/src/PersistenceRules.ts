@@ -586,13 +586,25 @@ export const PersistenceRules = Object.freeze({
   staleState(agentId: string, basedOn: number, saved: number | undefined): TroupeError {
     const now =
       saved === undefined
-        ? 'it is no longer saved (deleted elsewhere)'
+        ? 'it is no longer saved (its conversation was deleted)'
         : basedOn === 0
           ? `another process saved it first (revision ${saved})`
           : `another process saved revision ${saved} since`;
     return new TroupeError(
       `the state of agent ${agentId} was loaded at revision ${basedOn}, and ${now}: nothing of this write was saved; start the agent again (startAgent) to go on from what is saved`,
       { code: 'ERR_STORE_FENCED' },
+    );
+  },
+
+  /**
+   * The error of deleting a conversation while a message of it runs: run `runId` is `running`
+   * under a live writer, in this process (`here`) or another one. Nothing was deleted.
+   */
+  busyConversation(conversationId: string, runId: string, where: 'here' | 'elsewhere'): TroupeError {
+    const place = where === 'here' ? 'in this process' : 'in another live process';
+    return new TroupeError(
+      `conversation ${conversationId} is running a message (run ${runId}, ${place}): nothing was deleted; cancel the message (agent.cancel(), in the process that runs it) or wait for its reply, then delete the conversation`,
+      { code: 'ERR_CONVERSATION_BUSY' },
     );
   },
 

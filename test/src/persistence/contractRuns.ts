@@ -180,9 +180,9 @@ export function contractRuns(name: string, make: MakeStore, scope: TestScope): v
           await store.commit(
             scope,
             {
-              envelope: envelope(x),
+              envelope: envelope(x, { status: 'suspended' }),
               messages: [{ role: 'user', content: 'hi' }],
-              runs: [run(x, `r-${x.conversationId}`)],
+              runs: [run(x, `r-${x.conversationId}`, { status: 'suspended' })],
               openedRequests: [request(x, `q-${x.conversationId}`)],
             },
             x,
@@ -203,7 +203,57 @@ export function contractRuns(name: string, make: MakeStore, scope: TestScope): v
       });
     });
 
-    it('a run whose end failed to save: markInterrupted marks it (its writer stopped)', async () => {
+    it('deleteConversation is refused (ERR_CONVERSATION_BUSY) while a run of it is running, and deletes nothing; once its end is saved, it deletes', async () => {
+      await withStore(make, async (store) => {
+        const c = ctx('c1');
+        await store.startToolCalls(scope, [call('r1', 'k1')], c);
+        await store.commit(scope, { envelope: envelope(c, { status: 'running' }), runs: [run(c, 'r1')] }, c);
+        await rejectsWith(
+          store.deleteConversation(scope, c),
+          'ERR_CONVERSATION_BUSY',
+          /conversation c1 is running a message \(run r1[,)][\s\S]*nothing was deleted; cancel/,
+        );
+        assert.equal((await store.loadState(scope, c))?.status, 'running');
+        assert.deepEqual(
+          (await store.loadRuns(scope, c)).map((r) => r.runId),
+          ['r1'],
+        );
+        assert.equal((await store.loadToolCalls(scope, 'r1')).length, 1);
+        await store.commit(scope, { runs: [run(c, 'r1', { status: 'cancelled' })] }, c);
+        assert.equal(await store.deleteConversation(scope, c), true);
+        assert.equal(await store.getRun(scope, 'r1'), undefined);
+      });
+    });
+
+    it('a save based on a state since deleted is refused (ERR_STORE_FENCED) and writes nothing back', async () => {
+      await withStore(make, async (store) => {
+        const c = ctx('c1');
+        await store.commit(scope, { envelope: envelope(c), basedOn: 0 }, c);
+        const revision = (await store.loadState(scope, c))?.revision as number;
+        assert.equal(await store.deleteConversation(scope, c), true);
+        await rejectsWith(
+          store.commit(
+            scope,
+            {
+              envelope: envelope(c, { savedAt: 2_000 }),
+              messages: [{ role: 'assistant', content: 'late' }],
+              basedOn: revision,
+            },
+            c,
+          ),
+          'ERR_STORE_FENCED',
+          /no longer saved/,
+        );
+        assert.equal(await store.loadState(scope, c), undefined);
+        assert.deepEqual(await store.loadMessages(scope, c), []);
+        assert.deepEqual((await store.listConversations(scope)).items, []);
+        // A conversation started anew under the same id (nothing saved: based on 0) is saved.
+        await store.commit(scope, { envelope: envelope(c, { savedAt: 3_000 }), basedOn: 0 }, c);
+        assert.equal((await store.loadState(scope, c))?.savedAt, 3_000);
+      });
+    });
+
+    it('a run whose end failed to save: markInterrupted marks it (its writer stopped), and it holds no deletion up', async () => {
       await withStore(make, async (store) => {
         const c = ctx('c1');
         await store.commit(scope, { runs: [run(c, 'r1'), run(c, 'r2')] }, c);
@@ -233,6 +283,20 @@ export function contractRuns(name: string, make: MakeStore, scope: TestScope): v
           'a run still run by its writer is left alone',
         );
         assert.deepEqual(await store.markInterrupted(), [], 'marked once');
+        await rejectsWith(store.deleteConversation(scope, c), 'ERR_CONVERSATION_BUSY', /run r2/);
+        // A later end of r2 that fails lets the deletion go through before any markInterrupted.
+        await rejectsWith(
+          store.commit(
+            scope,
+            {
+              runs: [run(c, 'r2', { status: 'failed' })],
+              committedToolCalls: [{ runId: 'r2', toolCallId: 'k9', attempt: 1 }],
+            },
+            c,
+          ),
+          'ERR_INVALID_ARGUMENT',
+        );
+        assert.equal(await store.deleteConversation(scope, c), true);
       });
     });
 
