@@ -69,6 +69,7 @@ describe('SQLite indexes', () => {
       assert.match((p.get('liveRuns') ?? []).join(), /USING INDEX runs_live/);
       assert.match((p.get('liveAndInterruptedRuns') ?? []).join(), /USING INDEX runs_live/);
       assert.match((p.get('interrupt') ?? []).join(), /USING INDEX runs_live/);
+      assert.match((p.get('runningRuns') ?? []).join(), /USING INDEX runs_live/);
       assert.match((p.get('pruneRuns') ?? []).join(), /USING INDEX runs_finished/);
       // A conversation's deletion cascades to its runs by an index (SQLite looks child rows up by the key).
       const cascade = db

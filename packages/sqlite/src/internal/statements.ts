@@ -61,7 +61,8 @@ export const SQL = {
        WHERE tenant = @tenant AND run_id = @run AND owner_id = @owner AND attempt = @attempt AND status = 'running'
        RETURNING json`,
   runningRuns: `SELECT run_id AS runId, owner_id AS ownerId, attempt FROM runs
-       WHERE tenant = ? AND conversation_id = ? AND status = 'running' ORDER BY updated_at, run_id`,
+       WHERE tenant = ? AND conversation_id = ? AND status IN ('running', 'suspended', 'interrupted')
+         AND status = 'running' ORDER BY updated_at, run_id`,
   getCallConversation: 'SELECT conversation_id FROM tool_calls WHERE tenant = ? AND run_id = ? LIMIT 1',
   getCallStatus: 'SELECT status FROM tool_calls WHERE tenant = ? AND run_id = ? AND tool_call_id = ? AND attempt = ?',
   startCall: `INSERT INTO tool_calls (tenant, run_id, tool_call_id, attempt, conversation_id, tool_name, idempotent, started_at, status)
