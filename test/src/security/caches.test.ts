@@ -135,3 +135,30 @@ describe("caches: one run never sees another run's data through them", () => {
     }
   });
 });
+
+describe('caches: the record of what a thread keeps is current when its next task is bound', () => {
+  it('a task queued behind the one that makes the thread drop a version is sent that version in full', async () => {
+    // One thread, holding KEPT_SCOPES versions. A run of a new version is on it, and a run of the
+    // first version (the one the new one makes the worker drop) waits for the thread. The waiting
+    // task is bound the moment the thread frees up — before the answer of the run before it is
+    // counted in the supervisor's record — and must still go with its scope.
+    const supervisor = createSupervisor({ pool: { threads: 1 } });
+    try {
+      await supervisor.pool.ready();
+      const scopes = Array.from({ length: KEPT_SCOPES + 1 }, (_, i) => Object.freeze({ tag: `tenant-${i}` }));
+      for (let i = 0; i < KEPT_SCOPES; i++) {
+        const out = await supervisor.spawn(scopeIdentity, { input: 'look', scope: scopes[i] });
+        assert.equal(out.status, 'done', JSON.stringify(out));
+      }
+      const [last, first] = await Promise.all([
+        supervisor.spawn(scopeIdentity, { input: 'look', scope: scopes[KEPT_SCOPES] }),
+        supervisor.spawn(scopeIdentity, { input: 'look', scope: scopes[0] }),
+      ]);
+      assert.equal(last.status, 'done', JSON.stringify(last));
+      assert.equal(first.status, 'done', `the queued run of scope 0: ${JSON.stringify(first)}`);
+      assert.equal((JSON.parse(first.status === 'done' ? first.result : '{}') as { tag?: string }).tag, 'tenant-0');
+    } finally {
+      await supervisor.destroy();
+    }
+  });
+});

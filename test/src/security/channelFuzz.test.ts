@@ -138,6 +138,7 @@ describe('HostChannel fuzz', () => {
       segment: table.segment(worker.threadId),
       bufferSent: false,
       keptScopes: new KeptScopes(),
+      sentScope: 0,
       port: port1,
       recycled: undefined,
       exitCode: undefined,

@@ -240,11 +240,7 @@ export class Dispatcher {
         if (thread !== undefined) {
           // The worker answered a task that carried its buffer: it has it (see bind).
           if (task[TaskSlot.buffer] !== null) thread.bufferSent = true;
-          // It answered a task that carried a lean version in full, with a slot (a task the
-          // worker read): it keeps the version, as this mirror of its cache does now.
-          if (wire.version !== 0 && !wire.serialized && task[SCOPE] !== null && task[TaskSlot.generation] !== 0) {
-            thread.keptScopes.add(wire.version, true);
-          }
+          // (A lean version it carried in full was counted as kept when the answer came in: see bind.)
         }
         return this.#fromResult(raw, node);
       },
@@ -268,6 +264,8 @@ export class Dispatcher {
   bind(node: RunNode, task: unknown[], thread: ThreadInfo, wire: ScopeWire = NO_SCOPE): void {
     const { table, clock } = this.#o;
     node.thread = thread;
+    // Nothing of this task is counted as kept until it is bound with a slot (the worker refuses one without).
+    thread.sentScope = 0;
     if (node.phase === 'queued') node.phase = 'running';
     if (wire.copies !== undefined) task[SCOPE] = scopeCopyFor(wire, thread);
     try {
@@ -279,7 +277,16 @@ export class Dispatcher {
       return;
     }
     // A lean version the thread holds goes without its scope (the worker takes its own copy).
-    if (wire.version !== 0 && !wire.serialized) task[SCOPE] = thread.keptScopes.has(wire.version) ? null : wire.scope;
+    // One it does not hold goes in full, and counts as kept once the thread answers this task (the
+    // pool counts it then, before the thread is given its next task: see WorkerPool's guardTaskPort).
+    if (wire.version !== 0 && !wire.serialized) {
+      if (thread.keptScopes.has(wire.version)) {
+        task[SCOPE] = null;
+      } else {
+        task[SCOPE] = wire.scope;
+        thread.sentScope = wire.version;
+      }
+    }
     // Every task carries the thread's buffer until the worker has answered one that did: a
     // first task that could not be posted (or that the worker refused) must not leave the
     // thread without it.

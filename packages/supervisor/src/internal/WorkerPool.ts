@@ -22,6 +22,12 @@ export interface ThreadInfo {
    * one it answered a task that carried in full. A task of one of them goes without its scope.
    */
   readonly keptScopes: KeptScopes<true>;
+  /**
+   * The lean scope version the task on this thread now carried in full (0: none), counted in
+   * {@link keptScopes} the moment the thread answers it — before piscina frees the thread and the
+   * next task is bound to it (counted later, that task would be bound on a stale record).
+   */
+  sentScope: number;
   /** Its host channel, once it handed one over. */
   port: MessagePort | undefined;
   /** Why it is being recycled (terminated on purpose), if it is. */
@@ -203,6 +209,7 @@ export class WorkerPool {
       segment: this.#table.segment(id),
       bufferSent: false,
       keptScopes: new KeptScopes(),
+      sentScope: 0,
       port: undefined,
       recycled: undefined,
       exitCode: undefined,
@@ -536,6 +543,12 @@ function guardTaskPort(handle: object, thread: ThreadInfo, violation: (reason: s
       });
     }
     if (thread.recycled !== undefined) return;
+    // The worker answered the task that carried a lean scope version in full: it keeps it now (it
+    // takes a task's scope first), and so does the record of it, before the next task is bound.
+    if (thread.sentScope !== 0) {
+      thread.keptScopes.add(thread.sentScope, true);
+      thread.sentScope = 0;
+    }
     // A run's result is read here, before piscina hands this thread its next task: a thread that
     // answers with something that is not a result is recycled first, so no other run starts in the
     // realm that sent it (read later, the next run was on the thread already and died with it).
