@@ -467,7 +467,10 @@ export class SqlitePersistence implements PersistenceAdapter {
           }
           if (all === undefined) parts = undefined; // nothing of it to remember
         }
-      } else s.touchConversation.run(tenant, conv);
+      } else if (s.touchConversation.run(tenant, conv).changes === 1 && R.resumesDeleted(batch)) {
+        // Its conversation is gone, and this run was dispatched before: deleted while it was live.
+        throw R.deletedConversation(conv, batch.runs?.find((r) => r.attempt > 1)?.runId);
+      }
       for (const m of messages) s.addMessage.run(tenant, conv, context.agentId, m);
       for (const { run, json } of runs) {
         if (s.putRun.run(tenant, run.runId, conv, run.status, run.attempt, run.updatedAt, this.#owner, json).changes)
@@ -609,7 +612,9 @@ export class SqlitePersistence implements PersistenceAdapter {
     const s = this.#s;
     const conv = context.conversationId;
     this.#write('recording started tool calls', () => {
-      s.touchConversation.run(tenant, conv);
+      if (s.touchConversation.run(tenant, conv).changes === 1 && calls.some((c) => c.attempt > 1)) {
+        throw R.deletedConversation(conv, calls.find((c) => c.attempt > 1)?.runId);
+      }
       for (const c of calls) {
         const owner = s.getCallConversation.get(tenant, c.runId) as string | undefined;
         if (owner !== undefined && owner !== conv) {

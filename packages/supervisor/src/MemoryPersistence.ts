@@ -86,6 +86,8 @@ export class MemoryPersistence implements PersistenceAdapter {
   readonly #unsavedEnds = new Map<string, number>();
   /** The states of deleted conversations (`tenant NUL conversation NUL agent`); the oldest go past `maxConversations`. */
   readonly #deleted = new Set<string>();
+  /** Conversations deleted here (the most recent, as many as the bound): a resumed run of one is not written back. */
+  readonly #deletedConversations = new Set<string>();
   #closed = false;
 
   constructor(options: MemoryPersistenceOptions = {}) {
@@ -178,6 +180,15 @@ export class MemoryPersistence implements PersistenceAdapter {
     ) {
       throw R.staleState(context.agentId, batch.basedOn, undefined);
     }
+    const convKey = `${tenant}${SEP}${context.conversationId}`;
+    if (
+      existing === undefined &&
+      batch.envelope === undefined &&
+      this.#deletedConversations.has(convKey) &&
+      R.resumesDeleted(batch)
+    ) {
+      throw R.deletedConversation(context.conversationId, batch.runs?.find((r) => r.attempt > 1)?.runId);
+    }
     for (const { run } of runs) {
       const owner = this.#t.runIndex.get(`${tenant}${SEP}${run.runId}`);
       const saved = owner?.runs.get(run.runId);
@@ -203,6 +214,7 @@ export class MemoryPersistence implements PersistenceAdapter {
     const conv = existing ?? this.#t.obtain(tenant, context.conversationId);
     if (envelope !== undefined && batch.envelope !== undefined) {
       if (this.#deleted.size > 0) this.#deleted.delete(stateKey);
+      if (this.#deletedConversations.size > 0) this.#deletedConversations.delete(convKey);
       // A state dropped for the bound comes back at the revision its writer counts from.
       conv.states.set(context.agentId, { json: envelope, revision: (revision ?? batch.basedOn ?? 0) + 1 });
       conv.summary = {
@@ -320,6 +332,10 @@ export class MemoryPersistence implements PersistenceAdapter {
       throw new InvalidArgumentError('startToolCalls(scope, calls, context): calls must be an array');
     for (const call of calls) R.checkToolCallStart(call);
     const existing = this.#t.find(tenant, context.conversationId);
+    if (existing === undefined && this.#deletedConversations.has(`${tenant}${SEP}${context.conversationId}`)) {
+      const resumed = calls.find((c) => c.attempt > 1);
+      if (resumed !== undefined) throw R.deletedConversation(context.conversationId, resumed.runId);
+    }
     for (const call of calls) {
       const owner = this.#t.callIndex.get(`${tenant}${SEP}${call.runId}`);
       if (owner !== undefined && owner.id !== context.conversationId) {
@@ -468,6 +484,10 @@ export class MemoryPersistence implements PersistenceAdapter {
       }
     }
     this.#t.drop(conv);
+    this.#deletedConversations.add(conv.key);
+    if (this.#deletedConversations.size > this.#t.max) {
+      this.#deletedConversations.delete(this.#deletedConversations.values().next().value as string);
+    }
     for (const agentId of conv.states.keys()) {
       this.#deleted.add(`${conv.key}${SEP}${agentId}`);
       if (this.#deleted.size > this.#t.max) this.#deleted.delete(this.#deleted.values().next().value as string);

@@ -555,7 +555,11 @@ export interface PersistenceAdapter {
    * holds nothing up. A suspended conversation is deleted with its questions (an answer to one is
    * then unknown). A save based on a state it deleted (a copy held idle, a message that ran
    * through the deletion) is refused with `ERR_STORE_FENCED` and writes nothing back; one started
-   * anew under the same id (based on nothing saved) is saved.
+   * anew under the same id (based on nothing saved) is saved. So is a batch without an envelope,
+   * or a `startToolCalls`, of a run's later attempt (> 1: resumed after an answer, a restart) that
+   * finds no conversation: the run was live when it was deleted (an answer taken just before the
+   * deletion resumes it before it has saved anything). A run's first attempt starts a
+   * conversation (a new conversation's first message saves its runs before its envelope).
    *
    * A durable store holds a running message's runs from its start. A store that is not durable
    * (`MemoryPersistence`) is written nothing of a message until it suspends or ends, so it

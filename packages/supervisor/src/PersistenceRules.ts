@@ -597,6 +597,25 @@ export const PersistenceRules = Object.freeze({
   },
 
   /**
+   * True when a batch without an envelope that finds its conversation gone must be refused: one
+   * of its runs was dispatched before (attempt > 1: resumed after an answer, a restart or a
+   * restore) — its conversation existed, and was deleted since. A first attempt's rows are how
+   * a new conversation's first message starts (no envelope is saved before them).
+   */
+  resumesDeleted(batch: Pick<TurnBatch, 'runs'>): boolean {
+    for (const run of batch.runs ?? EMPTY_RUNS) if (run.attempt > 1) return true;
+    return false;
+  },
+
+  /** The error of a write for a conversation deleted while one of its runs was live. */
+  deletedConversation(conversationId: string, runId: string | undefined): TroupeError {
+    return new TroupeError(
+      `conversation ${conversationId} was deleted while ${runId === undefined ? 'one of its runs' : `run ${runId}`} was live: nothing of this write was saved (a deleted conversation is not written back); stop working on it, or start a new conversation`,
+      { code: 'ERR_STORE_FENCED' },
+    );
+  },
+
+  /**
    * The error of deleting a conversation while a message of it runs: run `runId` is `running`
    * under a live writer, in this process (`here`) or another one. Nothing was deleted.
    */

@@ -250,6 +250,7 @@ export function runPersistenceContract(name: string, make: MakeStore): void {
     it('is all or nothing: a batch with one refused part saves none of it', async () => {
       await withStore(make, async (store) => {
         const c = ctx('c1');
+        await store.commit(scope, { runs: [run(c, 'r1')] }, c); // the run's first attempt starts the conversation
         await store.commit(scope, { runs: [run(c, 'r1', { attempt: 3 })] }, c);
         await rejectsWith(
           store.commit(

@@ -41,6 +41,7 @@ export function contractRuns(name: string, make: MakeStore, scope: TestScope): v
     it('attempt fences: a lower attempt is refused and changes nothing; equal and higher are taken', async () => {
       await withStore(make, async (store) => {
         const c = ctx('c1');
+        await store.commit(scope, { runs: [run(c, 'r1', { state: { v: 'first' } })] }, c); // the first attempt starts the conversation
         await store.commit(scope, { runs: [run(c, 'r1', { attempt: 2, state: { v: 'a' } })] }, c);
         await rejectsWith(
           store.commit(scope, { runs: [run(c, 'r1', { attempt: 1, state: { v: 'stale' } })] }, c),
@@ -222,6 +223,39 @@ export function contractRuns(name: string, make: MakeStore, scope: TestScope): v
         await store.commit(scope, { runs: [run(c, 'r1', { status: 'cancelled' })] }, c);
         assert.equal(await store.deleteConversation(scope, c), true);
         assert.equal(await store.getRun(scope, 'r1'), undefined);
+      });
+    });
+
+    it('a later attempt of a run whose conversation was deleted is refused (ERR_STORE_FENCED) and writes nothing back; a first attempt starts a conversation', async () => {
+      await withStore(make, async (store) => {
+        const c = ctx('c1');
+        await store.commit(scope, { envelope: envelope(c), runs: [run(c, 'r1', { status: 'suspended' })] }, c);
+        assert.equal(await store.deleteConversation(scope, c), true);
+        // The run resumed (attempt 2) after the deletion: its checkpoint, its tool calls, its end.
+        await rejectsWith(
+          store.commit(scope, { runs: [run(c, 'r1', { attempt: 2 })] }, c),
+          'ERR_STORE_FENCED',
+          /was deleted/,
+        );
+        await rejectsWith(
+          store.startToolCalls(scope, [call('r1', 'k1', { attempt: 2 })], c),
+          'ERR_STORE_FENCED',
+          /was deleted/,
+        );
+        await rejectsWith(
+          store.commit(scope, { runs: [run(c, 'r1', { attempt: 2, status: 'done' })] }, c),
+          'ERR_STORE_FENCED',
+          /was deleted/,
+        );
+        assert.deepEqual(await store.loadRuns(scope, c, { interrupted: true }), []);
+        assert.deepEqual(await store.loadToolCalls(scope, 'r1'), []);
+        assert.equal(await store.loadState(scope, c), undefined);
+        // A new message of the same id starts afresh.
+        await store.commit(scope, { runs: [run(c, 'r2')] }, c);
+        assert.deepEqual(
+          (await store.loadRuns(scope, c)).map((r) => r.runId),
+          ['r2'],
+        );
       });
     });
 

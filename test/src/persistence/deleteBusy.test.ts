@@ -128,9 +128,7 @@ describe('deleting a conversation whose message runs', () => {
     }
   });
 
-  it('SQLite: a suspended conversation deleted as an answer resumes its run: the run does not write the conversation back', {
-    todo: 'review finding, unfixed: the resumed run writes its rows back (conversations 1, runs 2 with its state, tool_calls 1) and fails ERR_INVALID_ARGUMENT "never started"',
-  }, async () => {
+  it('SQLite: a suspended conversation deleted as an answer resumes its run: the run does not write the conversation back', async () => {
     // The answer is taken (the store's compare-and-set) and the run resumes: until its first
     // checkpoint the store still says `suspended`, so the deletion is not refused. What the resumed
     // run saves after that must not bring back rows of a conversation nobody has.
@@ -156,6 +154,35 @@ describe('deleting a conversation whose message runs', () => {
       await supervisor.stopAgent(c.agentId);
       assert.notEqual(reply.status, 'done', `a run of a deleted conversation ended done: ${JSON.stringify(reply)}`);
       assert.deepEqual(rowsOf(file, c.conversationId), {}, 'no row of the deleted conversation is left in any table');
+    } finally {
+      await supervisor.close();
+    }
+  });
+
+  it('memory: a suspended conversation deleted as an answer resumes its run: the run does not write the conversation back', async () => {
+    const d = tempDir('delete-resumed-memory');
+    dirs.push(d);
+    const effects = join(d.dir, 'effects.log');
+    const store = new MemoryPersistence({ tenantKey });
+    const supervisor = createSupervisor({ agents: [office], persistence: store, pool: { threads: 2, graceMs: 100 } });
+    const c = ctx('office-m3', 'office-m3');
+    try {
+      const agent = await supervisor.startAgent(office, { scope: alice, agentId: c.agentId, toolContext: { effects } });
+      const asked = await agent.send('release it');
+      assert.equal(asked.status, 'suspended', JSON.stringify(asked));
+      const requestId = (asked as { request: { id: string } }).request.id;
+      let deleted: Promise<boolean> | undefined;
+      supervisor.once('request.answered', () => {
+        deleted = store.deleteConversation(alice, c);
+      });
+      const reply = await supervisor.answer(requestId, { ok: true, data: { env: 'prod' } });
+      assert.equal(await deleted, true, 'the suspended conversation was deleted');
+      await supervisor.stopAgent(c.agentId);
+      assert.notEqual(reply.status, 'done', `a run of a deleted conversation ended done: ${JSON.stringify(reply)}`);
+      assert.deepEqual((await store.listConversations(alice)).items, []);
+      assert.equal(await store.loadState(alice, c), undefined);
+      assert.deepEqual(await store.loadRuns(alice, c, { interrupted: true }), []);
+      assert.deepEqual((await store.listRequests(alice)).items, []);
     } finally {
       await supervisor.close();
     }
