@@ -573,12 +573,16 @@ export async function play(scenario: Scenario, options: PlayOptions = {}): Promi
     const g = gen;
     const root = info.agentId;
     const cancelsAtIssue = cancels.length;
+    const closingAtIssue = closing;
     track(what, p, onReply(what, root, g));
     p.catch((error: unknown) => {
       // Known (answerThenStop.test.ts): a stopAgent() after the answer makes it ERR_UNKNOWN_REQUEST.
       if (stopsAfter.has(root) && process.env.TROUPE_FUZZ_STRICT !== '1') return;
       // A cancel after the answer (its store write still in flight) withdraws the request: the cancel wins.
       if (cancels.length > cancelsAtIssue && errorCode(error) === 'ERR_UNKNOWN_REQUEST') return;
+      // A close or destroy of this supervisor after the answer (its store write still in flight)
+      // ends it ERR_CLOSED: the shutdown wins, and the store keeps the answer for the next one.
+      if (!closingAtIssue && (closing || gen !== g) && errorCode(error) === 'ERR_CLOSED') return;
       violations.push(
         `${what}: a request pendingRequests() listed was refused in the same tick: ${errorCode(error)} ${(error as Error)?.message}`,
       );
