@@ -146,7 +146,14 @@ const closedHere = new Set<string>();
  * process's runs, and a deletion is not held up by them. A later write of the run that succeeds
  * takes it off (the row then says what that write says).
  */
-const unsavedEnds = new Map<string, Map<string, number>>();
+const unsavedEnds = new Map<string, Map<string, UnsavedEnd>>();
+
+/** A run in {@link unsavedEnds}: its tenant, id and the attempt whose end was not saved. */
+interface UnsavedEnd {
+  readonly tenant: string;
+  readonly runId: string;
+  readonly attempt: number;
+}
 
 /** The key of a run in {@link unsavedEnds}. */
 function runKey(tenant: string, runId: string): string {
@@ -351,7 +358,7 @@ export class SqlitePersistence implements PersistenceAdapter {
       mine = new Map();
       unsavedEnds.set(this.#owner, mine);
     }
-    for (const run of ended) mine.set(runKey(tenant, run.runId), run.attempt);
+    for (const run of ended) mine.set(runKey(tenant, run.runId), { tenant, runId: run.runId, attempt: run.attempt });
   }
 
   // A turn that was saved: its runs are off the list, whatever an earlier end of theirs left.
@@ -364,7 +371,7 @@ export class SqlitePersistence implements PersistenceAdapter {
 
   /** Whether the running row of `runId` (owned by `ownerId`, at `attempt`) is one whose end a store of this thread failed to save. */
   #endedUnsaved(ownerId: string, tenant: string, runId: string, attempt: number): boolean {
-    return unsavedEnds.get(ownerId)?.get(runKey(tenant, runId)) === attempt;
+    return unsavedEnds.get(ownerId)?.get(runKey(tenant, runId))?.attempt === attempt;
   }
 
   /**
@@ -467,9 +474,10 @@ export class SqlitePersistence implements PersistenceAdapter {
           }
           if (all === undefined) parts = undefined; // nothing of it to remember
         }
-      } else if (s.touchConversation.run(tenant, conv).changes === 1 && R.resumesDeleted(batch)) {
-        // Its conversation is gone, and this run was dispatched before: deleted while it was live.
-        throw R.deletedConversation(conv, batch.runs?.find((r) => r.attempt > 1)?.runId);
+      } else if (s.touchConversation.run(tenant, conv).changes === 1) {
+        // Its conversation is gone, and a run of it was dispatched before: deleted while it was live.
+        const resumed = R.resumedRun(batch.runs);
+        if (resumed !== undefined) throw R.deletedConversation(conv, resumed);
       }
       for (const m of messages) s.addMessage.run(tenant, conv, context.agentId, m);
       for (const { run, json } of runs) {
@@ -560,27 +568,15 @@ export class SqlitePersistence implements PersistenceAdapter {
     if (this.#closed) throw R.closed(`the store ${this.file}`);
     const now = options.now ?? this.#clock.now();
     // Runs of this thread's stores that stopped with their end unsaved: marked too (of the tenant asked for).
-    const stopped: { owner: string; key: string; tenant: string; run: string; attempt: number }[] = [];
+    const stopped: { owner: string; key: string; end: UnsavedEnd }[] = [];
     for (const [owner, ends] of unsavedEnds) {
-      for (const [key, attempt] of ends) {
-        const at = key.indexOf('\u0000');
-        const runTenant = key.slice(0, at);
-        if (tenant === null || runTenant === tenant) {
-          stopped.push({ owner, key, tenant: runTenant, run: key.slice(at + 1), attempt });
-        }
-      }
+      for (const [key, end] of ends) if (tenant === null || end.tenant === tenant) stopped.push({ owner, key, end });
     }
     const rows = this.#write('marking interrupted runs', () => {
       const live = [...this.#liveOwners().keys()];
       const out = this.#s.interrupt.all({ now, tenant, live: JSON.stringify(live) }) as string[];
-      for (const r of stopped) {
-        const json = this.#s.interruptRun.get({
-          now,
-          tenant: r.tenant,
-          run: r.run,
-          owner: r.owner,
-          attempt: r.attempt,
-        });
+      for (const { owner, end } of stopped) {
+        const json = this.#s.interruptRun.get({ now, tenant: end.tenant, run: end.runId, owner, attempt: end.attempt });
         if (json !== undefined) out.push(json as string);
       }
       return out;
@@ -588,7 +584,7 @@ export class SqlitePersistence implements PersistenceAdapter {
     // Marked (or no longer running at that attempt: written since, or marked with a dead process's).
     for (const r of stopped) {
       const ends = unsavedEnds.get(r.owner);
-      if (ends?.get(r.key) !== r.attempt) continue;
+      if (ends?.get(r.key) !== r.end) continue;
       ends.delete(r.key);
       if (ends.size === 0) unsavedEnds.delete(r.owner);
     }
@@ -612,8 +608,9 @@ export class SqlitePersistence implements PersistenceAdapter {
     const s = this.#s;
     const conv = context.conversationId;
     this.#write('recording started tool calls', () => {
-      if (s.touchConversation.run(tenant, conv).changes === 1 && calls.some((c) => c.attempt > 1)) {
-        throw R.deletedConversation(conv, calls.find((c) => c.attempt > 1)?.runId);
+      if (s.touchConversation.run(tenant, conv).changes === 1) {
+        const resumed = R.resumedRun(calls);
+        if (resumed !== undefined) throw R.deletedConversation(conv, resumed);
       }
       for (const c of calls) {
         const owner = s.getCallConversation.get(tenant, c.runId) as string | undefined;

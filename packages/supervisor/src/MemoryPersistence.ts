@@ -181,13 +181,9 @@ export class MemoryPersistence implements PersistenceAdapter {
       throw R.staleState(context.agentId, batch.basedOn, undefined);
     }
     const convKey = `${tenant}${SEP}${context.conversationId}`;
-    if (
-      existing === undefined &&
-      batch.envelope === undefined &&
-      this.#deletedConversations.has(convKey) &&
-      R.resumesDeleted(batch)
-    ) {
-      throw R.deletedConversation(context.conversationId, batch.runs?.find((r) => r.attempt > 1)?.runId);
+    if (existing === undefined && batch.envelope === undefined && this.#deletedConversations.has(convKey)) {
+      const resumed = R.resumedRun(batch.runs);
+      if (resumed !== undefined) throw R.deletedConversation(context.conversationId, resumed);
     }
     for (const { run } of runs) {
       const owner = this.#t.runIndex.get(`${tenant}${SEP}${run.runId}`);
@@ -333,8 +329,8 @@ export class MemoryPersistence implements PersistenceAdapter {
     for (const call of calls) R.checkToolCallStart(call);
     const existing = this.#t.find(tenant, context.conversationId);
     if (existing === undefined && this.#deletedConversations.has(`${tenant}${SEP}${context.conversationId}`)) {
-      const resumed = calls.find((c) => c.attempt > 1);
-      if (resumed !== undefined) throw R.deletedConversation(context.conversationId, resumed.runId);
+      const resumed = R.resumedRun(calls);
+      if (resumed !== undefined) throw R.deletedConversation(context.conversationId, resumed);
     }
     for (const call of calls) {
       const owner = this.#t.callIndex.get(`${tenant}${SEP}${call.runId}`);

@@ -597,20 +597,21 @@ export const PersistenceRules = Object.freeze({
   },
 
   /**
-   * True when a batch without an envelope that finds its conversation gone must be refused: one
-   * of its runs was dispatched before (attempt > 1: resumed after an answer, a restart or a
-   * restore) — its conversation existed, and was deleted since. A first attempt's rows are how
+   * The run, among a batch's runs or a `startToolCalls`' calls, that was dispatched before
+   * (attempt > 1: resumed after an answer, a restart or a restore), if one is. Written without an
+   * envelope to a conversation that is gone, its conversation existed and was deleted since: the
+   * write is refused ({@link PersistenceRules.deletedConversation}). A first attempt's rows are how
    * a new conversation's first message starts (no envelope is saved before them).
    */
-  resumesDeleted(batch: Pick<TurnBatch, 'runs'>): boolean {
-    for (const run of batch.runs ?? EMPTY_RUNS) if (run.attempt > 1) return true;
-    return false;
+  resumedRun(items: readonly { readonly runId: string; readonly attempt: number }[] | undefined): string | undefined {
+    for (const item of items ?? EMPTY_RUNS) if (item.attempt > 1) return item.runId;
+    return undefined;
   },
 
-  /** The error of a write for a conversation deleted while one of its runs was live. */
-  deletedConversation(conversationId: string, runId: string | undefined): TroupeError {
+  /** The error of a write of run `runId` for a conversation deleted while the run was live. */
+  deletedConversation(conversationId: string, runId: string): TroupeError {
     return new TroupeError(
-      `conversation ${conversationId} was deleted while ${runId === undefined ? 'one of its runs' : `run ${runId}`} was live: nothing of this write was saved (a deleted conversation is not written back); stop working on it, or start a new conversation`,
+      `conversation ${conversationId} was deleted while run ${runId} was live: nothing of this write was saved (a deleted conversation is not written back); stop working on it, or start a new conversation`,
       { code: 'ERR_STORE_FENCED' },
     );
   },

@@ -10,7 +10,12 @@ import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { isTroupeError } from '@troupe/core';
 import { sqlitePersistence } from '@troupe/sqlite';
-import { createSupervisor, MemoryPersistence } from '@troupe/supervisor';
+import {
+  createSupervisor,
+  MemoryPersistence,
+  type PersistenceAdapter,
+  type PersistenceContext,
+} from '@troupe/supervisor';
 import Database from 'better-sqlite3';
 import { office } from '../fixtures/agents/durable.js';
 import { ctx } from './records.js';
@@ -49,6 +54,37 @@ function rowsOf(file: string, conversationId: string): Record<string, number> {
     return out;
   } finally {
     db.close();
+  }
+}
+
+/**
+ * Suspend a conversation on a question, answer it, and delete the conversation the moment the
+ * answer is taken (before the resumed run has saved anything); its reply must not be `done`.
+ * `left` checks what the store holds of it then (before the supervisor closes the store).
+ */
+async function deleteAsTheAnswerResumes(
+  store: PersistenceAdapter,
+  c: PersistenceContext,
+  effects: string,
+  left: () => Promise<void> | void,
+): Promise<void> {
+  const supervisor = createSupervisor({ agents: [office], persistence: store, pool: { threads: 2, graceMs: 100 } });
+  try {
+    const agent = await supervisor.startAgent(office, { scope: alice, agentId: c.agentId, toolContext: { effects } });
+    const asked = await agent.send('release it');
+    assert.equal(asked.status, 'suspended', JSON.stringify(asked));
+    const requestId = (asked as { request: { id: string } }).request.id;
+    let deleted: Promise<boolean> | undefined;
+    supervisor.once('request.answered', () => {
+      deleted = store.deleteConversation(alice, c);
+    });
+    const reply = await supervisor.answer(requestId, { ok: true, data: { env: 'prod' } });
+    assert.equal(await deleted, true, 'the suspended conversation was deleted');
+    await supervisor.stopAgent(c.agentId);
+    assert.notEqual(reply.status, 'done', `a run of a deleted conversation ended done: ${JSON.stringify(reply)}`);
+    await left();
+  } finally {
+    await supervisor.close();
   }
 }
 
@@ -135,56 +171,22 @@ describe('deleting a conversation whose message runs', () => {
     const d = tempDir('delete-resumed');
     dirs.push(d);
     const file = join(d.dir, 'troupe.sqlite');
-    const effects = join(d.dir, 'effects.log');
-    const store = sqlitePersistence({ file, tenantKey });
-    const supervisor = createSupervisor({ agents: [office], persistence: store, pool: { threads: 2, graceMs: 100 } });
     const c = ctx('office-d3', 'office-d3');
-    try {
-      const agent = await supervisor.startAgent(office, { scope: alice, agentId: c.agentId, toolContext: { effects } });
-      const asked = await agent.send('release it');
-      assert.equal(asked.status, 'suspended', JSON.stringify(asked));
-      const requestId = (asked as { request: { id: string } }).request.id;
-      let deleted: Promise<boolean> | undefined;
-      // Deleted the moment the answer is taken, before the resumed run has saved anything.
-      supervisor.once('request.answered', () => {
-        deleted = store.deleteConversation(alice, c);
-      });
-      const reply = await supervisor.answer(requestId, { ok: true, data: { env: 'prod' } });
-      assert.equal(await deleted, true, 'the suspended conversation was deleted');
-      await supervisor.stopAgent(c.agentId);
-      assert.notEqual(reply.status, 'done', `a run of a deleted conversation ended done: ${JSON.stringify(reply)}`);
+    await deleteAsTheAnswerResumes(sqlitePersistence({ file, tenantKey }), c, join(d.dir, 'effects.log'), () => {
       assert.deepEqual(rowsOf(file, c.conversationId), {}, 'no row of the deleted conversation is left in any table');
-    } finally {
-      await supervisor.close();
-    }
+    });
   });
 
   it('memory: a suspended conversation deleted as an answer resumes its run: the run does not write the conversation back', async () => {
     const d = tempDir('delete-resumed-memory');
     dirs.push(d);
-    const effects = join(d.dir, 'effects.log');
     const store = new MemoryPersistence({ tenantKey });
-    const supervisor = createSupervisor({ agents: [office], persistence: store, pool: { threads: 2, graceMs: 100 } });
     const c = ctx('office-m3', 'office-m3');
-    try {
-      const agent = await supervisor.startAgent(office, { scope: alice, agentId: c.agentId, toolContext: { effects } });
-      const asked = await agent.send('release it');
-      assert.equal(asked.status, 'suspended', JSON.stringify(asked));
-      const requestId = (asked as { request: { id: string } }).request.id;
-      let deleted: Promise<boolean> | undefined;
-      supervisor.once('request.answered', () => {
-        deleted = store.deleteConversation(alice, c);
-      });
-      const reply = await supervisor.answer(requestId, { ok: true, data: { env: 'prod' } });
-      assert.equal(await deleted, true, 'the suspended conversation was deleted');
-      await supervisor.stopAgent(c.agentId);
-      assert.notEqual(reply.status, 'done', `a run of a deleted conversation ended done: ${JSON.stringify(reply)}`);
+    await deleteAsTheAnswerResumes(store, c, join(d.dir, 'effects.log'), async () => {
       assert.deepEqual((await store.listConversations(alice)).items, []);
       assert.equal(await store.loadState(alice, c), undefined);
       assert.deepEqual(await store.loadRuns(alice, c, { interrupted: true }), []);
       assert.deepEqual((await store.listRequests(alice)).items, []);
-    } finally {
-      await supervisor.close();
-    }
+    });
   });
 });

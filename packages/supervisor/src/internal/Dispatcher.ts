@@ -236,12 +236,9 @@ export class Dispatcher {
     node.ticket = ticket;
     return this.#o.pool.run(task, ticket).then(
       (raw) => {
-        const thread = node.thread;
-        if (thread !== undefined) {
-          // The worker answered a task that carried its buffer: it has it (see bind).
-          if (task[TaskSlot.buffer] !== null) thread.bufferSent = true;
-          // (A lean version it carried in full was counted as kept when the answer came in: see bind.)
-        }
+        // The worker answered a task that carried its buffer: it has it (see bind). (A lean scope
+        // version it carried in full was counted as kept when the answer came in: see bind.)
+        if (task[TaskSlot.buffer] !== null && node.thread !== undefined) node.thread.bufferSent = true;
         return this.#fromResult(raw, node);
       },
       async (error: unknown) => {

@@ -602,7 +602,7 @@ export function readResultOf(
   thread: ThreadInfo | undefined,
   raw: unknown,
 ): ReturnType<typeof decodeSubagentResult> | undefined {
-  if (thread === undefined || thread.lastRead !== raw || raw === undefined) return undefined;
+  if (thread === undefined || thread.lastRead === undefined || thread.lastRead !== raw) return undefined;
   const read = thread.lastReading;
   thread.lastRead = undefined;
   thread.lastReading = undefined;
