@@ -33,6 +33,7 @@ import { openDatabase } from './internal/openDatabase.js';
 import { processAlive, processStart } from './internal/processAlive.js';
 import { prepareStatements, type Statements } from './internal/statements.js';
 import { storeError } from './internal/storeError.js';
+import * as Unsaved from './internal/unsavedEnds.js';
 
 /**
  * Options of {@link sqlitePersistence}: give `file`, or `directory` (the file is `troupe.sqlite` in it).
@@ -139,28 +140,6 @@ const OWN_START = processStart(process.pid);
 const closedHere = new Set<string>();
 
 /**
- * Runs whose end a store of this thread was asked to save and could not (the write failed: a full
- * disk, a read-only file), by the store's owner id, then `tenant NUL runId` → the attempt. Their rows
- * still say `running` under a store that is open, yet nothing runs them: the writer stopped when it
- * asked for the end. `markInterrupted` (of any store of this thread) marks them as it marks a dead
- * process's runs, and a deletion is not held up by them. A later write of the run that succeeds
- * takes it off (the row then says what that write says).
- */
-const unsavedEnds = new Map<string, Map<string, UnsavedEnd>>();
-
-/** A run in {@link unsavedEnds}: its tenant, id and the attempt whose end was not saved. */
-interface UnsavedEnd {
-  readonly tenant: string;
-  readonly runId: string;
-  readonly attempt: number;
-}
-
-/** The key of a run in {@link unsavedEnds}. */
-function runKey(tenant: string, runId: string): string {
-  return `${tenant}\u0000${runId}`;
-}
-
-/**
  * The SQLite {@link PersistenceAdapter} (better-sqlite3): one file, WAL,
  * `synchronous` set explicitly, foreign keys on, statements prepared once,
  * one immediate transaction per commit, numbered migrations recorded in a
@@ -259,17 +238,17 @@ export class SqlitePersistence implements PersistenceAdapter {
 
   /**
    * {@link SqlitePersistence.#write} of a turn. The runs a failed turn ends are no longer run by
-   * their writer, though their rows still say `running` (see unsavedEnds); a saved turn's runs'
+   * their writer, though their rows still say `running` (see internal/unsavedEnds); a saved turn's runs'
    * rows say what it says.
    */
   #writeTurn(tenant: string, batch: TurnBatch, fn: () => void): void {
     try {
       this.#write('saving a turn', fn);
     } catch (error) {
-      this.#endUnsaved(tenant, batch);
+      Unsaved.noteUnsaved(this.#owner, tenant, R.endedRuns(batch));
       throw error;
     }
-    if (batch.runs !== undefined && unsavedEnds.size > 0) this.#endSaved(tenant, batch.runs);
+    Unsaved.noteSaved(this.#owner, tenant, batch.runs);
   }
 
   #read<T>(operation: string, fn: () => T): T {
@@ -347,31 +326,6 @@ export class SqlitePersistence implements PersistenceAdapter {
     this.#written.delete(key);
     this.#written.set(key, written);
     if (this.#written.size > WRITTEN_MAX) this.#written.delete(this.#written.keys().next().value as string);
-  }
-
-  // A turn that failed: the runs it ends are no longer run by their writer.
-  #endUnsaved(tenant: string, batch: TurnBatch): void {
-    const ended = R.endedRuns(batch);
-    if (ended.length === 0) return;
-    let mine = unsavedEnds.get(this.#owner);
-    if (mine === undefined) {
-      mine = new Map();
-      unsavedEnds.set(this.#owner, mine);
-    }
-    for (const run of ended) mine.set(runKey(tenant, run.runId), { tenant, runId: run.runId, attempt: run.attempt });
-  }
-
-  // A turn that was saved: its runs are off the list, whatever an earlier end of theirs left.
-  #endSaved(tenant: string, runs: readonly RunRecord[]): void {
-    const mine = unsavedEnds.get(this.#owner);
-    if (mine === undefined) return;
-    for (const run of runs) mine.delete(runKey(tenant, run.runId));
-    if (mine.size === 0) unsavedEnds.delete(this.#owner);
-  }
-
-  /** Whether the running row of `runId` (owned by `ownerId`, at `attempt`) is one whose end a store of this thread failed to save. */
-  #endedUnsaved(ownerId: string, tenant: string, runId: string, attempt: number): boolean {
-    return unsavedEnds.get(ownerId)?.get(runKey(tenant, runId))?.attempt === attempt;
   }
 
   /**
@@ -568,26 +522,24 @@ export class SqlitePersistence implements PersistenceAdapter {
     if (this.#closed) throw R.closed(`the store ${this.file}`);
     const now = options.now ?? this.#clock.now();
     // Runs of this thread's stores that stopped with their end unsaved: marked too (of the tenant asked for).
-    const stopped: { owner: string; key: string; end: UnsavedEnd }[] = [];
-    for (const [owner, ends] of unsavedEnds) {
-      for (const [key, end] of ends) if (tenant === null || end.tenant === tenant) stopped.push({ owner, key, end });
-    }
+    const stopped = Unsaved.unsavedOf(tenant);
     const rows = this.#write('marking interrupted runs', () => {
       const live = [...this.#liveOwners().keys()];
       const out = this.#s.interrupt.all({ now, tenant, live: JSON.stringify(live) }) as string[];
-      for (const { owner, end } of stopped) {
-        const json = this.#s.interruptRun.get({ now, tenant: end.tenant, run: end.runId, owner, attempt: end.attempt });
+      for (const end of stopped) {
+        const json = this.#s.interruptRun.get({
+          now,
+          tenant: end.tenant,
+          run: end.runId,
+          owner: end.owner,
+          attempt: end.attempt,
+        });
         if (json !== undefined) out.push(json as string);
       }
       return out;
     });
     // Marked (or no longer running at that attempt: written since, or marked with a dead process's).
-    for (const r of stopped) {
-      const ends = unsavedEnds.get(r.owner);
-      if (ends?.get(r.key) !== r.end) continue;
-      ends.delete(r.key);
-      if (ends.size === 0) unsavedEnds.delete(r.owner);
-    }
+    Unsaved.settle(stopped);
     const marked: RunRecord[] = [];
     for (const json of rows) {
       try {
@@ -740,7 +692,7 @@ export class SqlitePersistence implements PersistenceAdapter {
         const live = this.#liveOwners();
         for (const r of running) {
           const here = live.get(r.ownerId);
-          if (here === undefined || this.#endedUnsaved(r.ownerId, tenant, r.runId, r.attempt)) continue;
+          if (here === undefined || Unsaved.isUnsaved(r.ownerId, tenant, r.runId, r.attempt)) continue;
           throw R.busyConversation(conv, r.runId, here ? 'here' : 'elsewhere');
         }
       }
@@ -786,7 +738,7 @@ export class SqlitePersistence implements PersistenceAdapter {
     this.#closed = true;
     closedHere.add(this.#owner);
     // Its runs are a closed store's now: markInterrupted marks every one left running.
-    unsavedEnds.delete(this.#owner);
+    Unsaved.forgetOwner(this.#owner);
     const exited = once(this.#checkpointer, 'exit');
     this.#checkpointer.ref(); // hold the loop open until the thread is gone
     this.#checkpointer.postMessage('close');
