@@ -166,7 +166,7 @@ async function turnLatency(
 /**
  * The floor under {@link turnLatency}: the SQL a turn commit runs — the conversation's upsert, the
  * state's (its messages apart: the fenced update of the rest, a row for each message it added), two
- * display messages, the run's fenced upsert — in one immediate transaction, through better-sqlite3
+ * display messages appended to the transcript's last chunk, the run's fenced upsert — in one immediate transaction, through better-sqlite3
  * directly, on a fresh file whose schema the store made (then closed), with every JSON text encoded
  * before the clock starts. What is left between the two is the store's own work: checking the
  * batch, JSON encoding (`JSON.stringify`), the checkpointer thread beside it.
@@ -192,7 +192,15 @@ async function rawTurnLatency(turns: number, grow: boolean): Promise<number[]> {
     const stateMessage = db.prepare(
       'INSERT INTO state_messages (tenant, conversation_id, agent_id, seq, json) VALUES (?, ?, ?, ?, ?)',
     );
-    const message = db.prepare('INSERT INTO messages (tenant, conversation_id, agent_id, json) VALUES (?, ?, ?, ?)');
+    // The transcript's append: into the agent's last chunk while it stays within 2 KiB, else a new chunk.
+    const appendMessages = db.prepare(`UPDATE messages SET json = json || @text, count = count + @count
+       WHERE tenant = @tenant AND conversation_id = @conversation AND agent_id = @agent
+         AND chunk = (SELECT max(chunk) FROM messages
+           WHERE tenant = @tenant AND conversation_id = @conversation AND agent_id = @agent)
+         AND octet_length(json) + octet_length(@text) <= 2048`);
+    const addMessages = db.prepare(`INSERT INTO messages (tenant, conversation_id, agent_id, chunk, count, json)
+       VALUES (@tenant, @conversation, @agent, coalesce((SELECT max(chunk) FROM messages
+           WHERE tenant = @tenant AND conversation_id = @conversation AND agent_id = @agent), 0) + 1, @count, @text)`);
     const run =
       db.prepare(`INSERT INTO runs (tenant, run_id, conversation_id, status, attempt, updated_at, owner_id, json)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (tenant, run_id) DO UPDATE SET status = excluded.status,
@@ -206,7 +214,7 @@ async function rawTurnLatency(turns: number, grow: boolean): Promise<number[]> {
         shell: string,
         from: number,
         added: string[],
-        said: string[],
+        said: string,
         runJson: string,
       ) => {
         conversation.run('bench', c.conversationId, c.agentId, 'bench', 'idle', t);
@@ -215,7 +223,8 @@ async function rawTurnLatency(turns: number, grow: boolean): Promise<number[]> {
         else updateState.run(STATE_ENVELOPE_VERSION, shell, 'bench', c.conversationId, c.agentId, basedOn);
         for (let k = 0; k < added.length; k++)
           stateMessage.run('bench', c.conversationId, c.agentId, from + k, added[k]);
-        for (const m of said) message.run('bench', c.conversationId, c.agentId, m);
+        const row = { tenant: 'bench', conversation: c.conversationId, agent: c.agentId, count: 2, text: said };
+        if (appendMessages.run(row).changes !== 1) addMessages.run(row);
         run.run('bench', `run-${c.conversationId}`, c.conversationId, 'done', 1, t, 'bench-raw', runJson);
       },
     );
@@ -234,7 +243,7 @@ async function rawTurnLatency(turns: number, grow: boolean): Promise<number[]> {
       const parts = PersistenceRules.encodeStateParts(envelope(c, state, t), 'envelope', from);
       if (parts === undefined) throw new Error('the bench state cannot be split');
       const runJson = JSON.stringify(runRow(c, 'done', t));
-      const saidJson = said.map((m) => JSON.stringify(m));
+      const saidJson = said.map((m) => `${JSON.stringify(m)}\n`).join('');
       const start = nowNs();
       write.immediate(c, t, parts.shell, from, parts.messages, saidJson, runJson);
       if (t >= 500) samples.push((nowNs() - start) / 1000);

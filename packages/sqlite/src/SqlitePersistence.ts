@@ -33,6 +33,7 @@ import { openDatabase } from './internal/openDatabase.js';
 import { processAlive, processStart } from './internal/processAlive.js';
 import { prepareStatements, type Statements } from './internal/statements.js';
 import { storeError } from './internal/storeError.js';
+import { appendTranscript, type ChunkRow, readTranscript } from './internal/transcript.js';
 import * as Unsaved from './internal/unsavedEnds.js';
 
 /**
@@ -358,10 +359,8 @@ export class SqlitePersistence implements PersistenceAdapter {
     R.checkContext(context);
     const rows = this.#read('loading messages', () =>
       this.#s.getMessages.all(tenant, context.conversationId, context.agentId),
-    ) as string[];
-    return rows.map(
-      (json, i) => R.readRecord(json, 'message', `message ${i + 1} of ${context.agentId} in ${this.file}`) as Message,
-    );
+    ) as ChunkRow[];
+    return readTranscript(rows, context.agentId, this.file) as Message[];
   }
 
   async commit(scope: unknown, batch: TurnBatch, context: PersistenceContext): Promise<void> {
@@ -433,7 +432,7 @@ export class SqlitePersistence implements PersistenceAdapter {
         const resumed = R.resumedRun(batch.runs);
         if (resumed !== undefined) throw R.deletedConversation(conv, resumed);
       }
-      for (const m of messages) s.addMessage.run(tenant, conv, context.agentId, m);
+      if (messages.length > 0) appendTranscript(s, tenant, conv, agent, messages);
       for (const { run, json } of runs) {
         if (s.putRun.run(tenant, run.runId, conv, run.status, run.attempt, run.updatedAt, this.#owner, json).changes)
           continue;

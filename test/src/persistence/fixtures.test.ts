@@ -88,6 +88,12 @@ describe('fixture databases of every shipped version', () => {
         ],
       );
       assert.equal((await store.answerRequest(scope, 'request-v2', { id: 'x', ok: true }, 3_000)).status, 'taken');
+      // The transcript goes on after the messages it had (migrated rows, or chunks), in order.
+      await store.saveMessage(scope, { role: 'user', content: 'and the invoice?' }, c);
+      assert.deepEqual(
+        (await store.loadMessages(scope, c)).map((m) => m.content),
+        ['refund order 7', 'asking a person', 'and the invoice?'],
+      );
       await store.close();
     });
   }

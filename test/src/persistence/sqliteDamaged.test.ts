@@ -89,10 +89,18 @@ describe('SqlitePersistence: damaged rows are ERR_STORE_CORRUPT naming where the
       await store.close();
     });
 
-    it(`a message row holding ${what}`, async () => {
+    it(`a transcript chunk holding ${what}`, async () => {
       const { file, store } = await filled();
-      tamper(file, 'UPDATE messages SET json = ?', json === '{}' ? '{"role": 1}' : json);
+      // One line, as the chunk's count (1) says: the line itself is what is damaged.
+      tamper(file, 'UPDATE messages SET json = ?', `${json === '{}' ? '{"role": 1}' : json}\n`);
       await assert.rejects(store.loadMessages(scope, c), corrupt(/message 1 of agent-c1/));
+      await store.close();
+    });
+
+    it(`a transcript chunk holding ${what} after a message that reads`, async () => {
+      const { file, store } = await filled();
+      tamper(file, 'UPDATE messages SET count = 2, json = json || ? || char(10)', json === '{}' ? '{"role": 1}' : json);
+      await assert.rejects(store.loadMessages(scope, c), corrupt(/message 2 of agent-c1/));
       await store.close();
     });
 
@@ -100,6 +108,26 @@ describe('SqlitePersistence: damaged rows are ERR_STORE_CORRUPT naming where the
       const { file, store } = await filled();
       tamper(file, 'UPDATE states SET json = ?', json === '{}' ? '{"version": 2, "agentId": "agent-c1"}' : json);
       await assert.rejects(store.loadState(scope, c), corrupt(/the saved state of agent-c1/));
+      await store.close();
+    });
+  }
+
+  for (const [what, sql] of [
+    ['more messages than its lines', 'UPDATE messages SET count = count + 1'],
+    [
+      'fewer messages than its lines',
+      'UPDATE messages SET json = json || \'{"role":"user","content":"x"}\' || char(10)',
+    ],
+    ['a last line cut off', 'UPDATE messages SET json = substr(json, 1, length(json) - 1)'],
+    ['a blob, not text', "UPDATE messages SET json = x'7b7d0a'"],
+  ] as const) {
+    it(`a transcript chunk whose count disagrees with its text (${what})`, async () => {
+      const { file, store } = await filled();
+      tamper(file, sql);
+      await assert.rejects(
+        store.loadMessages(scope, c),
+        corrupt(/message 1 of agent-c1 .*chunk 1 of the transcript says it holds/),
+      );
       await store.close();
     });
   }

@@ -100,6 +100,28 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX runs_live ON runs (tenant, conversation_id) WHERE status IN ('running', 'suspended', 'interrupted');
   CREATE INDEX runs_finished ON runs (updated_at) WHERE status NOT IN ('running', 'suspended');
   `,
+  // 5: a transcript in chunks, so that a saved message rewrites one row in place instead of adding
+  // a row and an index entry (an entry among every conversation's: each insert into a full page
+  // rebalanced it with its siblings, two pages a turn). A chunk holds one message's JSON per line
+  // (JSON.stringify never writes a raw newline), `count` of them, up to 2 KiB; a save appends to its
+  // agent's last chunk while it fits, and starts the next one when not. A message migrated from a
+  // row of its own is a chunk of its own; a raw newline in its JSON can only be whitespace between
+  // tokens, so a space keeps the same value.
+  `
+  CREATE TABLE message_chunks (
+    tenant TEXT NOT NULL, conversation_id TEXT NOT NULL, agent_id TEXT NOT NULL, chunk INTEGER NOT NULL,
+    count INTEGER NOT NULL, json TEXT NOT NULL,
+    PRIMARY KEY (tenant, conversation_id, agent_id, chunk),
+    FOREIGN KEY (tenant, conversation_id) REFERENCES conversations ON DELETE CASCADE
+  );
+  INSERT INTO message_chunks (tenant, conversation_id, agent_id, chunk, count, json)
+    SELECT tenant, conversation_id, agent_id,
+      row_number() OVER (PARTITION BY tenant, conversation_id, agent_id ORDER BY id), 1,
+      replace(json, char(10), ' ') || char(10)
+    FROM messages;
+  DROP TABLE messages;
+  ALTER TABLE message_chunks RENAME TO messages;
+  `,
 ];
 
 /**

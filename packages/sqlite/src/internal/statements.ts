@@ -1,5 +1,11 @@
 import type Database from 'better-sqlite3';
 
+/**
+ * How long a chunk of a transcript grows (UTF-8 bytes): a save rewrites its agent's last chunk, so
+ * this bounds what a message costs to append; a message longer than this is a chunk of its own.
+ */
+export const MESSAGE_CHUNK_BYTES = 2048;
+
 /** The SQL of every statement the store runs. */
 export const SQL = {
   touchConversation: 'INSERT OR IGNORE INTO conversations (tenant, conversation_id) VALUES (?, ?)',
@@ -27,8 +33,18 @@ export const SQL = {
        ORDER BY seq`,
   addStateMessage: 'INSERT INTO state_messages (tenant, conversation_id, agent_id, seq, json) VALUES (?, ?, ?, ?, ?)',
   clearStateMessages: 'DELETE FROM state_messages WHERE tenant = ? AND conversation_id = ? AND agent_id = ?',
-  addMessage: 'INSERT INTO messages (tenant, conversation_id, agent_id, json) VALUES (?, ?, ?, ?)',
-  getMessages: 'SELECT json FROM messages WHERE tenant = ? AND conversation_id = ? AND agent_id = ? ORDER BY id',
+  // A transcript's messages (lines of JSON) into its agent's last chunk, while the chunk stays within
+  // MESSAGE_CHUNK_BYTES (no change otherwise: the caller starts the next chunk).
+  appendMessages: `UPDATE messages SET json = json || @text, count = count + @count
+       WHERE tenant = @tenant AND conversation_id = @conversation AND agent_id = @agent
+         AND chunk = (SELECT max(chunk) FROM messages
+           WHERE tenant = @tenant AND conversation_id = @conversation AND agent_id = @agent)
+         AND octet_length(json) + octet_length(@text) <= ${MESSAGE_CHUNK_BYTES}`,
+  addMessages: `INSERT INTO messages (tenant, conversation_id, agent_id, chunk, count, json)
+       VALUES (@tenant, @conversation, @agent, coalesce((SELECT max(chunk) FROM messages
+           WHERE tenant = @tenant AND conversation_id = @conversation AND agent_id = @agent), 0) + 1, @count, @text)`,
+  getMessages: `SELECT chunk, count, json FROM messages WHERE tenant = ? AND conversation_id = ? AND agent_id = ?
+       ORDER BY chunk`,
   getRunHead: `SELECT conversation_id AS conversationId, attempt, status, owner_id AS ownerId FROM runs
        WHERE tenant = ? AND run_id = ?`,
   getRun: 'SELECT json FROM runs WHERE tenant = ? AND run_id = ?',
@@ -110,7 +126,6 @@ export const SQL = {
 // Statements whose rows are one value: `.pluck()`ed.
 const PLUCKED: ReadonlySet<string> = new Set([
   'getStateRevision',
-  'getMessages',
   'getRun',
   'liveRuns',
   'liveAndInterruptedRuns',
