@@ -132,6 +132,26 @@ describe('SqlitePersistence: damaged rows are ERR_STORE_CORRUPT naming where the
     });
   }
 
+  // Review of fc57da4: the store never writes a chunk of no messages, and numbers an agent's chunks
+  // 1, 2, 3… with no gap (max + 1; only a conversation's deletion removes chunks, all of them). A
+  // chunk emptied, or one missing between two, is damage: reading it as fewer messages is the
+  // "row taken for an empty one" this file forbids.
+  it('a transcript chunk emptied (count 0, no text) is not read as no messages', async () => {
+    const { file, store } = await filled();
+    tamper(file, "UPDATE messages SET count = 0, json = ''");
+    await assert.rejects(store.loadMessages(scope, c), corrupt(/message 1 of agent-c1/));
+    await store.close();
+  });
+
+  it('a transcript missing a chunk between two is not read as a shorter list', async () => {
+    const { file, store } = await filled();
+    // Messages longer than a chunk (2 KiB): one chunk each, 2 to 4.
+    for (const i of [2, 3, 4]) await store.saveMessage(scope, { role: 'user', content: `${i} ${'x'.repeat(3000)}` }, c);
+    tamper(file, 'DELETE FROM messages WHERE chunk = 3');
+    await assert.rejects(store.loadMessages(scope, c), corrupt(/message 3 of agent-c1/));
+    await store.close();
+  });
+
   it('a running run holding non-JSON does not stop recovery: the others are marked and returned; its conversation reports it', async () => {
     const { file, store } = await filled();
     const other = ctx('c2');
