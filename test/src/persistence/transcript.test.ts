@@ -149,4 +149,27 @@ describe('SqlitePersistence: the transcript in chunks', () => {
     );
     await store.close();
   });
+
+  // Review of fc57da4: replace(json, char(10), ' ') is right for valid JSON only (a raw newline is
+  // whitespace between tokens there). A row schema 4 could not read — a raw newline inside a string,
+  // which JSON forbids, or a blob — was ERR_STORE_CORRUPT; the migration must not turn it into a
+  // message that reads, with content it never had.
+  for (const [what, value] of [
+    ['a raw newline inside a string (not JSON)', '{"role":"user","content":"refund\norder 7"}'],
+    ['a blob, not text', Buffer.from('{"role":"user","content":"refund order 7"}')],
+  ] as const) {
+    it(`a schema 4 message row schema 4 could not read (${what}) is still ERR_STORE_CORRUPT after the migration`, async () => {
+      const { file } = fresh();
+      copyFileSync(fileURLToPath(new URL('../../src/persistence/fixtures/schema-4.sqlite', import.meta.url)), file);
+      const raw = new Database(file);
+      raw.prepare("UPDATE messages SET json = ? WHERE json LIKE '%refund order 7%'").run(value);
+      raw.close();
+      const store = sqlitePersistence({ file, tenantKey: (s) => (s as { tenant: string }).tenant });
+      await assert.rejects(
+        store.loadMessages({ tenant: 'fixture-tenant' }, ctx('conversation-v2', 'agent-v2')),
+        (error: unknown) => (error as { code?: string }).code === 'ERR_STORE_CORRUPT',
+      );
+      await store.close();
+    });
+  }
 });
