@@ -105,8 +105,9 @@ export const MIGRATIONS: readonly string[] = [
   // rebalanced it with its siblings, two pages a turn). A chunk holds one message's JSON per line
   // (JSON.stringify never writes a raw newline), `count` of them, up to 2 KiB; a save appends to its
   // agent's last chunk while it fits, and starts the next one when not. A message migrated from a
-  // row of its own is a chunk of its own; a raw newline in its JSON can only be whitespace between
-  // tokens, so a space keeps the same value.
+  // row of its own is a chunk of its own; a raw newline in its JSON (valid JSON) can only be
+  // whitespace between tokens, so a space keeps the same value. A row that is not valid JSON text
+  // is kept as it is, without its line's end: it reads as damaged, as it did.
   `
   CREATE TABLE message_chunks (
     tenant TEXT NOT NULL, conversation_id TEXT NOT NULL, agent_id TEXT NOT NULL, chunk INTEGER NOT NULL,
@@ -117,7 +118,7 @@ export const MIGRATIONS: readonly string[] = [
   INSERT INTO message_chunks (tenant, conversation_id, agent_id, chunk, count, json)
     SELECT tenant, conversation_id, agent_id,
       row_number() OVER (PARTITION BY tenant, conversation_id, agent_id ORDER BY id), 1,
-      replace(json, char(10), ' ') || char(10)
+      CASE WHEN typeof(json) = 'text' AND json_valid(json) THEN replace(json, char(10), ' ') || char(10) ELSE json END
     FROM messages;
   DROP TABLE messages;
   ALTER TABLE message_chunks RENAME TO messages;

@@ -13,8 +13,9 @@ export interface ChunkRow {
 
 /**
  * Append `texts` (each one message's JSON, from `JSON.stringify`: no raw newline) to an agent's
- * transcript, inside the caller's transaction: the first that fit into its last chunk, the rest
- * in new chunks of at most {@link MESSAGE_CHUNK_BYTES} (a longer message alone).
+ * transcript, inside the caller's transaction, in groups of at most {@link MESSAGE_CHUNK_BYTES} (a
+ * longer message alone): the first group into its last chunk when the whole group fits there (else
+ * a new chunk, leaving that one as it is), every later group in a new chunk.
  */
 export function appendTranscript(
   s: Statements,
@@ -43,9 +44,15 @@ export function appendTranscript(
 /** The messages of an agent's transcript from its chunks, in order; a damaged chunk is `ERR_STORE_CORRUPT`. */
 export function readTranscript(rows: readonly ChunkRow[], agent: string, file: string): unknown[] {
   const out: unknown[] = [];
-  for (const row of rows) {
+  for (const [i, row] of rows.entries()) {
+    if (row.chunk !== i + 1) {
+      throw R.corrupt(
+        `message ${out.length + 1} of ${agent} in ${file}`,
+        new Error(`the transcript's chunk ${i + 1} is missing (the next is ${String(row.chunk)})`),
+      );
+    }
     const lines = typeof row.json === 'string' ? row.json.split('\n') : undefined;
-    if (lines === undefined || lines.length !== row.count + 1 || lines[row.count] !== '') {
+    if (lines === undefined || !(row.count >= 1) || lines.length !== row.count + 1 || lines[row.count] !== '') {
       const held = lines === undefined ? 'no text' : `${lines.length - 1} complete lines`;
       throw R.corrupt(
         `message ${out.length + 1} of ${agent} in ${file}`,
