@@ -165,9 +165,9 @@ async function turnLatency(
 
 /**
  * The floor under {@link turnLatency}: the SQL a turn commit runs — the conversation's upsert, the
- * state's (its messages apart: the fenced update of the rest, a row for each message it added), two
- * display messages appended to the transcript's last chunk, the run's fenced upsert — in one immediate transaction, through better-sqlite3
- * directly, on a fresh file whose schema the store made (then closed), with every JSON text encoded
+ * state's (its messages apart: the fenced update of the rest, the messages it added appended to its
+ * last chunk), two display messages appended to the transcript's last chunk, the run's fenced upsert —
+ * in one immediate transaction, through better-sqlite3 directly, on a fresh file whose schema the store made (then closed), with every JSON text encoded
  * before the clock starts. What is left between the two is the store's own work: checking the
  * batch, JSON encoding (`JSON.stringify`), the checkpointer thread beside it.
  */
@@ -189,9 +189,16 @@ async function rawTurnLatency(turns: number, grow: boolean): Promise<number[]> {
        VALUES (?, ?, ?, ?, ?, 'raw', 1) ON CONFLICT (tenant, conversation_id, agent_id) DO NOTHING`);
     const updateState = db.prepare(`UPDATE states SET version = ?, json = ?, revision = revision + 1
        WHERE tenant = ? AND conversation_id = ? AND agent_id = ? AND revision = ? AND writer = 'raw'`);
-    const stateMessage = db.prepare(
-      'INSERT INTO state_messages (tenant, conversation_id, agent_id, seq, json) VALUES (?, ?, ?, ?, ?)',
-    );
+    // A state's messages are chunked as a transcript's (below): into the last chunk, or the next.
+    const appendStateMessages = db.prepare(`UPDATE state_messages SET json = json || @text, count = count + @count
+       WHERE tenant = @tenant AND conversation_id = @conversation AND agent_id = @agent
+         AND chunk = (SELECT max(chunk) FROM state_messages
+           WHERE tenant = @tenant AND conversation_id = @conversation AND agent_id = @agent)
+         AND octet_length(json) + octet_length(@text) <= 2048`);
+    const addStateMessages =
+      db.prepare(`INSERT INTO state_messages (tenant, conversation_id, agent_id, chunk, count, json)
+       VALUES (@tenant, @conversation, @agent, coalesce((SELECT max(chunk) FROM state_messages
+           WHERE tenant = @tenant AND conversation_id = @conversation AND agent_id = @agent), 0) + 1, @count, @text)`);
     // The transcript's append: into the agent's last chunk while it stays within 2 KiB, else a new chunk.
     const appendMessages = db.prepare(`UPDATE messages SET json = json || @text, count = count + @count
        WHERE tenant = @tenant AND conversation_id = @conversation AND agent_id = @agent
@@ -213,7 +220,7 @@ async function rawTurnLatency(turns: number, grow: boolean): Promise<number[]> {
         t: number,
         shell: string,
         from: number,
-        added: string[],
+        added: { count: number; text: string }[],
         said: string,
         runJson: string,
       ) => {
@@ -221,8 +228,10 @@ async function rawTurnLatency(turns: number, grow: boolean): Promise<number[]> {
         const basedOn = Math.floor(t / conversations);
         if (basedOn === 0) insertState.run('bench', c.conversationId, c.agentId, STATE_ENVELOPE_VERSION, shell);
         else updateState.run(STATE_ENVELOPE_VERSION, shell, 'bench', c.conversationId, c.agentId, basedOn);
-        for (let k = 0; k < added.length; k++)
-          stateMessage.run('bench', c.conversationId, c.agentId, from + k, added[k]);
+        for (let k = 0; k < added.length; k++) {
+          const chunk = { tenant: 'bench', conversation: c.conversationId, agent: c.agentId, ...added[k] };
+          if (k > 0 || from === 0 || appendStateMessages.run(chunk).changes !== 1) addStateMessages.run(chunk);
+        }
         const row = { tenant: 'bench', conversation: c.conversationId, agent: c.agentId, count: 2, text: said };
         if (appendMessages.run(row).changes !== 1) addMessages.run(row);
         run.run('bench', `run-${c.conversationId}`, c.conversationId, 'done', 1, t, 'bench-raw', runJson);
@@ -245,7 +254,7 @@ async function rawTurnLatency(turns: number, grow: boolean): Promise<number[]> {
       const runJson = JSON.stringify(runRow(c, 'done', t));
       const saidJson = said.map((m) => `${JSON.stringify(m)}\n`).join('');
       const start = nowNs();
-      write.immediate(c, t, parts.shell, from, parts.messages, saidJson, runJson);
+      write.immediate(c, t, parts.shell, from, chunked(parts.messages), saidJson, runJson);
       if (t >= 500) samples.push((nowNs() - start) / 1000);
       // The store's checkpointer keeps its WAL short; here the writer does, between samples.
       if (t % 2000 === 1999) db.pragma('wal_checkpoint(PASSIVE)');
@@ -255,6 +264,25 @@ async function rawTurnLatency(turns: number, grow: boolean): Promise<number[]> {
     db.close();
     tmp.remove();
   }
+}
+
+/** JSON texts in groups of at most 2 KiB of lines (a longer one alone), as the store chunks them. */
+function chunked(texts: readonly string[]): { count: number; text: string }[] {
+  const out: { count: number; text: string }[] = [];
+  let group: string[] = [];
+  let bytes = 0;
+  for (const t of texts) {
+    const size = Buffer.byteLength(t) + 1;
+    if (group.length > 0 && bytes + size > 2048) {
+      out.push({ count: group.length, text: `${group.join('\n')}\n` });
+      group = [];
+      bytes = 0;
+    }
+    group.push(t);
+    bytes += size;
+  }
+  if (group.length > 0) out.push({ count: group.length, text: `${group.join('\n')}\n` });
+  return out;
 }
 
 async function saveMessageRate(store: PersistenceAdapter, count: number): Promise<number> {

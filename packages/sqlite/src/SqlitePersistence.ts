@@ -33,7 +33,7 @@ import { openDatabase } from './internal/openDatabase.js';
 import { processAlive, processStart } from './internal/processAlive.js';
 import { prepareStatements, type Statements } from './internal/statements.js';
 import { storeError } from './internal/storeError.js';
-import { appendTranscript, type ChunkRow, readTranscript } from './internal/transcript.js';
+import { appendChunks, type ChunkRow, type ChunkWriters, readChunks, readTranscript } from './internal/transcript.js';
 import * as Unsaved from './internal/unsavedEnds.js';
 
 /**
@@ -128,12 +128,6 @@ function readStateMessage(json: string, where: string): unknown {
   return sealMessage(message as Message);
 }
 
-/** A row of a state's messages. */
-interface StateMessageRow {
-  readonly seq: number;
-  readonly json: string;
-}
-
 /** When this process started (see processStart): with its pid, it names this process. */
 const OWN_START = processStart(process.pid);
 
@@ -173,6 +167,9 @@ export class SqlitePersistence implements PersistenceAdapter {
   readonly file: string;
   readonly #db: Database.Database;
   readonly #s: Statements;
+  /** The statements that write a transcript's chunks, and a state's messages' chunks. */
+  readonly #transcriptChunks: ChunkWriters;
+  readonly #stateChunks: ChunkWriters;
   readonly #tenantKey: TenantKey | undefined;
   readonly #clock: Pick<Clock, 'now'>;
   readonly #owner = randomUUID();
@@ -200,6 +197,8 @@ export class SqlitePersistence implements PersistenceAdapter {
     this.#db = opened.db;
     try {
       this.#s = prepareStatements(this.#db);
+      this.#transcriptChunks = { append: this.#s.appendMessages, add: this.#s.addMessages };
+      this.#stateChunks = { append: this.#s.appendStateMessages, add: this.#s.addStateMessages };
       this.#transaction = this.#db.transaction((fn: () => unknown) => fn());
       this.#s.addOwner.run(this.#owner, process.pid, processStart(process.pid), Date.now());
     } catch (error) {
@@ -278,7 +277,7 @@ export class SqlitePersistence implements PersistenceAdapter {
         return row === undefined ? undefined : { row, messages: this.#stateMessages(tenant, row.json, context) };
       }),
     ) as
-      | { row: { json: string; revision: number; writer: string | null }; messages: StateMessageRow[] | undefined }
+      | { row: { json: string; revision: number; writer: string | null }; messages: ChunkRow[] | undefined }
       | undefined;
     if (read === undefined) return undefined;
     const { row } = read;
@@ -287,16 +286,15 @@ export class SqlitePersistence implements PersistenceAdapter {
     let messages: unknown[] | undefined;
     if (typeof record.state === 'object' && record.state !== null && typeof record.state.messages === 'number') {
       const count = record.state.messages;
-      const rows = read.messages ?? [];
-      if (!Number.isSafeInteger(count) || count < 0 || rows.length !== count || rows.some((r, i) => r.seq !== i)) {
+      const messageWhere = (n: number) => `message ${n} of the saved state of ${agentId} in ${this.file}`;
+      const lines = readChunks(read.messages ?? [], 'the state', messageWhere);
+      if (!Number.isSafeInteger(count) || count < 0 || lines.length !== count) {
         throw R.corrupt(
           where,
-          new Error(`it holds ${String(count)} messages, but state_messages has ${rows.length} rows for it`),
+          new Error(`it holds ${String(count)} messages, but state_messages holds ${lines.length} for it`),
         );
       }
-      messages = rows.map((r, i) =>
-        readStateMessage(r.json, `message ${i + 1} of the saved state of ${agentId} in ${this.file}`),
-      );
+      messages = lines.map((line, i) => readStateMessage(line, messageWhere(i + 1)));
       record.state.messages = messages;
     }
     const envelope = migrateEnvelope(record, where);
@@ -317,10 +315,10 @@ export class SqlitePersistence implements PersistenceAdapter {
   }
 
   /** The rows of a state's messages, when its JSON says they are apart (a state saved before holds them). */
-  #stateMessages(tenant: string, json: string, context: PersistenceContext): StateMessageRow[] | undefined {
+  #stateMessages(tenant: string, json: string, context: PersistenceContext): ChunkRow[] | undefined {
     // A state saved apart holds `"messages":<n>`; the quick test may say yes for one that is not (then the rows are unused).
     if (!/"messages":\d/.test(json)) return undefined;
-    return this.#s.getStateMessages.all(tenant, context.conversationId, context.agentId) as StateMessageRow[];
+    return this.#s.getStateMessages.all(tenant, context.conversationId, context.agentId) as ChunkRow[];
   }
 
   #remember(key: string, written: Written): void {
@@ -404,9 +402,8 @@ export class SqlitePersistence implements PersistenceAdapter {
           from > 0 &&
           s.appendState.run(version, parts.shell, tenant, conv, agent, basedOn, owner).changes === 1
         ) {
-          for (let i = 0; i < parts.messages.length; i++) {
-            s.addStateMessage.run(tenant, conv, agent, from + i, parts.messages[i]);
-          }
+          // Its chunks hold the `from` messages this store wrote at that revision: the rest go after them.
+          appendChunks(this.#stateChunks, tenant, conv, agent, parts.messages);
         } else {
           // The whole state: its rows written again (another writer's, or none yet), or its JSON whole.
           const all = parts !== undefined && from > 0 ? R.encodeStateParts(e, 'envelope', 0) : parts;
@@ -420,11 +417,9 @@ export class SqlitePersistence implements PersistenceAdapter {
           ) {
             throw R.staleState(agent, basedOn, s.getStateRevision.get(tenant, conv, agent) as number | undefined);
           }
-          if (basedOn !== 0) s.clearStateMessages.run(tenant, conv, agent);
-          if (all !== undefined) {
-            for (let i = 0; i < all.messages.length; i++)
-              s.addStateMessage.run(tenant, conv, agent, i, all.messages[i]);
-          }
+          // Written whole: whatever chunks it had go (none, unless the file was edited, for a first save).
+          s.clearStateMessages.run(tenant, conv, agent);
+          if (all !== undefined) appendChunks(this.#stateChunks, tenant, conv, agent, all.messages);
           if (all === undefined) parts = undefined; // nothing of it to remember
         }
       } else if (s.touchConversation.run(tenant, conv).changes === 1) {
@@ -432,7 +427,7 @@ export class SqlitePersistence implements PersistenceAdapter {
         const resumed = R.resumedRun(batch.runs);
         if (resumed !== undefined) throw R.deletedConversation(conv, resumed);
       }
-      if (messages.length > 0) appendTranscript(s, tenant, conv, agent, messages);
+      if (messages.length > 0) appendChunks(this.#transcriptChunks, tenant, conv, agent, messages);
       for (const { run, json } of runs) {
         if (s.putRun.run(tenant, run.runId, conv, run.status, run.attempt, run.updatedAt, this.#owner, json).changes)
           continue;

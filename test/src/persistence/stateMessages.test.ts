@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
+import { copyFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
 import type { Message } from '@troupe/core';
 import { sealMessage } from '@troupe/core/internal';
 import { sqlitePersistence } from '@troupe/sqlite';
@@ -9,9 +11,10 @@ import Database from 'better-sqlite3';
 import { ctx, envelope, loopState, scopeOf, tenantKey } from './records.js';
 import { tempDir } from './sqliteFiles.js';
 
-// A state's messages are rows of their own: a turn adds the rows of the messages it added, and a
-// state that is not the one this store last wrote (another writer's, a rewritten transcript) is
-// written whole again. What is read back is always exactly what was saved last.
+// A state's messages are rows of their own (chunks of lines, schema 6): a turn appends the messages
+// it added to the state's last chunk, and a state that is not the one this store last wrote
+// (another writer's, a rewritten transcript) is written whole again. What is read back is always
+// exactly what was saved last.
 
 const dirs: { remove(): void }[] = [];
 after(() => {
@@ -35,20 +38,60 @@ function said(text: string, role: 'user' | 'assistant' = 'user'): Message {
   return sealMessage({ role, content: text });
 }
 
-/** The rows of the state's messages: their ids (a row written again gets a new one) and contents. */
-function rows(path: string): { id: number; seq: number; content: string }[] {
+/**
+ * The state's messages as the file holds them, one entry a message: its chunk's row id and number,
+ * its place, its content.
+ */
+function rows(path: string): { id: number; chunk: number; seq: number; content: string }[] {
   const db = new Database(path, { readonly: true });
   try {
-    return (
-      db.prepare('SELECT id, seq, json FROM state_messages ORDER BY seq').all() as {
-        id: number;
-        seq: number;
-        json: string;
-      }[]
-    ).map((r) => ({ id: r.id, seq: r.seq, content: (JSON.parse(r.json) as Message).content as string }));
+    const chunks = db.prepare('SELECT rowid AS id, chunk, json FROM state_messages ORDER BY chunk').all() as {
+      id: number;
+      chunk: number;
+      json: string;
+    }[];
+    const out: { id: number; chunk: number; seq: number; content: string }[] = [];
+    for (const r of chunks) {
+      for (const line of r.json.split('\n').slice(0, -1)) {
+        out.push({
+          id: r.id,
+          chunk: r.chunk,
+          seq: out.length,
+          content: (JSON.parse(line) as Message).content as string,
+        });
+      }
+    }
+    return out;
   } finally {
     db.close();
   }
+}
+
+/**
+ * Record every write to the state's chunks from now on (triggers in the file, so the store's own
+ * connection fires them): what a save did, not only what it left.
+ */
+function watch(path: string): () => string[] {
+  const db = new Database(path);
+  db.exec(`
+    CREATE TABLE IF NOT EXISTS chunk_writes (id INTEGER PRIMARY KEY, what TEXT NOT NULL);
+    DELETE FROM chunk_writes;
+    CREATE TRIGGER IF NOT EXISTS chunk_inserted AFTER INSERT ON state_messages
+      BEGIN INSERT INTO chunk_writes (what) VALUES ('insert ' || new.chunk || ':' || new.count); END;
+    CREATE TRIGGER IF NOT EXISTS chunk_updated AFTER UPDATE ON state_messages
+      BEGIN INSERT INTO chunk_writes (what) VALUES ('update ' || new.chunk || ':' || old.count || '→' || new.count); END;
+    CREATE TRIGGER IF NOT EXISTS chunk_deleted AFTER DELETE ON state_messages
+      BEGIN INSERT INTO chunk_writes (what) VALUES ('delete ' || old.chunk); END;
+  `);
+  db.close();
+  return () => {
+    const read = new Database(path, { readonly: true });
+    try {
+      return read.prepare('SELECT what FROM chunk_writes ORDER BY id').pluck().all() as string[];
+    } finally {
+      read.close();
+    }
+  };
 }
 
 async function contents(store: ReturnType<typeof sqlitePersistence>): Promise<string[]> {
@@ -57,34 +100,34 @@ async function contents(store: ReturnType<typeof sqlitePersistence>): Promise<st
 }
 
 describe('a state’s messages in rows of their own (SQLite)', () => {
-  it('a turn writes the rows of the messages it added; the ones before keep their rows', async () => {
+  it('a turn appends the messages it added to the last chunk; nothing before is deleted or written again', async () => {
     const path = file();
     const store = sqlitePersistence({ file: path, tenantKey });
     let list: Message[] = [said('one'), said('two', 'assistant')];
     await store.commit(scope, { envelope: withMessages(list, 1), basedOn: 0 }, c);
-    const first = rows(path);
     assert.deepEqual(
-      first.map((r) => r.content),
+      rows(path).map((r) => r.content),
       ['one', 'two'],
     );
+    const writes = watch(path);
     list = [...list, said('three'), said('four', 'assistant')];
     await store.commit(scope, { envelope: withMessages(list, 2), basedOn: 1 }, c);
-    const second = rows(path);
+    assert.deepEqual(writes(), ['update 1:2→4'], 'one chunk grew in place');
     assert.deepEqual(
-      second.map((r) => [r.seq, r.content]),
+      rows(path).map((r) => [r.chunk, r.seq, r.content]),
       [
-        [0, 'one'],
-        [1, 'two'],
-        [2, 'three'],
-        [3, 'four'],
+        [1, 0, 'one'],
+        [1, 1, 'two'],
+        [1, 2, 'three'],
+        [1, 3, 'four'],
       ],
     );
-    assert.deepEqual(
-      second.slice(0, 2).map((r) => r.id),
-      first.map((r) => r.id),
-      'the first two messages were not written again',
-    );
-    assert.deepEqual(await contents(store), ['one', 'two', 'three', 'four']);
+    // Messages that do not fit the last chunk start the next one; the chunks before stay as they are.
+    const long = 'x'.repeat(1900);
+    list = [...list, said(long), said('five')];
+    await store.commit(scope, { envelope: withMessages(list, 3), basedOn: 2 }, c);
+    assert.deepEqual(writes(), ['update 1:2→4', 'insert 2:2']);
+    assert.deepEqual(await contents(store), ['one', 'two', 'three', 'four', long, 'five']);
     await store.close();
   });
 
@@ -135,12 +178,14 @@ describe('a state’s messages in rows of their own (SQLite)', () => {
     const second = sqlitePersistence({ file: path, tenantKey });
     const loaded = await second.loadState(scope, c);
     assert.ok(loaded !== undefined);
+    const wholly = watch(path);
     const list = [...loaded.state.messages, said('z')];
     await second.commit(scope, { envelope: withMessages(list, 2), basedOn: loaded.revision }, c);
+    assert.deepEqual(wholly(), ['delete 1', 'insert 1:3'], 'another store’s chunks are written whole, once');
     assert.deepEqual(await contents(second), ['x', 'y', 'z']);
     const again = await second.loadState(scope, c);
     assert.ok(again !== undefined);
-    const ids = rows(path).map((r) => r.id);
+    const writes = watch(path);
     await second.commit(
       scope,
       { envelope: withMessages([...again.state.messages, said('w')], 3), basedOn: again.revision },
@@ -151,35 +196,68 @@ describe('a state’s messages in rows of their own (SQLite)', () => {
       after.map((r) => r.content),
       ['x', 'y', 'z', 'w'],
     );
-    assert.deepEqual(
-      after.slice(0, 3).map((r) => r.id),
-      ids,
-      'rows this store wrote are added to, not written again',
-    );
+    assert.deepEqual(writes(), ['update 1:3→4'], 'chunks this store wrote are added to, not written again');
     await second.close();
   });
 
-  it('a missing or damaged message row is ERR_STORE_CORRUPT naming the state, not a shorter transcript', async () => {
+  it('a missing, emptied or damaged chunk of its messages is ERR_STORE_CORRUPT naming the state, not a shorter transcript', async () => {
     const path = file();
     const store = sqlitePersistence({ file: path, tenantKey });
-    await store.commit(scope, { envelope: withMessages([said('p'), said('q'), said('r')], 1), basedOn: 0 }, c);
-    const db = new Database(path);
-    db.prepare('DELETE FROM state_messages WHERE seq = 1').run();
-    await assert.rejects(store.loadState(scope, c), (e: Error & { code?: string }) => {
+    // Three messages too long to share a chunk: chunks 1, 2 and 3.
+    const long = (t: string) => said(t.padEnd(1500, '.'));
+    await store.commit(scope, { envelope: withMessages([long('p'), long('q'), long('r')], 1), basedOn: 0 }, c);
+    const corrupt = (pattern: RegExp) => (e: Error & { code?: string }) => {
       assert.equal(e.code, 'ERR_STORE_CORRUPT');
       assert.match(e.message, /saved state of agent-1/);
-      assert.match(e.message, /3 messages, but state_messages has 2 rows/);
+      assert.match(e.message, pattern);
       return true;
-    });
-    db.prepare(
-      "INSERT INTO state_messages (tenant, conversation_id, agent_id, seq, json) VALUES ('acme', ?, ?, 1, 'not json')",
-    ).run(c.conversationId, c.agentId);
+    };
+    const db = new Database(path);
+    const saved = db.prepare('SELECT chunk, count, json FROM state_messages ORDER BY chunk').all() as {
+      chunk: number;
+      count: number;
+      json: string;
+    }[];
+    assert.equal(saved.length, 3);
+    const restore = () => {
+      db.prepare('DELETE FROM state_messages').run();
+      for (const r of saved) {
+        db.prepare(
+          "INSERT INTO state_messages (tenant, conversation_id, agent_id, chunk, count, json) VALUES ('acme', ?, ?, ?, ?, ?)",
+        ).run(c.conversationId, c.agentId, r.chunk, r.count, r.json);
+      }
+    };
+    db.prepare('DELETE FROM state_messages WHERE chunk = 2').run();
+    await assert.rejects(store.loadState(scope, c), corrupt(/message 2 of the saved state .*chunk 2 is missing/));
+    restore();
+    db.prepare('DELETE FROM state_messages WHERE chunk = 3').run();
+    await assert.rejects(store.loadState(scope, c), corrupt(/3 messages, but state_messages holds 2 for it/));
+    restore();
+    db.prepare("UPDATE state_messages SET count = 0, json = '' WHERE chunk = 2").run();
+    await assert.rejects(store.loadState(scope, c), corrupt(/message 2 of the saved state .*holds 0 messages/));
+    restore();
+    db.prepare("UPDATE state_messages SET json = 'not json' || char(10) WHERE chunk = 2").run();
+    await assert.rejects(store.loadState(scope, c), corrupt(/message 2 of the saved state of agent-1/));
+    restore();
+    assert.deepEqual(
+      await contents(store),
+      ['p', 'q', 'r'].map((t) => t.padEnd(1500, '.')),
+    );
     db.close();
-    await assert.rejects(store.loadState(scope, c), (e: Error & { code?: string }) => {
-      assert.equal(e.code, 'ERR_STORE_CORRUPT');
-      assert.match(e.message, /message 2 of the saved state of agent-1/);
-      return true;
-    });
+    await store.close();
+  });
+
+  it('schema 5 rows migrate to chunks of one by their place: a row missing before is a chunk missing after', async () => {
+    const path = file();
+    copyFileSync(fileURLToPath(new URL('../../src/persistence/fixtures/schema-5.sqlite', import.meta.url)), path);
+    const raw = new Database(path);
+    raw.prepare('DELETE FROM state_messages WHERE seq = 0').run();
+    raw.close();
+    const store = sqlitePersistence({ file: path, tenantKey: (s) => (s as { tenant: string }).tenant });
+    await assert.rejects(
+      store.loadState({ tenant: 'fixture-tenant' }, ctx('conversation-v2', 'agent-v2')),
+      (e: Error & { code?: string }) => e.code === 'ERR_STORE_CORRUPT' && /chunk 1 is missing/.test(e.message),
+    );
     await store.close();
   });
 });

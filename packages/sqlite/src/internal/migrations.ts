@@ -123,6 +123,25 @@ export const MIGRATIONS: readonly string[] = [
   DROP TABLE messages;
   ALTER TABLE message_chunks RENAME TO messages;
   `,
+  // 6: a saved state's messages in chunks too, as a transcript's (migration 5): a turn appends the
+  // messages it added to the state's last chunk. A row migrates to a chunk of one numbered by its
+  // place (seq + 1), so a row missing from the old table is a chunk missing from the new one, read
+  // as damaged, as it was; a row whose seq is not an integer (the old column could hold text) gets a
+  // number no place has (-id), read as damaged too, and never collides with another.
+  `
+  CREATE TABLE state_message_chunks (
+    tenant TEXT NOT NULL, conversation_id TEXT NOT NULL, agent_id TEXT NOT NULL, chunk INTEGER NOT NULL,
+    count INTEGER NOT NULL, json TEXT NOT NULL,
+    PRIMARY KEY (tenant, conversation_id, agent_id, chunk),
+    FOREIGN KEY (tenant, conversation_id) REFERENCES conversations ON DELETE CASCADE
+  );
+  INSERT INTO state_message_chunks (tenant, conversation_id, agent_id, chunk, count, json)
+    SELECT tenant, conversation_id, agent_id, CASE WHEN typeof(seq) = 'integer' THEN seq + 1 ELSE -id END, 1,
+      CASE WHEN typeof(json) = 'text' AND json_valid(json) THEN replace(json, char(10), ' ') || char(10) ELSE json END
+    FROM state_messages;
+  DROP TABLE state_messages;
+  ALTER TABLE state_message_chunks RENAME TO state_messages;
+  `,
 ];
 
 /**

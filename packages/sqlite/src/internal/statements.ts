@@ -29,9 +29,17 @@ export const SQL = {
        WHERE tenant = ? AND conversation_id = ? AND agent_id = ? AND revision = ? AND writer = ?`,
   getState: 'SELECT json, revision, writer FROM states WHERE tenant = ? AND conversation_id = ? AND agent_id = ?',
   getStateRevision: 'SELECT revision FROM states WHERE tenant = ? AND conversation_id = ? AND agent_id = ?',
-  getStateMessages: `SELECT seq, json FROM state_messages WHERE tenant = ? AND conversation_id = ? AND agent_id = ?
-       ORDER BY seq`,
-  addStateMessage: 'INSERT INTO state_messages (tenant, conversation_id, agent_id, seq, json) VALUES (?, ?, ?, ?, ?)',
+  getStateMessages: `SELECT chunk, count, json FROM state_messages WHERE tenant = ? AND conversation_id = ? AND agent_id = ?
+       ORDER BY chunk`,
+  // A state's messages, in chunks as a transcript's (see appendMessages, addMessages).
+  appendStateMessages: `UPDATE state_messages SET json = json || @text, count = count + @count
+       WHERE tenant = @tenant AND conversation_id = @conversation AND agent_id = @agent
+         AND chunk = (SELECT max(chunk) FROM state_messages
+           WHERE tenant = @tenant AND conversation_id = @conversation AND agent_id = @agent)
+         AND octet_length(json) + octet_length(@text) <= ${MESSAGE_CHUNK_BYTES}`,
+  addStateMessages: `INSERT INTO state_messages (tenant, conversation_id, agent_id, chunk, count, json)
+       VALUES (@tenant, @conversation, @agent, coalesce((SELECT max(chunk) FROM state_messages
+           WHERE tenant = @tenant AND conversation_id = @conversation AND agent_id = @agent), 0) + 1, @count, @text)`,
   clearStateMessages: 'DELETE FROM state_messages WHERE tenant = ? AND conversation_id = ? AND agent_id = ?',
   // A transcript's messages (lines of JSON) into its agent's last chunk, while the chunk stays within
   // MESSAGE_CHUNK_BYTES (no change otherwise: the caller starts the next chunk).

@@ -1,24 +1,31 @@
-// A conversation's transcript (the messages saved for display) in chunks: one row holds several
-// messages, one JSON text per line, so that a saved message rewrites its agent's last row in
-// place — one page — instead of adding a row and an entry to an index over every conversation.
+// Lists of messages in chunks: an agent's transcript (the messages saved for display) and a saved
+// state's messages. One row holds several messages, one JSON text per line, so that a saved
+// message rewrites its agent's last row in place instead of adding a row and an entry to an index
+// over every conversation (an insert into a full page of it rebalanced the page with its siblings).
 import { PersistenceRules as R } from '@troupe/supervisor';
-import { MESSAGE_CHUNK_BYTES, type Statements } from './statements.js';
+import { MESSAGE_CHUNK_BYTES, type Statement } from './statements.js';
 
-/** A chunk as `getMessages` reads it. */
+/** A chunk as a store reads it (`getMessages`, `getStateMessages`). */
 export interface ChunkRow {
   readonly chunk: number;
   readonly count: number;
   readonly json: unknown;
 }
 
+/** The two statements that write one list's chunks: into the last chunk while it fits, or the next. */
+export interface ChunkWriters {
+  readonly append: Statement;
+  readonly add: Statement;
+}
+
 /**
  * Append `texts` (each one message's JSON, from `JSON.stringify`: no raw newline) to an agent's
- * transcript, inside the caller's transaction, in groups of at most {@link MESSAGE_CHUNK_BYTES} (a
+ * list, inside the caller's transaction, in groups of at most {@link MESSAGE_CHUNK_BYTES} (a
  * longer message alone): the first group into its last chunk when the whole group fits there (else
  * a new chunk, leaving that one as it is), every later group in a new chunk.
  */
-export function appendTranscript(
-  s: Statements,
+export function appendChunks(
+  w: ChunkWriters,
   tenant: string,
   conversation: string,
   agent: string,
@@ -36,32 +43,40 @@ export function appendTranscript(
     let text = '';
     for (let k = i; k < j; k++) text += `${texts[k]}\n`;
     const row = { tenant, conversation, agent, count: j - i, text };
-    if (i > 0 || s.appendMessages.run(row).changes !== 1) s.addMessages.run(row);
+    if (i > 0 || w.append.run(row).changes !== 1) w.add.run(row);
     i = j;
   }
 }
 
-/** The messages of an agent's transcript from its chunks, in order; a damaged chunk is `ERR_STORE_CORRUPT`. */
-export function readTranscript(rows: readonly ChunkRow[], agent: string, file: string): unknown[] {
-  const out: unknown[] = [];
+/**
+ * The JSON texts of a list's chunks, in order. Chunks numbered other than 1…n, or whose count is
+ * not their number of lines, are `ERR_STORE_CORRUPT` named by `whereOf` (the message's position),
+ * never a shorter list.
+ */
+export function readChunks(rows: readonly ChunkRow[], list: string, whereOf: (n: number) => string): string[] {
+  const out: string[] = [];
   for (const [i, row] of rows.entries()) {
     if (row.chunk !== i + 1) {
       throw R.corrupt(
-        `message ${out.length + 1} of ${agent} in ${file}`,
-        new Error(`the transcript's chunk ${i + 1} is missing (the next is ${String(row.chunk)})`),
+        whereOf(out.length + 1),
+        new Error(`${list}'s chunk ${i + 1} is missing (the next is ${String(row.chunk)})`),
       );
     }
     const lines = typeof row.json === 'string' ? row.json.split('\n') : undefined;
     if (lines === undefined || !(row.count >= 1) || lines.length !== row.count + 1 || lines[row.count] !== '') {
       const held = lines === undefined ? 'no text' : `${lines.length - 1} complete lines`;
       throw R.corrupt(
-        `message ${out.length + 1} of ${agent} in ${file}`,
-        new Error(`chunk ${row.chunk} of the transcript says it holds ${row.count} messages, and holds ${held}`),
+        whereOf(out.length + 1),
+        new Error(`chunk ${row.chunk} of ${list} says it holds ${row.count} messages, and holds ${held}`),
       );
     }
-    for (let k = 0; k < row.count; k++) {
-      out.push(R.readRecord(lines[k], 'message', `message ${out.length + 1} of ${agent} in ${file}`));
-    }
+    for (let k = 0; k < row.count; k++) out.push(lines[k] as string);
   }
   return out;
+}
+
+/** The messages of an agent's transcript from its chunks, in order; a damaged chunk is `ERR_STORE_CORRUPT`. */
+export function readTranscript(rows: readonly ChunkRow[], agent: string, file: string): unknown[] {
+  const where = (n: number) => `message ${n} of ${agent} in ${file}`;
+  return readChunks(rows, 'the transcript', where).map((line, i) => R.readRecord(line, 'message', where(i + 1)));
 }
