@@ -22,7 +22,6 @@ import type {
   ModelToolCall,
   Todo,
   ToolMessage,
-  Usage,
 } from './Model.js';
 import type { ModelEvents } from './ModelEvents.js';
 import type { Answer, Request } from './Request.js';
@@ -32,6 +31,7 @@ import type { AgentStateView, RunContext } from './ToolContext.js';
 import type { ToolEventSink, ToolEvents } from './ToolEvents.js';
 import { asError } from './ToolResult.js';
 import { CancelledError, type CancelReason, isTroupeError, TroupeError } from './TroupeError.js';
+import { addUsage, NO_USAGE, type Usage } from './Usage.js';
 
 /** One call of a turn that was suspended, with its result once it has one. */
 export interface PendingCall {
@@ -204,16 +204,14 @@ export function initialLoopState(agentId: AgentId, instructions: string, metadat
     updates: [],
     events: [],
     turns: 0,
-    usage: ZERO_USAGE,
-    childUsage: ZERO_USAGE,
+    usage: NO_USAGE,
+    childUsage: NO_USAGE,
     failedTurns: 0,
     // Present from the start: a state keeps one shape through every spread (a key added later costs µs per run).
     messageStartTurn: 0,
     pending: undefined,
   };
 }
-
-const ZERO_USAGE: Usage = Object.freeze({ inputTokens: 0, outputTokens: 0 });
 
 /**
  * A message of primitives (a system prompt, the user's input, an answer without tool calls, a tool
@@ -479,39 +477,6 @@ function toolIndexOf(agent: Agent): ToolIndex {
     toolIndexes.set(agent, index);
   }
   return index;
-}
-
-const count = (n: unknown): number => (typeof n === 'number' && Number.isFinite(n) && n > 0 ? n : 0);
-
-/**
- * `a + b`, field by field; the optional counts appear once either side has them.
- *
- * `b` may be `undefined` (a call that reported nothing): the result is `a`.
- * Missing counts in either side count as 0.
- *
- * @example
- * ```ts
- * addUsage({ inputTokens: 10, outputTokens: 2 }, { inputTokens: 5, outputTokens: 1, cachedInputTokens: 4 })
- * // { inputTokens: 15, outputTokens: 3, cachedInputTokens: 4 }
- * ```
- */
-export function addUsage(a: Usage, b: Usage | undefined): Usage {
-  if (b === undefined) return a;
-  const cached =
-    a.cachedInputTokens === undefined && b.cachedInputTokens === undefined
-      ? undefined
-      : count(a.cachedInputTokens) + count(b.cachedInputTokens);
-  const reasoning =
-    a.reasoningTokens === undefined && b.reasoningTokens === undefined
-      ? undefined
-      : count(a.reasoningTokens) + count(b.reasoningTokens);
-  const sum: { inputTokens: number; outputTokens: number; cachedInputTokens?: number; reasoningTokens?: number } = {
-    inputTokens: count(a.inputTokens) + count(b.inputTokens),
-    outputTokens: count(a.outputTokens) + count(b.outputTokens),
-  };
-  if (cached !== undefined) sum.cachedInputTokens = cached;
-  if (reasoning !== undefined) sum.reasoningTokens = reasoning;
-  return sum;
 }
 
 /**
@@ -1230,7 +1195,7 @@ function completeTurn(
     messages.push(sealMessage(result));
     if (!result.isError) allFailed = false;
     if (p.childEvents !== undefined && p.childEvents.length > 0) log = [...log, ...p.childEvents];
-    if (p.usage !== undefined) children = addUsage(children ?? ZERO_USAGE, p.usage);
+    if (p.usage !== undefined) children = addUsage(children ?? NO_USAGE, p.usage);
   }
   return {
     ...state,

@@ -1,5 +1,5 @@
-import type { Usage } from './Model.js';
 import { CancelledError, type CancelReason } from './TroupeError.js';
+import type { Usage } from './Usage.js';
 
 /**
  * What code that can be cancelled reads. Backed either by the shared

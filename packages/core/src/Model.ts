@@ -1,4 +1,5 @@
 import type { ToolSpec } from './Tool.js';
+import type { Usage } from './Usage.js';
 
 /**
  * A tool call as a model emits it. `arguments` is unchecked until the executor validates it.
@@ -64,24 +65,6 @@ export interface ToolMessage {
   /** The tool's value, or `{ error, code }` when `isError`. */
   readonly content: unknown;
   readonly isError: boolean;
-}
-
-/**
- * Token usage, summed over a model call, a run or a subtree of runs.
- * `cachedInputTokens` (part of `inputTokens` served from a prompt cache) and
- * `reasoningTokens` (part of `outputTokens` spent reasoning) are present when
- * the provider reports them.
- *
- * @example
- * ```ts
- * const usage: Usage = { inputTokens: 1200, outputTokens: 80, cachedInputTokens: 1024 }
- * ```
- */
-export interface Usage {
-  readonly inputTokens: number;
-  readonly outputTokens: number;
-  readonly cachedInputTokens?: number | undefined;
-  readonly reasoningTokens?: number | undefined;
 }
 
 /**

@@ -1,5 +1,5 @@
 import type { AgentId } from './Id.js';
-import type { Usage } from './Model.js';
+import type { Usage } from './Usage.js';
 
 /**
  * Fields common to every model telemetry event.

@@ -2,8 +2,8 @@ import { z } from 'zod';
 import type { LoopState } from './AgentLoop.js';
 import { findNotJson, type Operation, type SessionEvent } from './ContextUpdate.js';
 import { ErrorShape } from './ErrorShape.js';
-import type { Usage } from './Model.js';
 import { Answer, Request } from './Request.js';
+import { isUsage, type Usage } from './Usage.js';
 
 /**
  * The one closed, versioned protocol between the supervisor and a worker.
@@ -582,20 +582,6 @@ function encodeResultBody(result: SubagentResult): unknown[] {
 }
 
 const REASONS: ReadonlySet<unknown> = new Set(['user', 'parent', 'deadline', 'shutdown']);
-
-const isCount = (v: unknown): boolean => typeof v === 'number' && Number.isFinite(v) && v >= 0;
-
-/** True for a {@link Usage} (the optional counts, when present, are finite and ≥ 0). */
-export function isUsage(v: unknown): v is Usage {
-  if (typeof v !== 'object' || v === null) return false;
-  const u = v as Usage;
-  return (
-    isCount(u.inputTokens) &&
-    isCount(u.outputTokens) &&
-    (u.cachedInputTokens === undefined || isCount(u.cachedInputTokens)) &&
-    (u.reasoningTokens === undefined || isCount(u.reasoningTokens))
-  );
-}
 
 function checkEvents(v: unknown): v is SessionEvent[] | null {
   if (v === null) return true;

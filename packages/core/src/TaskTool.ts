@@ -2,11 +2,11 @@ import { z } from 'zod';
 import type { Agent } from './Agent.js';
 import { ContextUpdate, type Metadata, type Operation, type SessionEvent } from './ContextUpdate.js';
 import type { ToolCallId } from './Id.js';
-import type { Usage } from './Model.js';
 import type { Request } from './Request.js';
 import { type AnyTool, defineTool, type Tool, type ToolSpec } from './Tool.js';
 import type { ToolContext } from './ToolContext.js';
 import { ToolResult } from './ToolResult.js';
+import type { Usage } from './Usage.js';
 
 /**
  * The name of the built-in delegation tool.

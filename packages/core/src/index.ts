@@ -11,7 +11,7 @@
 import './internal/assertSupportedNode.js';
 
 export { type Agent, type AgentDefinition, DEFAULT_MAX_TURNS, defineAgent, findAgentExport, isAgent } from './Agent.js';
-export { addUsage, type LoopEvents, type LoopState, totalUsage } from './AgentLoop.js';
+export { type LoopEvents, type LoopState, totalUsage } from './AgentLoop.js';
 export { assertCloneable, findUncloneable, isCloneable } from './assertCloneable.js';
 
 export { CancelSource } from './CancelSource.js';
@@ -67,7 +67,6 @@ export type {
   ModelToolCall,
   Todo,
   ToolMessage,
-  Usage,
 } from './Model.js';
 export type { ModelErrorEvent, ModelEventBase, ModelEvents, ModelStartEvent, ModelStopEvent } from './ModelEvents.js';
 
@@ -134,3 +133,4 @@ export {
   type TroupeErrorOptions,
   WorkerCrashedError,
 } from './TroupeError.js';
+export { addUsage, isUsage, NO_USAGE, subtractUsage, type Usage, usageEquals } from './Usage.js';

@@ -4,9 +4,9 @@
 import { CancelSlots, type SlotHandle } from './CancelSlots.js';
 import type { CallCancellation, CallInfo, CancelToken, RunCancellation } from './CancelToken.js';
 import type { Clock } from './Clock.js';
-import type { Usage } from './Model.js';
 import { SettlingToken } from './SettlingToken.js';
 import { type CancelReason, ClosedError, InvalidArgumentError } from './TroupeError.js';
+import type { Usage } from './Usage.js';
 
 /** Options of {@link slotRunCancellation}. */
 export interface SlotRunCancellationOptions {

@@ -5,4 +5,5 @@
  */
 
 export { SCHEMA_VERSION } from './internal/migrations.js';
-export { SqlitePersistence, type SqlitePersistenceOptions, sqlitePersistence } from './SqlitePersistence.js';
+export { SqlitePersistence, sqlitePersistence } from './SqlitePersistence.js';
+export type { SqlitePersistenceOptions } from './SqlitePersistenceOptions.js';

@@ -16,6 +16,7 @@ import {
   type LoopState,
   type Metadata,
   type ModelDelta,
+  NO_USAGE,
   type Request,
   type RunId,
   type Scope,
@@ -53,7 +54,6 @@ import { loadAgent, loadedAgent } from '@troupe/subagent';
 import type { EventEmitter } from 'eventemitter3';
 import { CancellationTable } from './CancellationTable.js';
 import { BASE_FEATURES, Dispatcher, type WorkerEnd } from './internal/Dispatcher.js';
-import type { Durability } from './internal/Durability.js';
 import { isEntryModule } from './internal/entryModule.js';
 import { HostChannel, type HostLookup, type HostRun } from './internal/HostChannel.js';
 import { RecentMap } from './internal/RecentMap.js';
@@ -62,7 +62,6 @@ import {
   type FinalEnd,
   firstOpenRequest,
   hostRequest,
-  NO_USAGE,
   type RequestEntry,
   type RootOwner,
   type RunEnd,
@@ -73,6 +72,7 @@ import {
   totalOf,
 } from './internal/RunNode.js';
 import { type ThreadInfo, WorkerPool } from './internal/WorkerPool.js';
+import type { Durability } from './persistence/Durability.js';
 import type { SupervisorEvents } from './SupervisorEvents.js';
 import { Watchdog, type WatchdogKillCause } from './Watchdog.js';
 

@@ -34,10 +34,10 @@ import { EventEmitter } from 'eventemitter3';
 import { z } from 'zod';
 import type { AgentHandle, AgentReply } from './AgentHandle.js';
 import { checkSignal } from './internal/checkSignal.js';
-import { Durability } from './internal/Durability.js';
 import { ParentAgent, type ParentAgentDeps } from './internal/ParentAgent.js';
 import { firstOpenRequest, type RootOwner, type RunNode, totalOf } from './internal/RunNode.js';
-import { MemoryPersistence } from './MemoryPersistence.js';
+import { Durability } from './persistence/Durability.js';
+import { MemoryPersistence } from './persistence/MemoryPersistence.js';
 import type {
   ListOptions,
   Page,
@@ -45,10 +45,10 @@ import type {
   PersistenceContext,
   RequestRecord,
   RunRecord,
-} from './Persistence.js';
+} from './persistence/Persistence.js';
+import { type AgentStateEnvelope, migrateEnvelope, stateBefore } from './persistence/StateEnvelope.js';
 import { checkRestartPolicy, type RestartPolicy } from './RestartPolicy.js';
 import { definitionOf, type RestoredRequest, type RestoredRun, RunTree, restoredDefinition } from './RunTree.js';
-import { type AgentStateEnvelope, migrateEnvelope, stateBefore } from './StateEnvelope.js';
 import type { SubagentOutcome } from './SubagentOutcome.js';
 import type { SupervisorEvents } from './SupervisorEvents.js';
 

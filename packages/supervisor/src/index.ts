@@ -13,7 +13,6 @@ export type {
   StreamChunk,
   StreamOptions,
 } from './AgentHandle.js';
-export { DEFAULT_MAX_CONVERSATIONS, MemoryPersistence, type MemoryPersistenceOptions } from './MemoryPersistence.js';
 export {
   MAX_MEASURED_HOPS,
   type MeasureScopeCostOptions,
@@ -22,6 +21,11 @@ export {
   type ScopeCostQuantiles,
   type ScopeKeyCost,
 } from './measureScopeCost.js';
+export {
+  DEFAULT_MAX_CONVERSATIONS,
+  MemoryPersistence,
+  type MemoryPersistenceOptions,
+} from './persistence/MemoryPersistence.js';
 export {
   type AnswerResult,
   type ConversationSummary,
@@ -48,9 +52,8 @@ export {
   type ToolCallStart,
   type TurnBatch,
   type WithdrawResult,
-} from './Persistence.js';
-export { PersistenceRules } from './PersistenceRules.js';
-export { DEFAULT_RESTART_POLICY, type RestartPolicy } from './RestartPolicy.js';
+} from './persistence/Persistence.js';
+export { PersistenceRules } from './persistence/PersistenceRules.js';
 export {
   type AgentStateEnvelope,
   type AgentStateEnvelopeV1,
@@ -61,7 +64,8 @@ export {
   type PendingRequestRecord,
   READABLE_STATE_VERSIONS,
   STATE_ENVELOPE_VERSION,
-} from './StateEnvelope.js';
+} from './persistence/StateEnvelope.js';
+export { DEFAULT_RESTART_POLICY, type RestartPolicy } from './RestartPolicy.js';
 export type { SubagentOutcome } from './SubagentOutcome.js';
 export {
   createSupervisor,

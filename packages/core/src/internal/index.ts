@@ -68,7 +68,6 @@ export {
   HostTaskRequest,
   HostTaskResult,
   isCapability,
-  isUsage,
   KEPT_SCOPES,
   KeptScopes,
   PROTOCOL_VERSION,

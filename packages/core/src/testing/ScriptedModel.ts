@@ -1,6 +1,7 @@
-import type { AssistantMessage, Message, Model, ModelRequest, ModelResponse, ToolMessage, Usage } from '../Model.js';
+import type { AssistantMessage, Message, Model, ModelRequest, ModelResponse, ToolMessage } from '../Model.js';
 import type { ToolSpec } from '../Tool.js';
 import { TroupeError } from '../TroupeError.js';
+import type { Usage } from '../Usage.js';
 
 /**
  * What a scripted turn sees.

@@ -3,7 +3,7 @@ import { dirname, join, resolve } from 'node:path';
 import { InvalidArgumentError, TroupeError } from '@troupe/core';
 import { describeValue } from '@troupe/core/internal';
 import Database from 'better-sqlite3';
-import type { SqlitePersistenceOptions } from '../SqlitePersistence.js';
+import type { SqlitePersistenceOptions } from '../SqlitePersistenceOptions.js';
 import { checkHeader, migrate } from './schema.js';
 import { storeError } from './storeError.js';
 

@@ -6,6 +6,7 @@ import {
   isTroupeError,
   type LoopState,
   type Metadata,
+  NO_USAGE,
   serializedSize,
   ToolTimeoutError,
   TroupeError,
@@ -24,7 +25,7 @@ import {
   TaskSlot,
 } from '@troupe/core/internal';
 import type { CancellationTable } from '../CancellationTable.js';
-import { NO_USAGE, type RunEnd, type RunNode } from './RunNode.js';
+import type { RunEnd, RunNode } from './RunNode.js';
 import { type DispatchTicket, readResultOf, type ThreadInfo, WITHDRAWN, type WorkerPool } from './WorkerPool.js';
 
 /** What one (re)dispatch of a node carries besides the node itself. */

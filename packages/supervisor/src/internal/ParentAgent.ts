@@ -12,11 +12,14 @@ import {
   isTroupeError,
   type LoopState,
   type ModelDelta,
+  NO_USAGE,
   type Request,
   type Scope,
+  subtractUsage,
   TroupeError,
   totalUsage,
   type Usage,
+  usageEquals,
 } from '@troupe/core';
 import { abandonPendingTurn, describeValue, sealMessage } from '@troupe/core/internal';
 import type { EventEmitter } from 'eventemitter3';
@@ -28,14 +31,18 @@ import type {
   StreamChunk,
   StreamOptions,
 } from '../AgentHandle.js';
-import type { RunStatus } from '../Persistence.js';
+import type { Durability } from '../persistence/Durability.js';
+import type { RunStatus } from '../persistence/Persistence.js';
+import {
+  type AgentStateEnvelope,
+  type MessageStartRecord,
+  STATE_ENVELOPE_VERSION,
+} from '../persistence/StateEnvelope.js';
 import { admitRestart, type RestartPolicy } from '../RestartPolicy.js';
 import type { RestoredRequest, RestoredRun, RunTree } from '../RunTree.js';
-import { type AgentStateEnvelope, type MessageStartRecord, STATE_ENVELOPE_VERSION } from '../StateEnvelope.js';
 import type { SupervisorEvents } from '../SupervisorEvents.js';
 import { AgentStream, type StreamSource } from './AgentStream.js';
 import { checkSignal } from './checkSignal.js';
-import type { Durability } from './Durability.js';
 import { firstOpenRequest, type RootOwner, type RunNode, type SavedConversation, totalOf } from './RunNode.js';
 
 /** What a parent agent borrows from its supervisor. */
@@ -197,7 +204,7 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
       requests,
       descendants,
       // What its children spent in the message's completed turns: in its state, not in the conversation's before it.
-      lessUsage(run.state.childUsage ?? ZERO, this.#checkpoint.childUsage ?? ZERO),
+      subtractUsage(run.state.childUsage ?? NO_USAGE, this.#checkpoint.childUsage ?? NO_USAGE),
     );
     this.#root = root;
     // Something of it runs again at once (a child that did not come back fails its task call).
@@ -239,7 +246,7 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
    */
   #resumedChildUsage(message: InterruptedMessage): Usage {
     const state = message.state;
-    let total = lessUsage(state.childUsage ?? ZERO, this.#checkpoint.childUsage ?? ZERO);
+    let total = subtractUsage(state.childUsage ?? NO_USAGE, this.#checkpoint.childUsage ?? NO_USAGE);
     for (const p of state.pending ?? []) {
       if (p.result !== undefined) {
         if (p.usage !== undefined) total = addUsage(total, p.usage);
@@ -335,7 +342,7 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
         this.#mailbox.splice(index, 1);
         job.detach?.();
         if (job.resume !== undefined) this.restoreInterrupted(job.resume);
-        job.resolve({ status: 'cancelled', reason: 'user', usage: ZERO, totalUsage: ZERO });
+        job.resolve({ status: 'cancelled', reason: 'user', usage: NO_USAGE, totalUsage: NO_USAGE });
       } else if (this.#current === job && this.#root !== undefined) this.#deps.tree.cancel(this.#root, 'user');
     };
     signal.addEventListener('abort', onAbort, { once: true });
@@ -470,8 +477,8 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
     // The run's loop carries the conversation's tokens so far: the message's are what it added
     // to the state it started from.
     const start = this.#checkpoint;
-    const usage = lessUsage(root.usage, start.usage);
-    const total = lessUsage(totalOf(root), start.usage);
+    const usage = subtractUsage(root.usage, start.usage);
+    const total = subtractUsage(totalOf(root), start.usage);
     // Event payloads name the run in the literal (a key added after a spread is slow on Node 20's V8).
     const ref = { agentId: this.id, runId: root.id, path: root.path };
     if (root.phase !== 'ended') {
@@ -830,7 +837,7 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
   dropMailbox(): void {
     for (const job of this.#mailbox.splice(0)) {
       job.detach?.();
-      job.resolve({ status: 'cancelled', reason: 'shutdown', usage: ZERO, totalUsage: ZERO });
+      job.resolve({ status: 'cancelled', reason: 'shutdown', usage: NO_USAGE, totalUsage: NO_USAGE });
     }
   }
 
@@ -879,14 +886,12 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
       // Suspended: the state is the run's, and its subagents (ended or waiting) are in the tree.
       totalUsage:
         this.#status === 'suspended' && this.#root !== undefined
-          ? addUsage(this.#checkpoint.childUsage ?? ZERO, totalOf(this.#root))
+          ? addUsage(this.#checkpoint.childUsage ?? NO_USAGE, totalOf(this.#root))
           : totalUsage(s),
       pendingRequest: this.pendingRequest?.request,
     };
   }
 }
-
-const ZERO = Object.freeze({ inputTokens: 0, outputTokens: 0 });
 
 // The conversation before a message, saved with the message's suspended state (its messages are a prefix of those).
 function messageStart(checkpoint: LoopState): MessageStartRecord {
@@ -894,34 +899,11 @@ function messageStart(checkpoint: LoopState): MessageStartRecord {
   return { messageCount: messages.length, state };
 }
 
-// `a` less `b`, field by field (cached and reasoning tokens too), never below zero (a run
-// that never started reports none).
-function lessUsage(a: Usage, b: Usage): Usage {
-  if (b.inputTokens === 0 && b.outputTokens === 0 && !b.cachedInputTokens && !b.reasoningTokens) return a;
-  const out: { inputTokens: number; outputTokens: number; cachedInputTokens?: number; reasoningTokens?: number } = {
-    inputTokens: Math.max(0, a.inputTokens - b.inputTokens),
-    outputTokens: Math.max(0, a.outputTokens - b.outputTokens),
-  };
-  if (a.cachedInputTokens !== undefined)
-    out.cachedInputTokens = Math.max(0, a.cachedInputTokens - (b.cachedInputTokens ?? 0));
-  if (a.reasoningTokens !== undefined) out.reasoningTokens = Math.max(0, a.reasoningTokens - (b.reasoningTokens ?? 0));
-  return out;
-}
-
 // `state` with the conversation's tokens: those it had at the message's `start`, plus the
 // message's own (`usage`) and its subagents' (`total` less `usage`).
 function withMessageUsage(state: LoopState, start: LoopState, usage: Usage, total: Usage): LoopState {
   const own = addUsage(start.usage, usage);
-  const children = addUsage(start.childUsage ?? ZERO, lessUsage(total, usage));
-  if (sameUsage(state.usage, own) && sameUsage(state.childUsage ?? ZERO, children)) return state;
+  const children = addUsage(start.childUsage ?? NO_USAGE, subtractUsage(total, usage));
+  if (usageEquals(state.usage, own) && usageEquals(state.childUsage ?? NO_USAGE, children)) return state;
   return { ...state, usage: own, childUsage: children };
-}
-
-function sameUsage(a: Usage, b: Usage): boolean {
-  return (
-    a.inputTokens === b.inputTokens &&
-    a.outputTokens === b.outputTokens &&
-    a.cachedInputTokens === b.cachedInputTokens &&
-    a.reasoningTokens === b.reasoningTokens
-  );
 }

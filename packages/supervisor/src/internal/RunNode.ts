@@ -6,6 +6,7 @@ import {
   CancelledError,
   type CancelReason,
   type LoopState,
+  NO_USAGE,
   type Operation,
   type Request,
   type RunId,
@@ -19,8 +20,6 @@ import {
 import { openCalls } from '@troupe/core/internal';
 import type { WatchdogKillCause } from '../Watchdog.js';
 import type { ThreadInfo } from './WorkerPool.js';
-
-const ZERO: Usage = Object.freeze({ inputTokens: 0, outputTokens: 0 });
 
 /** What kind of run a node is. */
 export type RunKind = 'message' | 'subagent' | 'spawn';
@@ -184,9 +183,9 @@ export class RunNode {
   /** The number of the next child (`<agentId>-sub-<n>`); never reused, even across suspensions. */
   nextChild = 0;
   /** Tokens of its own model calls. */
-  usage: Usage = ZERO;
+  usage: Usage = NO_USAGE;
   /** Tokens of its ended children's subtrees. */
-  childUsage: Usage = ZERO;
+  childUsage: Usage = NO_USAGE;
   /** The parent's `task` call, while it awaits this run. */
   waiter: ((result: TaskResult) => void) | undefined = undefined;
   /** Its current dispatch: the capability its host calls present and the thread it was sent to. */
@@ -277,16 +276,13 @@ export class RunNode {
 
 /** Usage of a node's whole subtree so far (its own when it has no children's: no new object). */
 export function totalOf(node: RunNode): Usage {
-  let total = node.childUsage === ZERO ? node.usage : addUsage(node.usage, node.childUsage);
+  let total = node.childUsage === NO_USAGE ? node.usage : addUsage(node.usage, node.childUsage);
   // Children still alive (suspended, or running while this one reports) count with what they used so far.
   if (node.liveChildren > 0) {
     for (const child of node.childByCall.values()) if (child.phase !== 'ended') total = addUsage(total, totalOf(child));
   }
   return total;
 }
-
-/** The zero usage. */
-export const NO_USAGE: Usage = ZERO;
 
 // A cancel reaches a whole subtree at once: its errors are made without a stack
 // (nothing to learn from one, and capturing it is most of an error's cost).

@@ -1,5 +1,6 @@
-import type { Answer, Clock, LoopState, Message, Usage } from '@troupe/core';
-import { type CheckpointCall, isUsage } from '@troupe/core/internal';
+import { type Answer, type Clock, isUsage, type LoopState, type Message, type Usage } from '@troupe/core';
+import type { CheckpointCall } from '@troupe/core/internal';
+import { hostRequest, type RequestEntry, type RunNode, type SavedConversation, totalOf } from '../internal/RunNode.js';
 import type {
   AnswerResult,
   PersistenceAdapter,
@@ -9,9 +10,8 @@ import type {
   RunStatus,
   ToolCallKey,
   TurnBatch,
-} from '../Persistence.js';
-import type { AgentStateEnvelope } from '../StateEnvelope.js';
-import { hostRequest, type RequestEntry, type RunNode, type SavedConversation, totalOf } from './RunNode.js';
+} from './Persistence.js';
+import type { AgentStateEnvelope } from './StateEnvelope.js';
 
 /** Where a root's rows are saved: the conversation it belongs to. */
 export interface Conversation {

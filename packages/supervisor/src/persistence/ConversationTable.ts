@@ -1,5 +1,5 @@
 import { BackpressureError } from '@troupe/core';
-import type { ConversationSummary, RequestRecord, RunRecord, ToolCallRecord } from '../Persistence.js';
+import type { ConversationSummary, RequestRecord, RunRecord, ToolCallRecord } from './Persistence.js';
 
 // The rows of a MemoryPersistence: conversations in recency order, and the
 // indexes that find a run's, a tool call's or a request's conversation.

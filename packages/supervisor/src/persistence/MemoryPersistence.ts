@@ -1,5 +1,5 @@
 import { type Answer, type Clock, InvalidArgumentError, type Message } from '@troupe/core';
-import { ConversationTable, callKey, SEP, type StoredRequest } from './internal/ConversationTable.js';
+import { ConversationTable, callKey, SEP, type StoredRequest } from './ConversationTable.js';
 import type {
   AnswerResult,
   ConversationSummary,
