@@ -66,6 +66,18 @@ export {
   STATE_ENVELOPE_VERSION,
 } from './persistence/StateEnvelope.js';
 export { DEFAULT_RESTART_POLICY, type RestartPolicy } from './RestartPolicy.js';
+export type {
+  Attempt,
+  AttemptEnd,
+  AttemptHandle,
+  AttemptPlacement,
+  AttemptWork,
+  HostOperations,
+  RunEnd,
+  RunTransport,
+  TransportHost,
+  TransportStats,
+} from './RunTransport.js';
 export type { SubagentOutcome } from './SubagentOutcome.js';
 export {
   createSupervisor,

@@ -1,0 +1,222 @@
+import type {
+  Agent,
+  AgentId,
+  Answer,
+  CancelReason,
+  Clock,
+  LoopState,
+  Metadata,
+  Operation,
+  RunId,
+  Scope,
+  SessionEvent,
+  Usage,
+  WorkerCrashedError,
+} from '@troupe/core';
+import type {
+  HostApprovalRequest,
+  HostCheckpoint,
+  HostEvent,
+  HostTaskRequest,
+  HostTaskResult,
+} from '@troupe/core/internal';
+import type { SupervisorEvents } from './SupervisorEvents.js';
+
+/**
+ * How one attempt of a run ended, on the supervisor's side of whatever ran it:
+ * one shape for every transport and every kind of run.
+ *
+ * - `done`, `failed`, `incomplete`: the run's loop returned (an answer; a
+ *   failure the model or a tool reported; the turn limit);
+ * - `cancelled`: it stopped on a cancel (`forced`: it ignored it and was killed);
+ * - `suspended`: its loop stopped on open calls (questions, deferred children);
+ *   `state` resumes it, on any transport;
+ * - `crashed`: whatever ran it died under it (a thread's exit, out of memory,
+ *   a malformed result): a defect, never a failure;
+ * - `lost`: whatever ran it vanished and nobody can say how it ended (a worker
+ *   host killed, its lease lapsed): the tree may run it again as a new attempt
+ *   from its last checkpoint. A transport on one machine never reports it.
+ */
+export type RunEnd =
+  | {
+      readonly status: 'done';
+      readonly text: string;
+      readonly updates: readonly Operation[];
+      readonly events: readonly SessionEvent[];
+      readonly turns: number;
+    }
+  | {
+      readonly status: 'failed';
+      readonly error: Error;
+      readonly events: readonly SessionEvent[];
+      readonly turns: number;
+    }
+  | { readonly status: 'incomplete'; readonly events: readonly SessionEvent[]; readonly turns: number }
+  | { readonly status: 'cancelled'; readonly reason: CancelReason; readonly forced: boolean }
+  | { readonly status: 'crashed'; readonly error: WorkerCrashedError; readonly exitCode: number | null }
+  | {
+      readonly status: 'suspended';
+      readonly state: LoopState;
+      readonly events: readonly SessionEvent[];
+      readonly turns: number;
+    }
+  | { readonly status: 'lost'; readonly error: Error };
+
+/** What an attempt's end carries besides how it ended. */
+export interface AttemptEnd {
+  readonly end: RunEnd;
+  /** Tokens its own model calls spent (what its worker noted, when it died). */
+  readonly usage: Usage;
+}
+
+/** Where an attempt runs, once a slot took it (for events and `worker.recycled`). */
+export interface AttemptPlacement {
+  /** The worker thread's id on the host that runs it. */
+  readonly threadId: number;
+  /** The host that runs it (`undefined`: this process). */
+  readonly host?: string | undefined;
+  /** When the slot took it (clock ms): the end of its queue wait. */
+  readonly at: number;
+}
+
+/** What an attempt does: start a run's first attempt, or resume a suspended one. */
+export type AttemptWork =
+  | { readonly kind: 'start'; readonly input: string | undefined; readonly metadata: Metadata | undefined }
+  | {
+      readonly kind: 'resume';
+      readonly state: LoopState;
+      /** The answer to one of its own questions, when an answer resumes it. */
+      readonly answer: Answer | undefined;
+      /** Tool calls a person approved (they run without asking again). */
+      readonly approvedCalls: readonly string[];
+      /** The answer came after the request's `expiresAt`. */
+      readonly expired: boolean;
+    };
+
+/**
+ * The operations a run's worker may ask of the supervisor while it runs, served
+ * by the tree for every transport (a remote one relays them here): the same
+ * code, checks and limits wherever the attempt runs. A transport parses and
+ * checks what arrives (capability, schema, flood and question limits) before it
+ * calls these.
+ */
+export interface HostOperations {
+  readonly agentId: string;
+  readonly runId: string;
+  /** Ask the approval handler about a call; resolves with its raw decision. */
+  approve(request: HostApprovalRequest): Promise<unknown>;
+  /** Run a nested `task` call; `undefined`: nobody waits any more (the run was cancelled). */
+  task(request: HostTaskRequest): Promise<HostTaskResult | undefined>;
+  /** A batch of the run's events (telemetry, model deltas, questions), in order. */
+  events(events: readonly HostEvent[]): void;
+  /** Save a turn durably; resolves once saved. */
+  checkpoint(checkpoint: HostCheckpoint): Promise<unknown>;
+}
+
+/**
+ * One attempt of one run, as the tree hands it to a transport. Everything in it
+ * lives in memory: the scope and toolContext are never stored by a transport
+ * (a remote one hands them to the host that claimed the attempt, in its grant).
+ */
+export interface Attempt {
+  readonly runId: RunId;
+  /** 1 for a run's first attempt, one more for each resume or re-run: a fencing token. */
+  readonly attempt: number;
+  /** The authority its host calls present (≥ 128 random bits, minted for this attempt only). */
+  readonly capability: string;
+  readonly agentId: AgentId;
+  readonly parentAgentId: AgentId | undefined;
+  /** The agent as its module exports it (`module` and `name` locate it). */
+  readonly agent: Agent;
+  /** Sealed (deep-frozen) by the supervisor. */
+  readonly scope: Scope;
+  /** Frozen by the supervisor. */
+  readonly toolContext: Readonly<Record<string, unknown>>;
+  readonly work: AttemptWork;
+  /** Its deadline, relative to when a slot takes it (`undefined`: none). */
+  readonly timeoutMs: number | undefined;
+  /** The host features it is served (`HostFeature` and telemetry bits). */
+  readonly features: number;
+  /** Already cancelled when dispatched (a child born during its parent's cancel): it starts cancelled. */
+  readonly cancelled: CancelReason | undefined;
+  readonly host: HostOperations;
+  /** A slot took it (called at most once, before its end). */
+  placed?(placement: AttemptPlacement): void;
+}
+
+/** A dispatched attempt: how it ends, and the handle the tree withdraws, cancels or kills it by. */
+export interface AttemptHandle {
+  /**
+   * Resolves exactly once with how the attempt ended; never rejects. Every
+   * `host.events` call of the attempt happens before it resolves.
+   */
+  readonly ended: Promise<AttemptEnd>;
+}
+
+/** What a transport reports of itself (`supervisor.stats().pool`). */
+export interface TransportStats {
+  /** Attempts it can run at once. */
+  readonly slots: number;
+  /** Attempts waiting for a slot. */
+  readonly queued: number;
+  /** Attempts running. */
+  readonly running: number;
+  /** Attempts that ended since it started. */
+  readonly completed: number;
+  /** Host-channel messages it refused. */
+  readonly refused: number;
+  /** Anything else it measures (threads, open ports, table size...). */
+  readonly [figure: string]: number;
+}
+
+/** What the supervisor gives the transport it owns, once, before the first dispatch. */
+export interface TransportHost {
+  readonly clock: Clock;
+  /** Emit one of the transport's own events (`worker.recycled`, `host.refused`). */
+  emit<K extends 'worker.recycled' | 'host.refused'>(name: K, payload: SupervisorEvents[K][0]): void;
+  /** Whether anybody listens to `name` (build no payload for nobody). */
+  listening(name: keyof SupervisorEvents): boolean;
+}
+
+/**
+ * How the run tree reaches whatever runs its attempts: threads of this process
+ * ({@link LocalTransport}, the default) or worker hosts on other machines. The
+ * tree owns every run's record and lifecycle; a transport only runs attempts
+ * and reports each one's end, exactly once.
+ *
+ * Promises every transport keeps (checked by `runTransportConformance` from
+ * `@troupe/supervisor/testing`):
+ * - `dispatch` never throws for a well-formed attempt; `ended` never rejects
+ *   and resolves once;
+ * - every host operation of an attempt is served before its end; none after;
+ * - `withdraw` of a queued attempt ends it `cancelled` (not forced) without
+ *   running anything; of a started one, returns false and changes nothing;
+ * - `cancel` is cooperative: the attempt sees it at once (`isCancelled()`,
+ *   its signal); one that ignores it past the grace period is killed and ends
+ *   `cancelled`, forced; `kill` does that now;
+ * - an attempt past its deadline ends `cancelled` (`deadline`);
+ * - `close` stops taking attempts, lets running ones end within its budget,
+ *   then kills what is left; `destroy` kills everything now; both idempotent.
+ */
+export interface RunTransport {
+  /** A short name for events and errors (`local`, `bullmq`). */
+  readonly name: string;
+  /** Called once by the supervisor that owns this transport, before anything else. */
+  start(host: TransportHost): void;
+  /** Resolves once it can run attempts (threads booted, connections open). */
+  ready(): Promise<void>;
+  dispatch(attempt: Attempt): AttemptHandle;
+  /** Take a queued attempt back (it ends `cancelled`); false once a slot took it. */
+  withdraw(handle: AttemptHandle): boolean;
+  /** Tell a started attempt to stop (cooperative; killed after the grace period). */
+  cancel(handle: AttemptHandle, reason: CancelReason): void;
+  /** Stop a started attempt now (it ends `cancelled`, forced). */
+  kill(handle: AttemptHandle, reason: CancelReason): void;
+  /** Whether one more attempt may wait for a slot (its queue bound). */
+  canQueue(): boolean;
+  stats(): TransportStats;
+  /** Stop taking attempts; resolves once every attempt ended (killed past `drainMs`). */
+  close(options: { readonly drainMs: number }): Promise<void>;
+  /** Kill every attempt and free everything now. */
+  destroy(): Promise<void>;
+}
