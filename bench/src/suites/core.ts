@@ -1,6 +1,6 @@
-import type { AgentId, RunContext } from '@troupe/core';
-import { buildToolContext, ContextUpdate, createId, reduceMetadata, sealScope } from '@troupe/core';
-import { localRunCancellation } from '@troupe/core/internal';
+import type { AgentId } from '@troupe/core';
+import { ContextUpdate, createId, reduceMetadata, sealScope } from '@troupe/core';
+import { buildToolContext, localRunCancellation, type RunContext } from '@troupe/core/internal';
 import type { Figure, Suite } from '../Suite.js';
 import { median, quantile, round, timeSync } from '../stats.js';
 

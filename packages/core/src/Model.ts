@@ -1,4 +1,4 @@
-import type { ToolSpec } from './Tool.js';
+import type { ToolSpec } from './ToolSpec.js';
 import type { Usage } from './Usage.js';
 
 /**

@@ -187,8 +187,6 @@ const ResumeSchema = z.object({
  */
 const TaskExtras = z.object({
   parentAgentId: z.string().min(1).optional(),
-  /** Agent ids from the root to this agent's parent. */
-  ancestry: z.array(z.string()).optional(),
   toolContext: z.record(z.string(), z.unknown()).optional(),
   /** The metadata snapshot. */
   metadata: z.record(z.string(), z.unknown()).optional(),
@@ -240,7 +238,7 @@ export type SubagentTaskWire = [
 ];
 
 /** Where the dispatch fills in a task tuple (see {@link SubagentTaskWire}). */
-export const TaskSlot = Object.freeze({ slot: 4, generation: 5, buffer: 12 });
+export const TaskSlot = Object.freeze({ slot: 4, generation: 5, scope: 7, extras: 10, buffer: 12 });
 
 /** One subagent run, as both threads handle it; crosses as a {@link SubagentTaskWire}. */
 export interface SubagentTask {
@@ -254,7 +252,6 @@ export interface SubagentTask {
   readonly scope: unknown;
   readonly input?: string | undefined;
   readonly parentAgentId?: string | undefined;
-  readonly ancestry?: readonly string[] | undefined;
   readonly toolContext?: Readonly<Record<string, unknown>> | undefined;
   readonly metadata?: Readonly<Record<string, unknown>> | undefined;
   /** Milliseconds left when the task was dispatched (see the wire's `extras.timeoutMs`). */
@@ -312,7 +309,6 @@ export function encodeSubagentTask(task: SubagentTask): SubagentTaskWire {
   let extras: z.infer<typeof TaskExtras> | null = null;
   if (
     task.parentAgentId !== undefined ||
-    task.ancestry !== undefined ||
     task.toolContext !== undefined ||
     task.metadata !== undefined ||
     task.timeoutMs !== undefined ||
@@ -320,14 +316,12 @@ export function encodeSubagentTask(task: SubagentTask): SubagentTaskWire {
   ) {
     const e: {
       parentAgentId?: string;
-      ancestry?: string[];
       toolContext?: Record<string, unknown>;
       metadata?: Record<string, unknown>;
       timeoutMs?: number;
       resume?: z.infer<typeof ResumeSchema>;
     } = {};
     if (task.parentAgentId !== undefined) e.parentAgentId = task.parentAgentId;
-    if (task.ancestry !== undefined) e.ancestry = [...task.ancestry];
     if (task.toolContext !== undefined) e.toolContext = task.toolContext as Record<string, unknown>;
     if (task.metadata !== undefined) e.metadata = task.metadata as Record<string, unknown>;
     if (task.timeoutMs !== undefined) e.timeoutMs = task.timeoutMs;
@@ -371,29 +365,19 @@ const isRecord = (v: unknown): v is Record<string, unknown> => {
   return proto === Object.prototype || proto === null;
 };
 
-function isStringArray(v: unknown): v is string[] {
-  if (!Array.isArray(v)) return false;
-  // By index, not every(): every() skips holes.
-  for (let i = 0; i < v.length; i++) if (typeof v[i] !== 'string') return false;
-  return true;
-}
-
 type Extras = z.infer<typeof TaskExtras>;
 
 /**
  * The extras of a task, checked by hand as {@link TaskExtras} would (every
- * nested spawn carries some: its parent, ancestry and metadata; a zod object
+ * nested spawn carries some: its parent and metadata; a zod object
  * parse of them cost ~1 µs a task warm, more in a worker just woken); a
  * resumed run's state is checked with zod. Returns what is wrong as a string.
  */
 function parseExtras(raw: unknown): Extras | string {
   if (!isRecord(raw)) return 'extras must be an object or null';
-  const { parentAgentId, ancestry, toolContext, metadata, timeoutMs, resume } = raw;
+  const { parentAgentId, toolContext, metadata, timeoutMs, resume } = raw;
   if (parentAgentId !== undefined && !isNonEmptyString(parentAgentId)) {
     return 'extras.parentAgentId must be a non-empty string';
-  }
-  if (ancestry !== undefined && !isStringArray(ancestry)) {
-    return 'extras.ancestry must be an array of agent ids';
   }
   if (toolContext !== undefined && !isRecord(toolContext)) return 'extras.toolContext must be an object';
   if (metadata !== undefined && !isRecord(metadata)) return 'extras.metadata must be an object';
@@ -411,7 +395,6 @@ function parseExtras(raw: unknown): Extras | string {
   }
   return {
     parentAgentId: parentAgentId as string | undefined,
-    ancestry: ancestry as string[] | undefined,
     toolContext: toolContext as Record<string, unknown> | undefined,
     metadata: metadata as Record<string, unknown> | undefined,
     timeoutMs: timeoutMs as number | undefined,
@@ -488,7 +471,6 @@ export function decodeSubagentTask(
       scopeVersion: version,
       input: input ?? undefined,
       parentAgentId: e.parentAgentId,
-      ancestry: e.ancestry,
       toolContext: e.toolContext,
       metadata: e.metadata,
       timeoutMs: e.timeoutMs,

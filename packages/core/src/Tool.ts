@@ -2,7 +2,10 @@ import { z } from 'zod';
 import { describeValue } from './internal/describeValue.js';
 import type { ToolContext } from './ToolContext.js';
 import type { ToolResult } from './ToolResult.js';
+import type { ToolSpec } from './ToolSpec.js';
 import { InvalidArgumentError } from './TroupeError.js';
+
+export type { ToolSpec } from './ToolSpec.js';
 
 /**
  * Default extra attempts after a thrown error.
@@ -36,28 +39,6 @@ export const DEFAULT_TOOL_TIMEOUT_MS = 30_000;
  * ```
  */
 export type ToolReturn<R> = R | ToolResult<R>;
-
-/**
- * The description of a tool a model sees.
- *
- * What a {@link Model} gets in `ModelRequest.tools`; an adapter turns it into
- * its provider's tool format.
- *
- * @example
- * ```ts
- * const spec: ToolSpec = {
- *   name: 'get_weather',
- *   description: 'Current weather of a city',
- *   parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
- * }
- * ```
- */
-export interface ToolSpec {
-  readonly name: string;
-  readonly description: string;
-  /** JSON Schema of the arguments, derived from the zod schema. */
-  readonly parameters: Readonly<Record<string, unknown>>;
-}
 
 /**
  * What you pass to {@link defineTool}. `S` and `TC` are the scope and the

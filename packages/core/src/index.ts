@@ -10,18 +10,16 @@
 // First: refuse an unsupported Node.js before anything else runs.
 import './internal/assertSupportedNode.js';
 
-export { type Agent, type AgentDefinition, DEFAULT_MAX_TURNS, defineAgent, findAgentExport, isAgent } from './Agent.js';
-export { type LoopEvents, type LoopState, totalUsage } from './AgentLoop.js';
+export { type Agent, type AgentDefinition, DEFAULT_MAX_TURNS, defineAgent, isAgent } from './Agent.js';
+export { type LoopState, totalUsage } from './AgentLoop.js';
 export { assertCloneable, findUncloneable, isCloneable } from './assertCloneable.js';
 
 export { CancelSource } from './CancelSource.js';
 export {
   type CallCancellation,
   type CallInfo,
-  type CancelCell,
   type CancelToken,
   neverCancelled,
-  onCancelled,
   type RunCancellation,
 } from './CancelToken.js';
 export type { Clock, TimerHandle } from './Clock.js';
@@ -100,11 +98,8 @@ export {
 } from './Tool.js';
 export {
   type AgentStateView,
-  buildToolContext,
-  type CallContext,
   RESERVED_CONTEXT_KEYS,
   type ReservedToolContext,
-  type RunContext,
   type ToolContext,
 } from './ToolContext.js';
 export type {

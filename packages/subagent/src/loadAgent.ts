@@ -1,4 +1,5 @@
-import { type Agent, findAgentExport, TroupeError } from '@troupe/core';
+import { type Agent, TroupeError } from '@troupe/core';
+import { findAgentExport } from '@troupe/core/internal';
 
 // One import per module per worker; the promise is cached so concurrent
 // first uses share it. A failed import is not cached, so a fixed file loads.

@@ -9,12 +9,11 @@ import {
   ContextUpdate,
   defineAgent,
   defineTool,
-  type RunContext,
   sealScope,
   type ToolContext,
   ToolResult,
 } from '@troupe/core';
-import { initialLoopState, localRunCancellation, runAgentLoop } from '@troupe/core/internal';
+import { initialLoopState, localRunCancellation, type RunContext, runAgentLoop } from '@troupe/core/internal';
 import { ManualClock, ScriptedModel } from '@troupe/core/testing';
 import { z } from 'zod';
 

@@ -7,7 +7,6 @@ import {
   defineAgent,
   defineTool,
   type LoopState,
-  type RunContext,
   sealScope,
   ToolResult,
 } from '@troupe/core';
@@ -15,6 +14,7 @@ import {
   createTaskTool,
   initialLoopState,
   localRunCancellation,
+  type RunContext,
   runAgentLoop,
   type TaskSpawner,
 } from '@troupe/core/internal';

@@ -14,10 +14,9 @@ import {
   type Message,
   type Model,
   type ModelRequest,
-  type RunContext,
   sealScope,
 } from '@troupe/core';
-import { initialLoopState, localRunCancellation, runAgentLoop } from '@troupe/core/internal';
+import { initialLoopState, localRunCancellation, type RunContext, runAgentLoop } from '@troupe/core/internal';
 import { ManualClock, ScriptedModel } from '@troupe/core/testing';
 import { createSupervisor } from '@troupe/supervisor';
 import { z } from 'zod';

@@ -15,7 +15,6 @@ import {
   createId,
   defineTool,
   isTroupeError,
-  type RunContext,
   sealScope,
   type ToolContext,
   type ToolEvents,
@@ -27,6 +26,7 @@ import {
   type ExecuteToolOptions,
   executeTool,
   localRunCancellation,
+  type RunContext,
   scrub,
   type ToolExecution,
 } from '@troupe/core/internal';

@@ -4,16 +4,14 @@ import {
   type AgentId,
   type AgentStateView,
   type Answer,
-  buildToolContext,
-  type CallContext,
   CancelledError,
   CancelSource,
   createId,
   deepFreeze,
   RESERVED_CONTEXT_KEYS,
-  type RunContext,
   sealScope,
 } from '@troupe/core';
+import { buildToolContext, type CallContext, type RunContext } from '@troupe/core/internal';
 
 const agentId = 'agent_parent-sub-1' as AgentId;
 const parentAgentId = 'agent_parent' as AgentId;

@@ -12,6 +12,8 @@
 // First: refuse an unsupported Node.js before anything else runs.
 import './assertSupportedNode.js';
 
+export { findAgentExport } from '../Agent.js';
+export type { LoopEvents } from '../AgentLoop.js';
 export {
   abandonPendingTurn,
   type CheckpointCall,
@@ -31,6 +33,7 @@ export {
 export { cloneableSizeBound, irregularKeys } from '../assertCloneable.js';
 export { CancelSlots, type CancelSlotsOptions, type SlotHandle } from '../CancelSlots.js';
 export { localRunCancellation } from '../CancelSource.js';
+export { type CancelCell, onCancelled } from '../CancelToken.js';
 export { decodeError, ErrorShape, encodeError } from '../ErrorShape.js';
 export {
   type ExecuteToolOptions,
@@ -87,5 +90,6 @@ export {
   slotRunCancellation,
 } from '../slotRunCancellation.js';
 export { createTaskTool, DEFERRED_TASK_KIND, type TaskSpawner } from '../TaskTool.js';
+export { buildToolContext, type CallContext, type RunContext } from '../ToolContext.js';
 export { type ScrubbedToolExceptionEvent, scrub } from '../ToolEvents.js';
 export { describeValue } from './describeValue.js';

@@ -1,6 +1,15 @@
 import { MessageChannel, type MessagePort, parentPort } from 'node:worker_threads';
-import { type CancelCell, CancelledError, type ModelDelta, onCancelled, type RunCancellation } from '@troupe/core';
-import { decodeError, HOST_OPEN, type HostEvent, HostOp, MAX_HOST_EVENTS, parseHostReply } from '@troupe/core/internal';
+import { CancelledError, type ModelDelta, type RunCancellation } from '@troupe/core';
+import {
+  type CancelCell,
+  decodeError,
+  HOST_OPEN,
+  type HostEvent,
+  HostOp,
+  MAX_HOST_EVENTS,
+  onCancelled,
+  parseHostReply,
+} from '@troupe/core/internal';
 
 // The worker's one host channel, opened on the first call any run makes and
 // kept for the worker's life: a MessageChannel per run leaves native memory
