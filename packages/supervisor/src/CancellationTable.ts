@@ -4,7 +4,7 @@ import { systemClock } from '@troupe/subagent';
 
 /** Options of {@link CancellationTable}. */
 export interface CancellationTableOptions {
-  /** Time base of run deadlines; `expire()` without an argument reads it. Default: `systemClock`. */
+  /** Time base of run deadlines; `expireLanes()` without an argument reads it. Default: `systemClock`. */
   readonly clock?: Clock | undefined;
   /** Slots allocated up front in this thread's segment. Default 1024. */
   readonly capacity?: number | undefined;
@@ -16,9 +16,7 @@ export interface CancellationTableOptions {
 
 /** Options of {@link CancellationTable.register}. */
 export interface RegisterOptions {
-  /** The parent run's key: cancelling it cancels this one (reason `parent`). */
-  readonly parent?: string | undefined;
-  /** Absolute deadline, epoch ms in the clock's base; capped at the parent's. */
+  /** Absolute deadline, epoch ms in the clock's base, as the run's tools see it. */
   readonly deadline?: number | undefined;
   /**
    * Where the run's slot lives: `'local'` (default) claims one at once in this
@@ -33,12 +31,13 @@ export interface RegisteredSlot extends SlotHandle {
   readonly deadline: number | undefined;
 }
 
-/** Something {@link CancellationTable.expire} cancelled. */
-export type ExpiredEntry =
-  /** A run: its own deadline passed (`deadline`) or an ancestor's did (`parent`). */
-  | { readonly kind: 'run'; readonly key: string; readonly reason: 'deadline' | 'parent' }
-  /** One call of a run: its lane's deadline passed; `call` tells it apart from later calls on the lane. */
-  | { readonly kind: 'lane'; readonly key: string; readonly lane: number; readonly call: number };
+/** One call of a run that {@link CancellationTable.expireLanes} cancelled: its lane's deadline passed; `call` tells it apart from later calls on the lane. */
+export interface ExpiredEntry {
+  readonly kind: 'lane';
+  readonly key: string;
+  readonly lane: number;
+  readonly call: number;
+}
 
 /**
  * A buffer of slots that one thread reads and writes: this thread's own, or
@@ -58,8 +57,6 @@ export interface Segment {
 
 interface Node {
   readonly key: string;
-  parent: Node | undefined;
-  children: Set<Node> | undefined;
   deadline: number | undefined;
   /** Why the run was cancelled: this table's own record, never read back from shared memory. */
   reason: CancelReason | undefined;
@@ -70,25 +67,26 @@ interface Node {
 const REASONS: ReadonlySet<string> = new Set<CancelReason>(['user', 'parent', 'deadline', 'shutdown']);
 
 /**
- * The supervisor's cancellation table: the parent → child hierarchy of live
- * runs, their cancel state and deadlines, and their slots in shared buffers
- * that the threads running them read with one `Atomics.load`.
+ * The slots of live runs in shared buffers, which the threads running them
+ * read with one `Atomics.load`: slots only. Which run is whose child, and so
+ * what a cancel reaches, is the run tree's to know (it walks its own nodes and
+ * cancels each slot); a deadline is the tree's to enforce (it cancels the run
+ * when it passes). This table keeps, per run:
  *
- * - `cancel(key, reason)` records the cancel here and writes the run's slot,
- *   then pushes `parent` down to every live descendant, so a worker's check
- *   stays one load whatever the depth. A child registered under a cancelled
- *   ancestor starts cancelled, so a spawn racing a cancel is never missed.
- * - What this table decides from (cancelled or not, the reason, deadlines,
- *   generations) lives in its own memory: a word a worker forges can make
- *   that worker's own runs look cancelled to themselves, nothing more.
- * - Slots live in segments: this thread's own (parent agents), and one per
+ * - its cancel state (`cancel(key, reason)` records the reason here and writes
+ *   the run's slot, ringing the doorbell of its segment once); what this
+ *   table decides from (cancelled or not, the reason, deadlines, generations)
+ *   lives in its own memory: a word a worker forges can make that worker's own
+ *   runs look cancelled to themselves, nothing more;
+ * - its deadline as its tools see it (written to the slot);
+ * - its slot, in a segment: this thread's own (parent agents), and one per
  *   worker thread ({@link CancellationTable.segment}), claimed when a run is
- *   dispatched there ({@link CancellationTable.bind}).
- * - Slots are reused through a free list; each reuse bumps the slot's
- *   generation, so a handle of a finished run never sees a later run's cancel.
- * - A child's deadline is never later than its parent's; `expire(now)` cancels
- *   runs (and single calls, by lane) whose deadline passed. The `Watchdog`
- *   calls it on a timer.
+ *   dispatched there ({@link CancellationTable.bind}). A run registered
+ *   cancelled gets its slot cancelled when it is bound;
+ * - slots are reused through a free list; each reuse bumps the slot's
+ *   generation, so a handle of a finished run never sees a later run's cancel;
+ * - `expireLanes(now)` cancels single tool calls (by lane) whose deadline
+ *   passed. The `Watchdog` calls it on a timer.
  *
  * Main thread only. Cancelling an unknown or released key is a no-op that
  * returns false (a cancel may race the end of a run).
@@ -96,17 +94,15 @@ const REASONS: ReadonlySet<string> = new Set<CancelReason>(['user', 'parent', 'd
  * @example
  * ```ts
  * const table = new CancellationTable({ clock: systemClock })
- * const parent = table.register('a')
- * const child = table.register('a-sub-1', { parent: 'a', deadline: systemClock.now() + 30_000 })
- * table.cancel('a', 'user') // both slots read cancelled; the child's reason is 'parent'
- * table.release('a-sub-1'); table.release('a')
+ * const slot = table.register('run-a', { deadline: systemClock.now() + 30_000 })
+ * table.cancel('run-a', 'user') // the slot reads cancelled, with reason 'user'
+ * table.release('run-a')
  * ```
  */
 export class CancellationTable {
   readonly #local: Segment;
   readonly #clock: Clock;
   readonly #nodes = new Map<string, Node>();
-  readonly #withDeadline = new Set<Node>();
   readonly #laneScratch: number[] = [];
   readonly #segments = new Map<number, Segment>();
   readonly #lanes: number;
@@ -179,13 +175,10 @@ export class CancellationTable {
   }
 
   /**
-   * Register run `key`. O(1) (amortised over growth). The deadline is capped
-   * at the parent's; if the parent or any ancestor is already cancelled, the
-   * run starts cancelled with reason `parent`.
+   * Register run `key`. O(1) (amortised over growth).
    *
-   * Throws `InvalidArgumentError` for an empty or already registered key, an
-   * unknown parent (`ERR_UNKNOWN_AGENT`) or a bad deadline, and a
-   * `TroupeError` `ERR_TABLE_FULL` past `maxCapacity`.
+   * Throws `InvalidArgumentError` for an empty or already registered key or a
+   * bad deadline, and a `TroupeError` `ERR_TABLE_FULL` past `maxCapacity`.
    */
   register(key: string, options: RegisterOptions = {}): RegisteredSlot {
     if (typeof key !== 'string' || key.length === 0) {
@@ -195,35 +188,9 @@ export class CancellationTable {
       throw new InvalidArgumentError(`run "${key}" is already registered: release it first or use a new id`);
     }
     CancelSlots.checkDeadline(options.deadline);
-    let parent: Node | undefined;
-    if (options.parent !== undefined) {
-      parent = this.#nodes.get(options.parent);
-      if (parent === undefined) {
-        throw new InvalidArgumentError(
-          `parent "${options.parent}" of run "${key}" is not registered (never, or released): register the parent first`,
-          { code: 'ERR_UNKNOWN_AGENT' },
-        );
-      }
-    }
-    const node: Node = {
-      key,
-      parent,
-      children: undefined,
-      deadline: minDeadline(options.deadline, parent?.deadline),
-      // Check the ancestors once: a child born while one of them is being (or
-      // was) cancelled must not miss it. Invariant: a cancelled run's descendants
-      // are cancelled, so the parent's own reason settles it.
-      reason: parent?.reason === undefined ? undefined : 'parent',
-      segment: undefined,
-      handle: undefined,
-    };
+    const node: Node = { key, deadline: options.deadline, reason: undefined, segment: undefined, handle: undefined };
     if (options.slot !== 'deferred') this.#claim(node, this.#local);
     this.#nodes.set(key, node);
-    if (node.deadline !== undefined) this.#withDeadline.add(node);
-    if (parent !== undefined) {
-      if (parent.children === undefined) parent.children = new Set();
-      parent.children.add(node);
-    }
     const handle = node.handle;
     return { index: handle?.index ?? -1, generation: handle?.generation ?? 0, deadline: node.deadline };
   }
@@ -241,8 +208,8 @@ export class CancellationTable {
   }
 
   /**
-   * Free run `key`'s slot but keep the run registered (its own work ended;
-   * its children may still run, and a cancel of it must still reach them).
+   * Free run `key`'s slot but keep the run registered (its work left the
+   * thread that held the slot; it may be bound again).
    */
   unbind(key: string): boolean {
     const node = this.#nodes.get(key);
@@ -279,37 +246,22 @@ export class CancellationTable {
   /**
    * The run is over: free its slot (if it still has one) and forget it (O(1)).
    * Lingering readers of the slot see it cancelled (`shutdown`); the next run
-   * in the slot gets a new generation. Children still registered keep their
-   * cancel ancestry: they move up to the released run's parent. Returns false
-   * for an unknown or released key.
+   * in the slot gets a new generation. Returns false for an unknown or
+   * released key.
    */
   release(key: string): boolean {
     const node = this.#nodes.get(key);
     if (node === undefined) return false;
     this.unbind(key);
     this.#nodes.delete(key);
-    this.#withDeadline.delete(node);
-    const parent = node.parent;
-    parent?.children?.delete(node);
-    if (node.children !== undefined) {
-      for (const child of node.children) {
-        child.parent = parent;
-        if (parent !== undefined) {
-          if (parent.children === undefined) parent.children = new Set();
-          parent.children.add(child);
-        }
-      }
-      node.children = undefined;
-    }
-    node.parent = undefined;
     return true;
   }
 
   /**
-   * Cancel run `key` with `reason` and every live descendant with `parent`.
-   * Wakes their `signal` bridges (one ring per buffer). Returns false, without
-   * error, for an unknown, released or already cancelled key (the first
-   * reason stays).
+   * Cancel run `key` with `reason`: recorded here, and written to its slot
+   * when it has one (else when it is bound). Wakes its `signal` bridge.
+   * Returns false, without error, for an unknown, released or already
+   * cancelled key (the first reason stays).
    */
   cancel(key: string, reason: CancelReason): boolean {
     if (!REASONS.has(reason)) {
@@ -319,24 +271,9 @@ export class CancellationTable {
     }
     const node = this.#nodes.get(key);
     if (node === undefined || node.reason !== undefined) return false;
-    this.#sweep((touch) => this.#cancelNode(node, reason, undefined, touch));
+    node.reason = reason;
+    if (node.segment !== undefined && node.handle !== undefined) node.segment.slots.cancelRun(node.handle, reason);
     return true;
-  }
-
-  /**
-   * Keys of run `key` and every registered descendant, the run first
-   * (for a caller that must act on each: a watchdog's grace periods).
-   */
-  subtree(key: string): string[] {
-    const node = this.#nodes.get(key);
-    if (node === undefined) return [];
-    const out: string[] = [];
-    const stack: Node[] = [node];
-    for (let n = stack.pop(); n !== undefined; n = stack.pop()) {
-      out.push(n.key);
-      if (n.children !== undefined) for (const child of n.children) stack.push(child);
-    }
-    return out;
   }
 
   /** Whether run `key` is cancelled; false for unknown keys. */
@@ -355,55 +292,45 @@ export class CancellationTable {
   }
 
   /**
-   * Set (or clear, with `undefined`) run `key`'s deadline. It is capped at the
-   * parent's, and descendants whose deadline is later are brought forward to
-   * it. Returns false for an unknown key; read the result with `deadlineOf`.
-   * Throws `InvalidArgumentError` for a negative or non-finite deadline.
+   * Set (or clear, with `undefined`) run `key`'s deadline as its tools see it.
+   * Returns false for an unknown key. Throws `InvalidArgumentError` for a
+   * negative or non-finite deadline.
    */
   setDeadline(key: string, deadline: number | undefined): boolean {
     CancelSlots.checkDeadline(deadline);
     const node = this.#nodes.get(key);
     if (node === undefined) return false;
-    this.#setNodeDeadline(node, minDeadline(deadline, node.parent?.deadline));
-    const cap = node.deadline;
-    if (cap === undefined || node.children === undefined) return true;
-    const stack: Node[] = [...node.children];
-    for (let child = stack.pop(); child !== undefined; child = stack.pop()) {
-      // A child within the cap has its own descendants within it already.
-      if (child.deadline !== undefined && child.deadline <= cap) continue;
-      this.#setNodeDeadline(child, cap);
-      if (child.children !== undefined) for (const grandchild of child.children) stack.push(grandchild);
+    node.deadline = deadline;
+    if (node.segment !== undefined && node.handle !== undefined) {
+      node.segment.slots.setRunDeadline(node.handle.index, deadline);
     }
     return true;
   }
 
   /**
-   * Cancel what is overdue at `now` (epoch ms; default `clock.now()`): runs
-   * whose deadline passed (reason `deadline`, pushed down as `parent`) and
-   * single calls whose lane deadline passed (that lane only, reason
-   * `deadline`; the run goes on). Lane deadlines are read in each segment's
-   * lane clock (a worker writes them in the system clock). Returns what it
-   * cancelled.
+   * Cancel the single calls whose lane deadline passed at `now` (epoch ms;
+   * default `clock.now()`): that lane only, reason `deadline`; the run goes
+   * on. Lane deadlines are read in each segment's lane clock (a worker writes
+   * them in the system clock). Returns what it cancelled.
    */
-  expire(now: number = this.#clock.now()): ExpiredEntry[] {
+  expireLanes(now: number = this.#clock.now()): ExpiredEntry[] {
     if (typeof now !== 'number' || !Number.isFinite(now)) {
-      throw new InvalidArgumentError(`expire(now) needs a finite time in epoch ms, got ${describeValue(now)}`);
+      throw new InvalidArgumentError(`expireLanes(now) needs a finite time in epoch ms, got ${describeValue(now)}`);
     }
     const out: ExpiredEntry[] = [];
-    this.#sweep((touch) => {
-      for (const node of this.#withDeadline) {
-        if (node.deadline !== undefined && node.deadline <= now && node.reason === undefined) {
-          this.#cancelNode(node, 'deadline', out, touch);
-        }
-      }
-      if (this.#lanes === 0) return;
-      const lanes = this.#laneScratch;
-      const systemNow = systemClock.now();
+    if (this.#lanes === 0) return out;
+    const touched: Segment[] = [];
+    const lanes = this.#laneScratch;
+    const systemNow = systemClock.now();
+    try {
       for (const node of this.#nodes.values()) {
         const segment = node.segment;
         const handle = node.handle;
         if (segment === undefined || handle === undefined) continue;
-        touch(segment);
+        if (!touched.includes(segment)) {
+          touched.push(segment);
+          segment.slots.beginBatch();
+        }
         const laneNow =
           segment.laneClock === this.#clock
             ? now
@@ -416,7 +343,10 @@ export class CancellationTable {
         }
         lanes.length = 0;
       }
-    });
+    } finally {
+      // Each touched segment's doorbell rings once.
+      for (const segment of touched) segment.slots.endBatch();
+    }
     return out;
   }
 
@@ -449,54 +379,6 @@ export class CancellationTable {
     if (node?.handle === undefined || node.segment === undefined) return undefined;
     return node.segment.slots.laneInfo(node.handle.index, lane);
   }
-
-  // Run `fn` holding every touched segment's doorbell, then ring each once.
-  #sweep(fn: (touch: (segment: Segment) => void) => void): void {
-    const touched: Segment[] = [];
-    const touch = (segment: Segment): void => {
-      if (touched.includes(segment)) return;
-      touched.push(segment);
-      segment.slots.beginBatch();
-    };
-    try {
-      fn(touch);
-    } finally {
-      for (const segment of touched) segment.slots.endBatch();
-    }
-  }
-
-  #cancelNode(node: Node, reason: CancelReason, out: ExpiredEntry[] | undefined, touch: (s: Segment) => void): void {
-    this.#write(node, reason, touch);
-    if (out !== undefined) out.push({ kind: 'run', key: node.key, reason: 'deadline' });
-    if (node.children === undefined) return;
-    // Push down. Invariant (kept by every cancel, by register's ancestor check,
-    // and by release moving children up): a cancelled run's descendants are
-    // all cancelled, so a child that was already cancelled is not descended.
-    const stack: Node[] = [];
-    for (const child of node.children) stack.push(child);
-    for (let child = stack.pop(); child !== undefined; child = stack.pop()) {
-      if (child.reason !== undefined) continue;
-      this.#write(child, 'parent', touch);
-      if (out !== undefined) out.push({ kind: 'run', key: child.key, reason: 'parent' });
-      if (child.children !== undefined) for (const grandchild of child.children) stack.push(grandchild);
-    }
-  }
-
-  #write(node: Node, reason: CancelReason, touch: (s: Segment) => void): void {
-    node.reason = reason;
-    if (node.segment === undefined || node.handle === undefined) return;
-    touch(node.segment);
-    node.segment.slots.cancelRun(node.handle, reason);
-  }
-
-  #setNodeDeadline(node: Node, deadline: number | undefined): void {
-    node.deadline = deadline;
-    if (node.segment !== undefined && node.handle !== undefined) {
-      node.segment.slots.setRunDeadline(node.handle.index, deadline);
-    }
-    if (deadline === undefined) this.#withDeadline.delete(node);
-    else this.#withDeadline.add(node);
-  }
 }
 
 function newSegment(slots: CancelSlots, laneClock: Clock): Segment {
@@ -519,10 +401,4 @@ function allocate(segment: Segment): number {
     slots.grow(Math.min(max, capacity * 2));
   }
   return segment.fresh++;
-}
-
-function minDeadline(a: number | undefined, b: number | undefined): number | undefined {
-  if (a === undefined) return b;
-  if (b === undefined) return a;
-  return a < b ? a : b;
 }

@@ -36,6 +36,13 @@ import type { SupervisorEvents } from './SupervisorEvents.js';
  * - `lost`: whatever ran it vanished and nobody can say how it ended (a worker
  *   host killed, its lease lapsed): the tree may run it again as a new attempt
  *   from its last checkpoint. A transport on one machine never reports it.
+ *
+ * @example
+ * ```ts
+ * function describe(end: RunEnd): string {
+ *   return end.status === 'cancelled' ? `cancelled (${end.reason})` : end.status
+ * }
+ * ```
  */
 export type RunEnd =
   | {
@@ -62,14 +69,24 @@ export type RunEnd =
     }
   | { readonly status: 'lost'; readonly error: Error };
 
-/** What an attempt's end carries besides how it ended. */
+/** What an attempt's end carries besides how it ended. *
+ * @example
+ * ```ts
+ * const end: AttemptEnd = { end: { status: 'cancelled', reason: 'user', forced: false }, usage: { inputTokens: 0, outputTokens: 0 } }
+ * ```
+ */
 export interface AttemptEnd {
   readonly end: RunEnd;
   /** Tokens its own model calls spent (what its worker noted, when it died). */
   readonly usage: Usage;
 }
 
-/** Where an attempt runs, once a slot took it (for events and `worker.recycled`). */
+/** Where an attempt runs, once a slot took it (for events and `worker.recycled`). *
+ * @example
+ * ```ts
+ * const placement: AttemptPlacement = { threadId: 3, at: Date.now() }
+ * ```
+ */
 export interface AttemptPlacement {
   /** The worker thread's id on the host that runs it. */
   readonly threadId: number;
@@ -79,7 +96,12 @@ export interface AttemptPlacement {
   readonly at: number;
 }
 
-/** What an attempt does: start a run's first attempt, or resume a suspended one. */
+/** What an attempt does: start a run's first attempt, or resume a suspended one. *
+ * @example
+ * ```ts
+ * const work: AttemptWork = { kind: 'start', input: 'Summarise the incident', metadata: undefined }
+ * ```
+ */
 export type AttemptWork =
   | { readonly kind: 'start'; readonly input: string | undefined; readonly metadata: Metadata | undefined }
   | {
@@ -91,6 +113,11 @@ export type AttemptWork =
       readonly approvedCalls: readonly string[];
       /** The answer came after the request's `expiresAt`. */
       readonly expired: boolean;
+      /**
+       * Resuming an attempt that was lost from its last checkpoint: the open calls that had
+       * started under it (a non-idempotent one is not run again: its result is `ERR_INTERRUPTED`).
+       */
+      readonly started?: readonly string[] | undefined;
     };
 
 /**
@@ -99,6 +126,12 @@ export type AttemptWork =
  * code, checks and limits wherever the attempt runs. A transport parses and
  * checks what arrives (capability, schema, flood and question limits) before it
  * calls these.
+ *
+ * @example
+ * ```ts
+ * declare const host: HostOperations
+ * host.events([['t', 'tool.execute.start', { toolName: 'search' }]])
+ * ```
  */
 export interface HostOperations {
   readonly agentId: string;
@@ -117,6 +150,14 @@ export interface HostOperations {
  * One attempt of one run, as the tree hands it to a transport. Everything in it
  * lives in memory: the scope and toolContext are never stored by a transport
  * (a remote one hands them to the host that claimed the attempt, in its grant).
+ *
+ * @example
+ * ```ts
+ * declare const transport: RunTransport
+ * declare const attempt: Attempt
+ * const handle = transport.dispatch(attempt)
+ * console.log(attempt.runId, attempt.attempt, (await handle.ended).end.status)
+ * ```
  */
 export interface Attempt {
   readonly runId: RunId;
@@ -133,18 +174,31 @@ export interface Attempt {
   /** Frozen by the supervisor. */
   readonly toolContext: Readonly<Record<string, unknown>>;
   readonly work: AttemptWork;
-  /** Its deadline, relative to when a slot takes it (`undefined`: none). */
+  /**
+   * The time it has left, counted from this dispatch (its queue wait counts), as its tools see it
+   * (`ctx.deadline`); `undefined`: none. The tree enforces it: it cancels the attempt (`deadline`)
+   * when it passes. A remote transport sends the time left, not a time on this clock.
+   */
   readonly timeoutMs: number | undefined;
   /** The host features it is served (`HostFeature` and telemetry bits). */
   readonly features: number;
   /** Already cancelled when dispatched (a child born during its parent's cancel): it starts cancelled. */
   readonly cancelled: CancelReason | undefined;
   readonly host: HostOperations;
+  /** The W3C trace context of the run on this host (a remote transport may carry it; it is no secret). */
+  readonly traceparent?: string | undefined;
   /** A slot took it (called at most once, before its end). */
   placed?(placement: AttemptPlacement): void;
 }
 
-/** A dispatched attempt: how it ends, and the handle the tree withdraws, cancels or kills it by. */
+/** A dispatched attempt: how it ends, and the handle the tree withdraws, cancels or kills it by. *
+ * @example
+ * ```ts
+ * declare const handle: AttemptHandle
+ * const { end, usage } = await handle.ended
+ * console.log(end.status, usage.inputTokens)
+ * ```
+ */
 export interface AttemptHandle {
   /**
    * Resolves exactly once with how the attempt ended; never rejects. Every
@@ -153,7 +207,14 @@ export interface AttemptHandle {
   readonly ended: Promise<AttemptEnd>;
 }
 
-/** What a transport reports of itself (`supervisor.stats().pool`). */
+/** What a transport reports of itself (`supervisor.stats().pool`). *
+ * @example
+ * ```ts
+ * declare const transport: RunTransport
+ * const { slots, queued, running } = transport.stats()
+ * console.log(`${running}/${slots} running, ${queued} queued`)
+ * ```
+ */
 export interface TransportStats {
   /** Attempts it can run at once. */
   readonly slots: number;
@@ -169,7 +230,16 @@ export interface TransportStats {
   readonly [figure: string]: number;
 }
 
-/** What the supervisor gives the transport it owns, once, before the first dispatch. */
+/** What the supervisor gives the transport it owns, once, before the first dispatch. *
+ * @example
+ * ```ts
+ * const host: TransportHost = {
+ *   clock: systemClock,
+ *   emit: (name, payload) => console.log(name, payload.reason),
+ *   listening: () => true,
+ * }
+ * ```
+ */
 export interface TransportHost {
   readonly clock: Clock;
   /** Emit one of the transport's own events (`worker.recycled`, `host.refused`). */
@@ -194,13 +264,25 @@ export interface TransportHost {
  * - `cancel` is cooperative: the attempt sees it at once (`isCancelled()`,
  *   its signal); one that ignores it past the grace period is killed and ends
  *   `cancelled`, forced; `kill` does that now;
- * - an attempt past its deadline ends `cancelled` (`deadline`);
+ * - a tool call past its own deadline that never yields is killed (the run ends
+ *   `failed` with a forced `ToolTimeoutError`);
  * - `close` stops taking attempts, lets running ones end within its budget,
  *   then kills what is left; `destroy` kills everything now; both idempotent.
+ *
+ * @example
+ * ```ts
+ * const transport: RunTransport = localTransport({ threads: 2 })
+ * const supervisor = createSupervisor({ transport })
+ * await supervisor.ready()
+ * ```
  */
 export interface RunTransport {
   /** A short name for events and errors (`local`, `bullmq`). */
   readonly name: string;
+  /** How long a cancelled attempt gets to stop before it is killed (ms). */
+  readonly graceMs: number;
+  /** Attempts it can run at once (a tree defers a nested task rather than hold them all). */
+  readonly slots: number;
   /** Called once by the supervisor that owns this transport, before anything else. */
   start(host: TransportHost): void;
   /** Resolves once it can run attempts (threads booted, connections open). */

@@ -121,6 +121,8 @@ export interface RunModel {
  */
 export interface HostRefusedEvent extends At {
   readonly threadId: number;
+  /** The worker host the call came from, when it was relayed from another machine. */
+  readonly host?: string | undefined;
   readonly reason: string;
   /** The operation it named, when it named one. */
   readonly op: number | undefined;
@@ -141,6 +143,8 @@ export interface HostRefusedEvent extends At {
  */
 export interface WorkerRecycledEvent extends At {
   readonly threadId: number;
+  /** The worker host of the thread, when it is not this process. */
+  readonly host?: string | undefined;
   readonly agentId: string | undefined;
   readonly runId: string | undefined;
   readonly reason: 'tool-timeout' | 'cancel-ignored' | 'protocol';

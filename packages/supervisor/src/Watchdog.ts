@@ -36,8 +36,9 @@ interface Tracked {
 
 /**
  * Enforces cancellation against code that never yields (contract 5): while
- * runs are tracked, a timer calls `table.expire(now)` every `intervalMs`
- * (deadlines become cancels), and escalates what cooperation did not stop:
+ * runs are tracked, a timer calls `table.expireLanes(now)` every `intervalMs`
+ * (a tool call's deadline becomes a cancel of its lane), and escalates what
+ * cooperation did not stop:
  *
  * - a tracked run cancelled (any reason) more than `graceMs` ago and still
  *   tracked → `kill(key, { kind: 'cancelled', reason })`;
@@ -50,7 +51,7 @@ interface Tracked {
  * `close()` stops it; use after close throws.
  *
  * Gotcha: lane timeouts are learnt from the watchdog's own `expire()` calls;
- * while it runs, do not call `table.expire()` elsewhere or those calls are
+ * while it runs, do not call `table.expireLanes()` elsewhere or those calls are
  * cancelled but never escalated.
  *
  * @example
@@ -148,8 +149,7 @@ export class Watchdog {
     if (this.#closed || this.#tracked.size === 0) return;
     const now = this.#clock.now();
     const table = this.#table;
-    for (const entry of table.expire(now)) {
-      if (entry.kind !== 'lane') continue; // runs are noticed below, cancelled by whatever
+    for (const entry of table.expireLanes(now)) {
       const tracked = this.#tracked.get(entry.key);
       if (tracked === undefined) continue;
       if (tracked.lanes === undefined) tracked.lanes = new Map();

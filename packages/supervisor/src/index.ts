@@ -14,6 +14,12 @@ export type {
   StreamOptions,
 } from './AgentHandle.js';
 export {
+  LocalTransport,
+  type LocalTransportOptions,
+  localTransport,
+  type ResolvedLocalTransportOptions,
+} from './LocalTransport.js';
+export {
   MAX_MEASURED_HOPS,
   type MeasureScopeCostOptions,
   measureScopeCost,
@@ -79,16 +85,7 @@ export type {
   TransportStats,
 } from './RunTransport.js';
 export type { SubagentOutcome } from './SubagentOutcome.js';
-export {
-  createSupervisor,
-  type PendingRequestInfo,
-  type PoolOptions,
-  type SpawnOptions,
-  type StartAgentOptions,
-  Supervisor,
-  type SupervisorOptions,
-  type SupervisorStats,
-} from './Supervisor.js';
+export { createSupervisor, Supervisor } from './Supervisor.js';
 export type {
   ChannelBytes,
   HostRefusedEvent,
@@ -99,3 +96,12 @@ export type {
   SupervisorEvents,
   WorkerRecycledEvent,
 } from './SupervisorEvents.js';
+export type {
+  AnswerOptions,
+  PendingRequestInfo,
+  PoolOptions,
+  SpawnOptions,
+  StartAgentOptions,
+  SupervisorOptions,
+  SupervisorStats,
+} from './SupervisorOptions.js';

@@ -10,31 +10,28 @@ const isInvalid =
   (error: unknown) =>
     isTroupeError(error, code as 'ERR_INVALID_ARGUMENT');
 
-describe('CancellationTable: hierarchy by push-down', () => {
-  it('cancels a run and every live descendant (reason parent), never a sibling or an ancestor', () => {
+describe('CancellationTable: cancel state per slot', () => {
+  it('cancels the one run it is told (the run tree walks a subtree); others are untouched', () => {
     const table = new CancellationTable({ capacity: 8 });
-    table.register('root');
-    table.register('a', { parent: 'root' });
-    table.register('a1', { parent: 'a' });
-    table.register('a1x', { parent: 'a1' });
-    table.register('b', { parent: 'root' });
-    table.register('a2', { parent: 'a' });
+    const a = slotRunCancellation(table.slots, table.register('a'));
+    const b = slotRunCancellation(table.slots, table.register('b'));
     assert.equal(table.cancel('a', 'user'), true);
     assert.equal(table.reason('a'), 'user');
-    for (const key of ['a1', 'a1x', 'a2']) assert.equal(table.reason(key), 'parent', key);
-    for (const key of ['root', 'b']) {
-      assert.equal(table.isCancelled(key), false, key);
-      assert.equal(table.reason(key), undefined, key);
-    }
+    assert.equal(a.token.reason, 'user');
+    assert.equal(table.isCancelled('b'), false);
+    assert.equal(b.token.isCancelled(), false);
+    a.close();
+    b.close();
   });
 
   it('keeps the first reason and returns false for an already cancelled, unknown or released key', () => {
     const table = new CancellationTable({ capacity: 4 });
     table.register('p');
-    table.register('c', { parent: 'p' });
+    table.register('c');
     assert.equal(table.cancel('c', 'deadline'), true);
-    assert.equal(table.cancel('p', 'user'), true);
+    assert.equal(table.cancel('c', 'parent'), false);
     assert.equal(table.reason('c'), 'deadline', 'an earlier reason is never overwritten');
+    assert.equal(table.cancel('p', 'user'), true);
     assert.equal(table.cancel('p', 'shutdown'), false);
     assert.equal(table.reason('p'), 'user');
     assert.equal(table.cancel('nobody', 'user'), false);
@@ -45,27 +42,16 @@ describe('CancellationTable: hierarchy by push-down', () => {
     assert.equal(table.reason('nobody'), undefined);
   });
 
-  it('starts a child registered under a cancelled ancestor cancelled (reason parent)', () => {
+  it('a run cancelled before it has a slot gets it cancelled when it is bound (a dispatch racing a cancel)', () => {
     const table = new CancellationTable({ capacity: 4 });
-    table.register('g');
-    table.register('p', { parent: 'g' });
-    table.cancel('g', 'shutdown');
-    const child = table.register('c', { parent: 'p' });
-    assert.equal(table.reason('c'), 'parent');
-    const run = slotRunCancellation(table.buffer, child);
+    table.register('queued', { slot: 'deferred' });
+    assert.equal(table.handle('queued'), undefined);
+    assert.equal(table.cancel('queued', 'parent'), true);
+    const handle = table.bind('queued', table.local);
+    const run = slotRunCancellation(table.slots, handle);
     assert.equal(run.token.isCancelled(), true);
     assert.equal(run.token.reason, 'parent');
     run.close();
-  });
-
-  it('keeps the cancel ancestry of children whose parent was released (they move up)', () => {
-    const table = new CancellationTable({ capacity: 4 });
-    table.register('g');
-    table.register('p', { parent: 'g' });
-    table.register('c', { parent: 'p' });
-    table.release('p');
-    table.cancel('g', 'user');
-    assert.equal(table.reason('c'), 'parent');
   });
 });
 
@@ -126,63 +112,34 @@ describe('CancellationTable: slots and generations', () => {
 });
 
 describe('CancellationTable: deadlines', () => {
-  it("caps a child's deadline at its parent's", () => {
-    const table = new CancellationTable({ capacity: 4 });
-    table.register('p', { deadline: 1_000 });
-    assert.equal(table.register('late', { parent: 'p', deadline: 5_000 }).deadline, 1_000);
-    assert.equal(table.register('early', { parent: 'p', deadline: 500 }).deadline, 500);
-    assert.equal(table.register('none', { parent: 'p' }).deadline, 1_000);
-    assert.equal(table.deadlineOf('late'), 1_000);
-  });
-
-  it('setDeadline is capped by the parent, brings later descendants forward, and clears to the parent', () => {
-    const table = new CancellationTable({ capacity: 8 });
-    table.register('g', { deadline: 10_000 });
-    table.register('p', { parent: 'g' });
-    table.register('c', { parent: 'p', deadline: 8_000 });
-    table.register('d', { parent: 'c', deadline: 3_000 });
-    assert.equal(table.setDeadline('p', 20_000), true);
-    assert.equal(table.deadlineOf('p'), 10_000, "never later than the parent's");
+  it('carries a deadline to the slot as set (the tree enforces it; the table never cancels a run for it)', () => {
+    const clock = new ManualClock(1_000);
+    const table = new CancellationTable({ clock, capacity: 4 });
+    assert.equal(table.register('p', { deadline: 1_050 }).deadline, 1_050);
     assert.equal(table.setDeadline('p', 5_000), true);
-    assert.equal(table.deadlineOf('c'), 5_000, 'a later descendant is brought forward');
-    assert.equal(table.deadlineOf('d'), 3_000, 'an earlier one is kept');
-    assert.equal(table.setDeadline('p', undefined), true);
-    assert.equal(table.deadlineOf('p'), 10_000);
+    assert.equal(table.deadlineOf('p'), 5_000);
     assert.equal(table.setDeadline('nobody', 1), false);
-    // The slot carries the deadline to the worker (µs precision).
-    const handle = table.handle('c');
+    const handle = table.handle('p');
     assert.ok(handle);
+    // The slot carries the deadline to the worker (µs precision).
     const run = slotRunCancellation(table.buffer, handle);
     assert.equal(run.deadline, 5_000);
+    clock.advance(10_000);
+    assert.deepEqual(table.expireLanes(), [], "a run past its deadline is the tree's to cancel");
+    assert.equal(table.isCancelled('p'), false);
+    assert.equal(table.setDeadline('p', undefined), true);
+    assert.equal(table.deadlineOf('p'), undefined);
     run.close();
   });
 
-  it('expire cancels overdue runs (deadline) and pushes down (parent), and reports them', () => {
-    const clock = new ManualClock(1_000);
-    const table = new CancellationTable({ clock, capacity: 4 });
-    table.register('p', { deadline: 1_050 });
-    table.register('c', { parent: 'p' });
-    table.register('other', { deadline: 2_000 });
-    assert.deepEqual(table.expire(), []);
-    clock.advance(50);
-    assert.deepEqual(table.expire(), [
-      { kind: 'run', key: 'p', reason: 'deadline' },
-      { kind: 'run', key: 'c', reason: 'parent' },
-    ]);
-    assert.equal(table.reason('p'), 'deadline');
-    assert.equal(table.reason('c'), 'parent');
-    assert.equal(table.isCancelled('other'), false);
-    assert.deepEqual(table.expire(), [], 'nothing twice');
-  });
-
-  it('expire cancels one call whose lane deadline passed; the run and its other calls go on', () => {
+  it('expireLanes cancels one call whose lane deadline passed; the run and its other calls go on', () => {
     const table = new CancellationTable({ capacity: 2 });
     const handle = table.register('r');
     const run = slotRunCancellation(table.buffer, handle);
     const late = run.openCall(2_000);
     const due = run.openCall(1_000);
     const none = run.openCall(undefined);
-    const expired = table.expire(1_000);
+    const expired = table.expireLanes(1_000);
     assert.equal(expired.length, 1);
     const entry = expired[0];
     assert.ok(entry?.kind === 'lane');
@@ -219,16 +176,15 @@ describe('CancellationTable: bad input', () => {
       assert.throws(() => table.register('x', { deadline: bad }), isInvalid(), String(bad));
       assert.throws(() => table.setDeadline('r', bad), isInvalid(), String(bad));
     }
-    assert.throws(() => table.expire(Number.NaN), isInvalid());
+    assert.throws(() => table.expireLanes(Number.NaN), isInvalid());
     assert.equal(table.has('x'), false, 'a refused registration leaves nothing behind');
   });
 
-  it('refuses an empty or duplicate key, an unknown parent and an unknown reason', () => {
+  it('refuses an empty or duplicate key and an unknown reason', () => {
     const table = new CancellationTable({ capacity: 2 });
     table.register('r');
     assert.throws(() => table.register(''), isInvalid());
     assert.throws(() => table.register('r'), isInvalid());
-    assert.throws(() => table.register('c', { parent: 'ghost' }), isInvalid('ERR_UNKNOWN_AGENT'));
     assert.throws(() => table.cancel('r', 'oops' as CancelReason), isInvalid());
     assert.equal(table.size, 1);
   });

@@ -52,22 +52,18 @@ describe('cancellation across threads', () => {
     );
   });
 
-  it('cancelling a parent cancels grandchildren running in other workers, not their cousins', async (t) => {
+  it('the cancels of a subtree (one per slot, as the run tree walks it) reach runs in other workers, not their cousins', async (t) => {
     const table = new CancellationTable({ capacity: 8 });
     const left = workerFor(t, table);
     const right = workerFor(t, table);
     const bystander = workerFor(t, table);
-    table.register('root');
-    table.register('child', { parent: 'root' });
-    table.register('gc-left', { parent: 'child' });
-    table.register('gc-right', { parent: 'child' });
-    table.register('uncle', { parent: 'root' });
-    table.register('cousin', { parent: 'uncle' });
-    left.send({ op: 'spin-run', handle: table.register('ggc', { parent: 'gc-left' }) });
+    for (const key of ['root', 'child', 'gc-left', 'gc-right', 'uncle', 'cousin']) table.register(key);
+    left.send({ op: 'spin-run', handle: table.register('ggc') });
     right.send({ op: 'await-signal', handle: table.handle('gc-right') ?? assert.fail('registered') });
     bystander.send({ op: 'hold', name: 'cousin', handle: table.handle('cousin') ?? assert.fail('registered') });
     await Promise.all([left.next('spinning'), right.next('waiting'), bystander.next('held')]);
     table.cancel('child', 'user');
+    for (const key of ['gc-left', 'gc-right', 'ggc']) table.cancel(key, 'parent');
     assert.equal((await left.next('stopped')).reason, 'parent');
     assert.equal((await right.next('aborted')).reason, 'parent');
     bystander.send({ op: 'check', name: 'cousin' });
@@ -78,18 +74,20 @@ describe('cancellation across threads', () => {
     assert.equal(table.isCancelled('uncle'), false);
   });
 
-  it('a child registered while its parent is being cancelled starts cancelled, in another worker', async (t) => {
+  it("a run registered cancelled (a child born during its parent's cancel) starts cancelled, in another worker", async (t) => {
     const table = new CancellationTable({ capacity: 4 });
     const parentWorker = workerFor(t, table);
     const childWorker = workerFor(t, table);
-    table.register('grandparent');
-    parentWorker.send({ op: 'spin-then-spawn', handle: table.register('parent', { parent: 'grandparent' }) });
+    parentWorker.send({ op: 'spin-then-spawn', handle: table.register('parent') });
     await parentWorker.next('spinning');
-    table.cancel('grandparent', 'user');
-    // The parent noticed the cancel and asks for a child anyway (the race a spawn can lose).
+    table.cancel('parent', 'parent');
+    // The parent noticed the cancel and asks for a child anyway (the race a spawn can lose): the
+    // tree registers it cancelled, as its parent is.
     const want = await parentWorker.next('want-child');
     assert.equal(want.reason, 'parent');
-    childWorker.send({ op: 'child', handle: table.register('child', { parent: 'parent' }) });
+    table.register('child', { slot: 'deferred' });
+    table.cancel('child', 'parent');
+    childWorker.send({ op: 'child', handle: table.bind('child', table.local) });
     const child = await childWorker.next('child');
     assert.equal(child.cancelled, true);
     assert.equal(child.reason, 'parent');
@@ -130,8 +128,8 @@ describe('cancellation across threads', () => {
     const deadline = Date.now() + 3_600_000;
     worker.send({ op: 'spin-call', handle: table.register('run'), deadline });
     await worker.next('spinning');
-    // The watchdog's expire pass, run at the call's deadline (no waiting).
-    const expired = table.expire(deadline);
+    // The watchdog's lane pass, run at the call's deadline (no waiting).
+    const expired = table.expireLanes(deadline);
     assert.equal(expired.length, 1);
     assert.equal(expired[0]?.kind, 'lane');
     const stopped = await worker.next('stopped');

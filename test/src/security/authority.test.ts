@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { CAPABILITY_LENGTH, HostOp } from '@troupe/core/internal';
-import { Dispatcher } from '@troupe/supervisor/internal';
+import { mintCapability } from '@troupe/supervisor/internal';
 import { echo } from '../fixtures/agents/basic.js';
 import { Board, intruder } from '../fixtures/agents/hostile.js';
 import { changed, type Hostile, hostileSupervisor, newBoard, processFaults } from './hostileSupervisor.js';
@@ -209,7 +209,7 @@ describe('authority: capabilities are unguessable', () => {
     const n = 100_000;
     const counts = new Map<string, number>();
     for (let i = 0; i < n; i++) {
-      const c = Dispatcher.capability();
+      const c = mintCapability();
       assert.equal(c.length, CAPABILITY_LENGTH);
       assert.match(c, /^[A-Za-z0-9_-]{24}$/);
       seen.add(c);

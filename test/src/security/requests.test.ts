@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { isTroupeError } from '@troupe/core';
 import { HostOp } from '@troupe/core/internal';
+import type { SubagentOutcome } from '@troupe/supervisor';
 import { intruder } from '../fixtures/agents/hostile.js';
 import { type Hostile, hostileSupervisor } from './hostileSupervisor.js';
 
@@ -37,8 +38,8 @@ describe('request ids the host sees', () => {
       assert.equal(new Set(open.map((r) => r.request.id)).size, 2);
       // Each run's own question, as its tool wrote it (its prompt names its tenant).
       assert.equal(open.find((r) => r.agentId === a.agentId)?.request.prompt, `who is ${tenants[0]}?`);
-      const ra = await h.supervisor.answer(a.request.id, { ok: true, data: 'for a' });
-      assert.equal(ra.status === 'done' && ra.text, 'answered "for a"');
+      const ra = await h.supervisor.answer<SubagentOutcome>(a.request.id, { ok: true, data: 'for a' });
+      assert.equal(ra.status === 'done' && ra.result, 'answered "for a"');
       const still = h.supervisor.pendingRequests();
       assert.deepEqual(
         still.map((r) => [r.agentId, r.request.id]),
@@ -48,8 +49,8 @@ describe('request ids the host sees', () => {
       await assert.rejects(h.supervisor.answer(a.request.id, { ok: true }), (e) =>
         isTroupeError(e, 'ERR_REQUEST_ALREADY_ANSWERED'),
       );
-      const rb = await h.supervisor.answer(b.request.id, { ok: true, data: 'for b' });
-      assert.equal(rb.status === 'done' && rb.text, 'answered "for b"');
+      const rb = await h.supervisor.answer<SubagentOutcome>(b.request.id, { ok: true, data: 'for b' });
+      assert.equal(rb.status === 'done' && rb.result, 'answered "for b"');
       assert.equal(h.supervisor.pendingRequests().length, 0);
     });
   }

@@ -470,27 +470,25 @@ describe('Supervisor.spawn: bad input', () => {
 
   for (const end of ['close', 'destroy'] as const) {
     it(`${end} lets this thread's idle signal bridge go (it would hold the buffer until the next cancel)`, async () => {
+      const { systemClock, localTransport } = await import('@troupe/supervisor');
       const tree = new RunTree({
-        clock: (await import('@troupe/supervisor')).systemClock,
+        clock: systemClock,
         events: new EventEmitter(),
         approval: undefined,
-        threads: 1,
-        resourceLimits: undefined,
-        maxQueue: 8,
-        graceMs: 100,
-        watchdogIntervalMs: 10,
-        tableCapacity: undefined,
+        transport: localTransport({ threads: 1, maxQueue: 8, graceMs: 100 }),
         subagentTimeoutMs: undefined,
+        deadlineIntervalMs: 10,
       });
-      await tree.pool.ready();
+      await tree.transport.ready();
       // A bridged run on this thread, as a parent agent's async tool makes one.
-      const run = slotRunCancellation(tree.table.slots, tree.table.register('parent'));
+      const table = tree.local.table;
+      const run = slotRunCancellation(table.slots, table.register('parent'));
       void run.token.signal;
       run.close();
-      tree.table.release('parent');
+      table.release('parent');
       await afterWakeups();
-      const bell = tree.table.slots.doorbell;
-      await (end === 'close' ? tree.closeTransport() : tree.destroyTransport());
+      const bell = table.slots.doorbell;
+      await (end === 'close' ? tree.closeTransport(100) : tree.destroyTransport());
       await afterWakeups();
       assert.equal(Atomics.notify(bell, 0), 0);
     });

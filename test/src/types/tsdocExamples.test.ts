@@ -22,6 +22,7 @@ const entries = [
   ['@troupe/core', 'packages/core/src/index.ts'],
   ['@troupe/core/testing', 'packages/core/src/testing/index.ts'],
   ['@troupe/supervisor', 'packages/supervisor/src/index.ts'],
+  ['@troupe/supervisor/testing', 'packages/supervisor/src/testing/index.ts'],
   ['@troupe/subagent', 'packages/subagent/src/index.ts'],
   ['@troupe/openai', 'packages/openai/src/index.ts'],
   ['@troupe/sqlite', 'packages/sqlite/src/index.ts'],

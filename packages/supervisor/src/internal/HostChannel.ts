@@ -14,7 +14,6 @@ import {
   parseHostEvents,
   parseHostTaskRequest,
 } from '@troupe/core/internal';
-import type { ThreadInfo } from './WorkerPool.js';
 
 /** What a host-channel call may do for the run its capability names. */
 export interface HostRun {
@@ -44,9 +43,32 @@ export type HostLookup =
   /** It names nothing this supervisor issued to this thread. */
   | { readonly kind: 'unknown' };
 
+/**
+ * Whoever sends host calls on one channel: a worker thread of this process, or
+ * (relayed) a worker host. Its flood window and its recycling are the
+ * channel's to keep; its identity comes from how its messages arrived, never
+ * from what it says.
+ */
+export interface HostPeer {
+  /** The thread's id (a relay's own number for a worker host). */
+  readonly id: number;
+  /** The worker host it runs on, when it is not this process. */
+  readonly host?: string | undefined;
+  /** Why it is being recycled (nothing it sends counts any more), if it is. */
+  recycled: string | undefined;
+  /** Messages it sent in the current flood window, and when the window started. */
+  floodCount: number;
+  floodStart: number;
+}
+
+/** How the channel answers a call: posts `[seq, ok, value]` back to the peer it came from. */
+export type HostReply = (message: unknown[]) => void;
+
 /** A refused message, as the `host.refused` event reports it. */
 export interface HostRefusal {
   readonly threadId: number;
+  /** The worker host it came from, when it was relayed. */
+  readonly host?: string | undefined;
   readonly reason: string;
   readonly op: number | undefined;
   readonly agentId: string | undefined;
@@ -57,11 +79,11 @@ export interface HostRefusal {
 }
 
 /** Options of {@link HostChannel}. */
-export interface HostChannelOptions {
+export interface HostChannelOptions<P extends HostPeer = HostPeer> {
   readonly clock: Clock;
-  /** Which run a capability presented on `thread`'s channel is for. */
-  readonly lookup: (capability: string, thread: ThreadInfo) => HostLookup;
-  readonly recycle: (thread: ThreadInfo, reason: string) => void;
+  /** Which run a capability presented on `peer`'s channel is for. */
+  readonly lookup: (capability: string, peer: P) => HostLookup;
+  readonly recycle: (peer: P, reason: string) => void;
   readonly refused: (refusal: HostRefusal) => void;
   /**
    * Work a thread may send within a second before it counts as a flood
@@ -124,14 +146,14 @@ function isAsk(decision: unknown): boolean {
  * recycled. A late message of a run that has ended is refused without
  * recycling. Nothing a worker sends runs code here beyond these handlers.
  */
-export class HostChannel {
-  readonly #o: HostChannelOptions;
+export class HostChannel<P extends HostPeer = HostPeer> {
+  readonly #o: HostChannelOptions<P>;
   readonly #floodLimit: number;
   /** What each run asked under its current capability (a resumed run starts again). */
   readonly #asked = new WeakMap<HostRun, Asked>();
   #refusals = 0;
 
-  constructor(options: HostChannelOptions) {
+  constructor(options: HostChannelOptions<P>) {
     this.#o = options;
     this.#floodLimit = options.floodLimit ?? 50_000;
   }
@@ -141,20 +163,27 @@ export class HostChannel {
     return this.#refusals;
   }
 
-  /** Serve `thread`'s channel. */
-  bind(thread: ThreadInfo, port: MessagePort): void {
-    port.on('message', (raw: unknown) => this.#onMessage(thread, port, raw));
+  /** Serve the channel of `peer` (a worker thread) on `port`. */
+  bind(peer: P, port: MessagePort): void {
+    const reply: HostReply = (message) => post(port, message);
+    port.on('message', (raw: unknown) => this.receive(peer, raw, reply));
     // A message this thread cannot deserialize (nested deeper than its stack allows, a worker's
     // being larger) never arrives as one: refused all the same, never silently lost.
     port.on('messageerror', (error: Error) => {
-      if (thread.recycled !== undefined) return;
-      this.#refuse(thread, port, undefined, `a message that cannot be read here (${error.message})`, true);
+      if (peer.recycled !== undefined) return;
+      this.#refuse(peer, reply, undefined, `a message that cannot be read here (${error.message})`, true);
     });
     // The port must not keep the process alive (the pool decides when threads end).
     port.unref();
   }
 
-  #onMessage(thread: ThreadInfo, port: MessagePort, raw: unknown): void {
+  /**
+   * Serve one message `raw` that `peer` sent (as it arrived: nothing about it is trusted), and
+   * answer it through `reply`. A relay calls this for each call a worker host relays.
+   */
+  receive(peer: P, raw: unknown, reply: HostReply): void {
+    const thread = peer;
+    const port = reply;
     if (thread.recycled !== undefined) return;
     const now = this.#o.clock.now();
     if (now - thread.floodStart > FLOOD_WINDOW_MS) {
@@ -182,7 +211,7 @@ export class HostChannel {
     this.#serve(thread, port, call, found.run);
   }
 
-  #serve(thread: ThreadInfo, port: MessagePort, call: HostCall, run: HostRun): void {
+  #serve(thread: P, port: HostReply, call: HostCall, run: HostRun): void {
     switch (call.op) {
       case HostOp.approve: {
         const parsed = HostApprovalRequest.safeParse(call.payload);
@@ -293,7 +322,7 @@ export class HostChannel {
   }
 
   // Count `n` against the thread's flood window; true once it is over the limit.
-  #charge(thread: ThreadInfo, n: number): boolean {
+  #charge(thread: P, n: number): boolean {
     thread.floodCount += n;
     return thread.floodCount > this.#floodLimit;
   }
@@ -316,18 +345,18 @@ export class HostChannel {
     return asked;
   }
 
-  #answer(port: MessagePort, seq: number, value: Promise<unknown>): void {
+  #answer(reply: HostReply, seq: number, value: Promise<unknown>): void {
     value.then(
       (v) => {
-        if (v !== undefined) post(port, [seq, 1, v]);
+        if (v !== undefined) reply([seq, 1, v]);
       },
-      (error: unknown) => post(port, [seq, 0, encodeError(error)]),
+      (error: unknown) => reply([seq, 0, encodeError(error)]),
     );
   }
 
   #refuse(
-    thread: ThreadInfo,
-    port: MessagePort,
+    thread: P,
+    port: HostReply,
     call: HostCall | number | undefined,
     reason: string,
     hostile: boolean,
@@ -337,7 +366,7 @@ export class HostChannel {
     this.#refusals++;
     const seq = typeof call === 'number' ? call : (call?.seq ?? 0);
     if (seq > 0) {
-      post(port, [
+      port([
         seq,
         0,
         encodeError(new TroupeError(`the host channel refused the call: ${reason}`, { code: 'ERR_HOST_REFUSED' })),
@@ -347,6 +376,7 @@ export class HostChannel {
     if (quiet) return;
     this.#o.refused({
       threadId: thread.id,
+      host: thread.host,
       reason,
       op: typeof call === 'object' ? call.op : undefined,
       agentId: run?.agentId,

@@ -3,12 +3,10 @@ import {
   type Agent,
   type AgentId,
   addUsage,
-  BackpressureError,
   CancelledError,
   type CancelReason,
   type Clock,
   ClosedError,
-  InvalidArgumentError,
   isTroupeError,
   type LoopState,
   type ModelDelta,
@@ -19,9 +17,8 @@ import {
   TroupeError,
   totalUsage,
   type Usage,
-  usageEquals,
 } from '@troupe/core';
-import { abandonPendingTurn, describeValue, sealMessage } from '@troupe/core/internal';
+import { abandonPendingTurn } from '@troupe/core/internal';
 import type { EventEmitter } from 'eventemitter3';
 import type {
   AgentHandle,
@@ -33,17 +30,24 @@ import type {
 } from '../AgentHandle.js';
 import type { Durability } from '../persistence/Durability.js';
 import type { RunStatus } from '../persistence/Persistence.js';
-import {
-  type AgentStateEnvelope,
-  type MessageStartRecord,
-  STATE_ENVELOPE_VERSION,
-} from '../persistence/StateEnvelope.js';
+import type { AgentStateEnvelope } from '../persistence/StateEnvelope.js';
 import { admitRestart, type RestartPolicy } from '../RestartPolicy.js';
 import type { RestoredRequest, RestoredRun, RunTree } from '../RunTree.js';
 import type { SupervisorEvents } from '../SupervisorEvents.js';
 import { AgentStream, type StreamSource } from './AgentStream.js';
+import {
+  ConversationSaver,
+  conversationEnvelope,
+  type InterruptedMessage,
+  messageStarter,
+  resumedChildUsage,
+  withMessageUsage,
+} from './ConversationSaver.js';
 import { checkSignal } from './checkSignal.js';
-import { firstOpenRequest, type RootOwner, type RunNode, type SavedConversation, totalOf } from './RunNode.js';
+import { type Job, Mailbox, newJob, refusal } from './Mailbox.js';
+import { emitMessageOutcome, type MessageRef } from './messageEvents.js';
+import type { RootOwner, RunNode, SavedConversation } from './RunNode.js';
+import { totalOf } from './RunNode.js';
 
 /** What a parent agent borrows from its supervisor. */
 export interface ParentAgentDeps {
@@ -64,39 +68,8 @@ export interface ParentAgentDeps {
   stale(agent: ParentAgent): void;
 }
 
-/** A message a crash interrupted, as saved: resumed by {@link ParentAgent.resume}. */
-export interface InterruptedMessage {
-  readonly runId: string;
-  /** The attempt its row was saved with (the resume writes a higher one). */
-  readonly attempt: number;
-  /** The state of its last saved turn. */
-  readonly state: LoopState;
-  /** Its tool calls that started and never committed (toolCallId, attempt). */
-  readonly started: readonly { readonly toolCallId: string; readonly attempt: number }[];
-  /**
-   * What the subagents of its open `task` calls had spent (their subtrees) when the crash
-   * interrupted them, by toolCallId: counted in the message's totals, and on the calls' results.
-   */
-  readonly lost?: ReadonlyMap<string, Usage> | undefined;
-}
-
 /** The reply each ended root run was settled with (a second settle returns it; it goes with its run, not its agent). */
 const REPLIES = new WeakMap<RunNode, AgentReply>();
-
-interface Job {
-  readonly input: string;
-  readonly signal: AbortSignal | undefined;
-  /** Set by `stream`: the message's deltas. */
-  readonly onDeltas: ((node: RunNode, deltas: readonly ModelDelta[]) => void) | undefined;
-  readonly resolve: (reply: AgentReply) => void;
-  readonly reject: (error: Error) => void;
-  /** Removes the job's abort listener (set once it has one). */
-  detach: (() => void) | undefined;
-  /** Set for `resume()`: the interrupted message it finishes. */
-  readonly resume: InterruptedMessage | undefined;
-  /** A job that waited in the mailbox starts in the async context of its `send` (a host's trace, its logger's request id). */
-  context: ((start: () => RunNode) => RunNode) | undefined;
-}
 
 /**
  * A parent agent: an actor on the supervisor thread with a bounded mailbox.
@@ -112,7 +85,7 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
   readonly #scope: Scope;
   readonly #toolContext: Readonly<Record<string, unknown>>;
   readonly #deps: ParentAgentDeps;
-  readonly #mailbox: Job[] = [];
+  readonly #mailbox: Mailbox;
   /** When it restarted, within the policy's period (made on the first restart). */
   #restarts: number[] | undefined;
   #state: LoopState;
@@ -149,16 +122,20 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
     this.#scope = init.scope;
     this.#toolContext = init.toolContext;
     this.#deps = deps;
+    this.#mailbox = new Mailbox(deps.mailboxSize);
     this.#state = init.state;
     this.#checkpoint = init.state;
     this.#children = init.children;
     if (deps.durability !== undefined) {
       this.#saved = { agentId: init.id, conversationId: init.conversationId, revision: init.revision };
+      this.#saver = new ConversationSaver(deps.durability, deps.events, deps.clock, init.id);
     }
   }
 
   /** Where its runs are saved (none without a store), with its envelope's revision. */
   readonly #saved: SavedConversation | undefined;
+  /** Saves its conversation (none without a store). */
+  readonly #saver: ConversationSaver | undefined;
 
   get status(): AgentStatus {
     return this.#status;
@@ -167,7 +144,7 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
   /** The first open question of the current message, when it is suspended. */
   get pendingRequest(): { readonly request: Request; readonly path: readonly AgentId[] } | undefined {
     const root = this.#root;
-    return root === undefined || root.phase !== 'suspended' ? undefined : firstOpenRequest(root);
+    return root === undefined || root.phase !== 'suspended' ? undefined : this.#deps.tree.requests.firstOpen(root);
   }
 
   /** The agent's scope (a restore and an answer from the store use it). */
@@ -223,7 +200,7 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
   redeliver(answers: readonly { readonly id: string; readonly answer: import('@troupe/core').Answer }[]): void {
     const root = this.#root;
     if (root === undefined || answers.length === 0) return;
-    for (const a of answers) this.#deps.tree.redeliver(a.id, { ...a.answer, id: a.id });
+    for (const a of answers) this.#deps.tree.requests.redeliver(a.id, { ...a.answer, id: a.id });
     if (root.active > 0) this.#settleLater(root);
   }
 
@@ -236,26 +213,6 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
   restoreInterrupted(message: InterruptedMessage): void {
     this.#interrupted = message;
     this.#status = 'interrupted';
-  }
-
-  /**
-   * What the children of an interrupted message had spent before the crash: those that ended in
-   * its completed turns (its state's `childUsage`, less the conversation's before it), those of
-   * the turn it resumes (on its resolved calls), and those the crash cut off (`lost`, for the open
-   * calls its resume fails).
-   */
-  #resumedChildUsage(message: InterruptedMessage): Usage {
-    const state = message.state;
-    let total = subtractUsage(state.childUsage ?? NO_USAGE, this.#checkpoint.childUsage ?? NO_USAGE);
-    for (const p of state.pending ?? []) {
-      if (p.result !== undefined) {
-        if (p.usage !== undefined) total = addUsage(total, p.usage);
-      } else {
-        const lost = message.lost?.get(p.call.id);
-        if (lost !== undefined) total = addUsage(total, lost);
-      }
-    }
-    return total;
   }
 
   /**
@@ -284,18 +241,9 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
     this.#interrupted = undefined;
     this.#status = 'idle';
     return new Promise<AgentReply>((resolve, reject) => {
-      const job: Job = {
-        input: '',
-        signal,
-        onDeltas: undefined,
-        resolve,
-        reject,
-        detach: undefined,
-        resume: message,
-        context: undefined,
-      };
+      const job = newJob('', signal, undefined, message, resolve, reject);
       this.#watch(job);
-      this.#mailbox.unshift(job);
+      this.#mailbox.pushFirst(job);
       this.#deps.busy(this);
       this.#pump();
     });
@@ -314,18 +262,9 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
     const refused = this.#refuse(message, signal);
     if (refused !== undefined) return Promise.reject(refused);
     return new Promise<AgentReply>((resolve, reject) => {
-      const job: Job = {
-        input: message,
-        signal,
-        onDeltas,
-        resolve,
-        reject,
-        detach: undefined,
-        resume: undefined,
-        context: undefined,
-      };
+      const job = newJob(message, signal, onDeltas, undefined, resolve, reject);
       this.#watch(job);
-      if (this.#status !== 'idle' || this.#mailbox.length > 0) job.context = AsyncResource.bind((start) => start());
+      if (this.#status !== 'idle' || this.#mailbox.size > 0) job.context = AsyncResource.bind((start) => start());
       this.#mailbox.push(job);
       this.#deps.busy(this);
       this.#pump();
@@ -334,49 +273,21 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
 
   // Aborting a job's signal drops it from the mailbox, or cancels it once it runs.
   #watch(job: Job): void {
-    const signal = job.signal;
-    if (signal === undefined) return;
-    const onAbort = (): void => {
-      const index = this.#mailbox.indexOf(job);
-      if (index >= 0) {
-        this.#mailbox.splice(index, 1);
-        job.detach?.();
-        if (job.resume !== undefined) this.restoreInterrupted(job.resume);
-        job.resolve({ status: 'cancelled', reason: 'user', usage: NO_USAGE, totalUsage: NO_USAGE });
-      } else if (this.#current === job && this.#root !== undefined) this.#deps.tree.cancel(this.#root, 'user');
-    };
-    signal.addEventListener('abort', onAbort, { once: true });
-    job.detach = () => signal.removeEventListener('abort', onAbort);
+    this.#mailbox.watch(
+      job,
+      (dropped) => {
+        if (dropped.resume !== undefined) this.restoreInterrupted(dropped.resume);
+      },
+      (running) => {
+        if (this.#current === running && this.#root !== undefined) this.#deps.tree.cancel(this.#root, 'user');
+      },
+    );
   }
 
   /** Why a message is refused before it is queued, if it is. */
   #refuse(message: unknown, signal: AbortSignal | undefined): Error | undefined {
     if (this.#deps.closed()) return new ClosedError('the supervisor is closed: create a new one');
-    if (this.#status === 'stopped') {
-      return new TroupeError(`agent ${this.id} is stopped: start a new agent`, { code: 'ERR_AGENT_STOPPED' });
-    }
-    if (typeof message !== 'string') {
-      return new InvalidArgumentError(`send(message): message must be a string, got ${describeValue(message)}`);
-    }
-    if (this.#status === 'interrupted') {
-      return new TroupeError(
-        `agent ${this.id} has a message a restart interrupted: call resume() to finish it before sending another`,
-        { code: 'ERR_INTERRUPTED' },
-      );
-    }
-    try {
-      checkSignal(signal, 'send(message, { signal })');
-    } catch (error) {
-      return error as Error;
-    }
-    if (signal?.aborted) return new CancelledError('user', 'the message was aborted before it was sent');
-    if (this.#mailbox.length >= this.#deps.mailboxSize) {
-      return new BackpressureError(
-        `the mailbox of agent ${this.id} is full (${this.#deps.mailboxSize} messages waiting): wait for replies or raise mailboxSize`,
-        this.#deps.mailboxSize,
-      );
-    }
-    return undefined;
+    return refusal(this.id, this.#status, this.#mailbox, message, signal);
   }
 
   /**
@@ -408,17 +319,13 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
     const resume = job.resume;
     // A durable store saves the input before anything runs; any other store saves it with the reply.
     this.#unsaved = durable || resume !== undefined ? undefined : job.input;
-    let beforeRun: ((root: RunNode) => Promise<void>) | undefined;
-    if (durable && d !== undefined) {
-      const input = resume === undefined ? sealMessage({ role: 'user' as const, content: job.input }) : undefined;
-      const from = resume?.state ?? this.#state;
-      // The row's state holds the input, so a resume after a crash starts from it.
-      const state =
-        input === undefined
-          ? from
-          : { ...from, failedTurns: 0, messageStartTurn: from.turns, messages: [...from.messages, input] };
-      beforeRun = (root) => d.messageStarted(root, this.#envelope('running', root, from), input, state);
-    }
+    const from = resume?.state ?? this.#state;
+    const beforeRun =
+      durable && d !== undefined
+        ? messageStarter(d, resume === undefined ? job.input : undefined, from, (root) =>
+            this.#envelope('running', root, from),
+          )
+        : undefined;
     let root: RunNode;
     try {
       const start = (): RunNode =>
@@ -441,7 +348,7 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
             resume === undefined
               ? undefined
               : { started: new Set(resume.started.map((c) => c.toolCallId)), lost: resume.lost },
-          childUsage: resume === undefined ? undefined : this.#resumedChildUsage(resume),
+          childUsage: resume === undefined ? undefined : resumedChildUsage(resume, this.#checkpoint),
         });
       root = job.context === undefined ? start() : job.context(start);
     } catch (error) {
@@ -479,25 +386,17 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
     const start = this.#checkpoint;
     const usage = subtractUsage(root.usage, start.usage);
     const total = subtractUsage(totalOf(root), start.usage);
-    // Event payloads name the run in the literal (a key added after a spread is slow on Node 20's V8).
-    const ref = { agentId: this.id, runId: root.id, path: root.path };
+    const ref: MessageRef = { agentId: this.id, runId: root.id, path: root.path, usage, totalUsage: total, at };
     if (root.phase !== 'ended') {
       // Suspended throughout: keep the state to resume from; the reply names the first open question.
       this.#state = root.state as LoopState;
       this.#status = this.#status === 'stopped' ? 'stopped' : 'suspended';
-      const first = firstOpenRequest(root);
-      events.emit('agent.suspended', {
-        agentId: ref.agentId,
-        runId: ref.runId,
-        path: ref.path,
-        usage,
-        totalUsage: total,
-        requestId: first?.request.id ?? '',
-        at,
-      });
+      const first = this.#deps.tree.requests.firstOpen(root);
+      emitMessageOutcome(events, ref, { status: 'suspended', requestId: first?.request.id ?? '' });
       // The run tree saved the runs and their questions; this saves the conversation.
       const failed = await this.#save(root, 'suspended', undefined, undefined);
-      if (this.#abandonedWith !== undefined) return this.#givenUp(this.#abandonedWith, usage, total);
+      if (this.#saver?.abandonedWith !== undefined)
+        return this.#givenUp(this.#saver?.abandonedWith as Error, usage, total);
       if (failed !== undefined && isTroupeError(failed, 'ERR_STORE_FENCED')) {
         this.#deps.tree.forget(root);
         this.#root = undefined;
@@ -541,8 +440,8 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
         // calls whose children had ended, and with them what those children spent.
         state = withMessageUsage(state, start, usage, total);
         const failed = await saved('idle', end.status, end.status === 'done' ? end.text : undefined);
-        if (this.#abandonedWith !== undefined) {
-          reply = this.#givenUp(this.#abandonedWith, usage, total);
+        if (this.#saver?.abandonedWith !== undefined) {
+          reply = this.#givenUp(this.#saver?.abandonedWith as Error, usage, total);
           break;
         }
         if (failed !== undefined) {
@@ -555,37 +454,13 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
         // Tokens spent are kept, also those of children a cancel cut off before they reported.
         this.#keep(state);
         if (end.status === 'done') {
-          events.emit('agent.done', {
-            agentId: ref.agentId,
-            runId: ref.runId,
-            path: ref.path,
-            usage,
-            totalUsage: total,
-            turns: state.turns,
-            at,
-          });
+          emitMessageOutcome(events, ref, { status: 'done', turns: state.turns });
           reply = { status: 'done', text: end.text, turns: state.turns, usage, totalUsage: total };
         } else if (end.status === 'incomplete') {
-          events.emit('agent.incomplete', {
-            agentId: ref.agentId,
-            runId: ref.runId,
-            path: ref.path,
-            usage,
-            totalUsage: total,
-            turns: state.turns,
-            at,
-          });
+          emitMessageOutcome(events, ref, { status: 'incomplete', turns: state.turns });
           reply = { status: 'incomplete', turns: state.turns, usage, totalUsage: total };
         } else {
-          events.emit('agent.cancelled', {
-            agentId: ref.agentId,
-            runId: ref.runId,
-            path: ref.path,
-            usage,
-            totalUsage: total,
-            reason: end.reason,
-            at,
-          });
+          emitMessageOutcome(events, ref, { status: 'cancelled', reason: end.reason });
           reply = { status: 'cancelled', reason: end.reason, usage, totalUsage: total };
         }
         break;
@@ -605,16 +480,7 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
           break;
         }
         const defect = (error as { code?: unknown }).code === 'ERR_INTERNAL';
-        events.emit('agent.failed', {
-          agentId: ref.agentId,
-          runId: ref.runId,
-          path: ref.path,
-          usage,
-          totalUsage: total,
-          kind: defect ? 'defect' : 'failure',
-          error,
-          at,
-        });
+        emitMessageOutcome(events, ref, { status: 'failed', kind: defect ? 'defect' : 'failure', error });
         this.#restarts ??= [];
         const restarted = defect || admitRestart(this.#deps.restart, this.#restarts, at);
         // One-for-one: only this agent restarts, from its last good state — with the tokens the
@@ -624,8 +490,8 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
         this.#unsaved = undefined;
         // The run is saved as failed; the conversation, as it was before the message.
         await this.#save(root, 'failed', 'failed', undefined, this.#checkpoint);
-        if (this.#abandonedWith !== undefined) {
-          reply = this.#givenUp(this.#abandonedWith, usage, total);
+        if (this.#saver?.abandonedWith !== undefined) {
+          reply = this.#givenUp(this.#saver?.abandonedWith as Error, usage, total);
           break;
         }
         if (restarted) {
@@ -682,66 +548,50 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
   }
 
   #envelope(status: AgentStateEnvelope['status'], root: RunNode | undefined, state: LoopState): AgentStateEnvelope {
-    const pending = root !== undefined && root.phase === 'suspended' ? firstOpenRequest(root) : undefined;
-    const now = this.#deps.clock.now();
-    return {
-      version: STATE_ENVELOPE_VERSION,
+    return conversationEnvelope({
       agentId: this.id,
       conversationId: this.conversationId,
       agentName: this.name,
       status,
-      state,
-      waitingOn: pending?.request.id,
+      root: root !== undefined && root.phase === 'suspended' ? root : undefined,
       runId: root?.id,
-      pendingRequest:
-        pending === undefined ? undefined : { request: pending.request, path: pending.path, openedAt: now },
-      openRequests:
-        root === undefined || root.phase !== 'suspended'
-          ? undefined
-          : [...root.requests.values()]
-              .filter((r) => r.answer === undefined)
-              .map((r) => ({ id: r.id, toolCallId: r.toolCallId, local: r.local, approval: r.approval })),
-      childCounter: Math.max(this.#children, root?.nextChild ?? 0),
-      savedAt: now,
-      before: status === 'suspended' && state !== this.#checkpoint ? messageStart(this.#checkpoint) : undefined,
-    };
+      state,
+      before: this.#checkpoint,
+      children: Math.max(this.#children, root?.nextChild ?? 0),
+      tree: this.#deps.tree,
+      at: this.#deps.clock.now(),
+    });
   }
 
   /**
    * Save the conversation as the message left it, in one transaction: the
    * envelope, the messages to show (the input, unless saved when it started;
    * the answer), and the root run's final row. Resolves with the store's
-   * error when it failed (also reported as `persistence.failed`).
+   * error when it failed (also reported as `persistence.failed`), or with
+   * the abandon's error at once when its owner gave up on it (see abandon).
    */
-  // A save that its owner may give up on (see abandon): then it returns the abandon's error at
-  // once, and the message's reply — to `send`, to an `answer` — says so (see #givenUp).
-  #save(
+  async #save(
     root: RunNode,
     status: 'idle' | 'suspended' | 'failed',
     run: RunStatus | undefined,
     text: string | undefined,
     state: LoopState = this.#state,
   ): Promise<Error | undefined> {
-    const saving = this.#saveNow(root, status, run, text, state);
-    if (this.#deps.durability === undefined) return saving;
-    if (this.#abandonedWith !== undefined) return Promise.resolve(this.#abandonedWith);
-    // Each save its own give-up, dropped when it settles (a race against one long-lived promise
-    // would add a reaction to it per save, kept for the agent's life: 1.7 KB a conversation).
-    return new Promise<Error | undefined>((resolve) => {
-      this.#saves ??= new Set();
-      const saves = this.#saves;
-      saves.add(resolve);
-      const done = (value: Error | undefined): void => {
-        saves.delete(resolve);
-        resolve(value);
-      };
-      saving.then(done, (error: unknown) => done(error instanceof Error ? error : new Error(String(error))));
-    });
+    const saver = this.#saver;
+    if (saver === undefined) return undefined;
+    const messages: { role: 'user' | 'assistant'; content: string }[] = [];
+    const input = this.#unsaved;
+    if (input !== undefined) messages.push({ role: 'user', content: input });
+    if (text !== undefined) messages.push({ role: 'assistant', content: text });
+    const envelope = this.#envelope(
+      status === 'failed' ? 'idle' : status,
+      status === 'suspended' ? root : undefined,
+      state,
+    );
+    const failed = await saver.save(root, envelope, messages, run);
+    if (failed === undefined && status !== 'suspended') this.#unsaved = undefined;
+    return failed;
   }
-
-  #abandonedWith: Error | undefined;
-  /** The saves in flight, each told `abandon`'s error if it comes first. */
-  #saves: Set<(error: Error) => void> | undefined;
 
   // The reply of a message whose save was given up on (nothing more of it runs or is reported).
   #givenUp(error: Error, usage: AgentReply['usage'], totalUsage: AgentReply['totalUsage']): AgentReply {
@@ -755,51 +605,9 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
    * store does with the write later is the store's; nothing of this agent runs or emits after.
    */
   abandon(error: Error): void {
-    if (this.#abandonedWith !== undefined) return;
-    this.#abandonedWith = error;
-    if (this.#saves !== undefined) for (const giveUp of [...this.#saves]) giveUp(error);
+    if (this.#saver?.abandon(error) === false) return;
     this.dropMailbox();
     this.#stopNow(error.message);
-  }
-
-  async #saveNow(
-    root: RunNode,
-    status: 'idle' | 'suspended' | 'failed',
-    run: RunStatus | undefined,
-    text: string | undefined,
-    state: LoopState,
-  ): Promise<Error | undefined> {
-    const d = this.#deps.durability;
-    if (d === undefined) return undefined;
-    const messages: { role: 'user' | 'assistant'; content: string }[] = [];
-    const input = this.#unsaved;
-    if (input !== undefined) messages.push({ role: 'user', content: input });
-    if (text !== undefined) messages.push({ role: 'assistant', content: text });
-    try {
-      await d.conversationSaved(
-        root,
-        this.#envelope(status === 'failed' ? 'idle' : status, status === 'suspended' ? root : undefined, state),
-        messages,
-        run,
-      );
-      if (status !== 'suspended') this.#unsaved = undefined;
-      return undefined;
-    } catch (error) {
-      const failure =
-        error instanceof TroupeError
-          ? error
-          : new TroupeError(`saving agent ${this.id} failed: ${(error as Error)?.message ?? String(error)}`, {
-              code: 'ERR_STORE_WRITE',
-              cause: error,
-            });
-      this.#deps.events.emit('persistence.failed', {
-        agentId: this.id,
-        runId: root.id,
-        error: failure,
-        at: this.#deps.clock.now(),
-      });
-      return failure;
-    }
   }
 
   cancel(reason: CancelReason = 'user'): boolean {
@@ -811,14 +619,9 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
     if (this.#status === 'stopped') return;
     this.#status = 'stopped';
     // Made only when a queued message gets it (4–6 µs with its stack, measured): most stops have none.
-    const jobs = this.#mailbox.splice(0);
-    if (jobs.length > 0) {
-      const error = new TroupeError(`agent ${this.id} is stopped: ${reason}`, { code: 'ERR_AGENT_STOPPED' });
-      for (const job of jobs) {
-        job.detach?.();
-        job.reject(error);
-      }
-    }
+    this.#mailbox.rejectAll(
+      () => new TroupeError(`agent ${this.id} is stopped: ${reason}`, { code: 'ERR_AGENT_STOPPED' }),
+    );
     this.#deps.events.emit('agent.stopped', { agentId: this.id, reason, at: this.#deps.clock.now() });
     this.#wakeIdleWaiters();
   }
@@ -826,7 +629,7 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
   /** Resolves when the agent has no message running (suspended counts as idle). */
   whenIdle(): Promise<void> {
     // Messages queued behind a suspension wait for its answer: they do not make the agent busy.
-    if (this.#status !== 'running' && (this.#status !== 'idle' || this.#mailbox.length === 0)) return Promise.resolve();
+    if (this.#status !== 'running' && (this.#status !== 'idle' || this.#mailbox.size === 0)) return Promise.resolve();
     return new Promise((resolve) => {
       this.#idleWaiters ??= [];
       this.#idleWaiters.push(resolve);
@@ -835,10 +638,7 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
 
   /** Messages waiting in the mailbox are answered `cancelled` (shutdown). */
   dropMailbox(): void {
-    for (const job of this.#mailbox.splice(0)) {
-      job.detach?.();
-      job.resolve({ status: 'cancelled', reason: 'shutdown', usage: NO_USAGE, totalUsage: NO_USAGE });
-    }
+    this.#mailbox.dropAll();
   }
 
   async stop(): Promise<void> {
@@ -891,19 +691,4 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
       pendingRequest: this.pendingRequest?.request,
     };
   }
-}
-
-// The conversation before a message, saved with the message's suspended state (its messages are a prefix of those).
-function messageStart(checkpoint: LoopState): MessageStartRecord {
-  const { messages, ...state } = checkpoint;
-  return { messageCount: messages.length, state };
-}
-
-// `state` with the conversation's tokens: those it had at the message's `start`, plus the
-// message's own (`usage`) and its subagents' (`total` less `usage`).
-function withMessageUsage(state: LoopState, start: LoopState, usage: Usage, total: Usage): LoopState {
-  const own = addUsage(start.usage, usage);
-  const children = addUsage(start.childUsage ?? NO_USAGE, subtractUsage(total, usage));
-  if (usageEquals(state.usage, own) && usageEquals(state.childUsage ?? NO_USAGE, children)) return state;
-  return { ...state, usage: own, childUsage: children };
 }

@@ -7,53 +7,20 @@ import {
   type CancelReason,
   type LoopState,
   NO_USAGE,
-  type Operation,
   type Request,
   type RunId,
   type Scope,
-  type SessionEvent,
   type TaskResult,
   TroupeError,
   type Usage,
-  type WorkerCrashedError,
 } from '@troupe/core';
-import { openCalls } from '@troupe/core/internal';
-import type { WatchdogKillCause } from '../Watchdog.js';
-import type { ThreadInfo } from './WorkerPool.js';
+import type { AttemptHandle, AttemptWork, RunEnd } from '../RunTransport.js';
 
 /** What kind of run a node is. */
 export type RunKind = 'message' | 'subagent' | 'spawn';
 
-/**
- * How a run's own work ended (its subtree may still be ending): one shape
- * for every kind of run, on the supervisor's side of the wire.
- */
-export type RunEnd =
-  | {
-      readonly status: 'done';
-      readonly text: string;
-      readonly updates: readonly Operation[];
-      readonly events: readonly SessionEvent[];
-      readonly turns: number;
-    }
-  | {
-      readonly status: 'failed';
-      readonly error: Error;
-      readonly events: readonly SessionEvent[];
-      readonly turns: number;
-    }
-  | { readonly status: 'incomplete'; readonly events: readonly SessionEvent[]; readonly turns: number }
-  | { readonly status: 'cancelled'; readonly reason: CancelReason; readonly forced: boolean }
-  | { readonly status: 'crashed'; readonly error: WorkerCrashedError; readonly exitCode: number | null }
-  | {
-      readonly status: 'suspended';
-      readonly state: LoopState;
-      readonly events: readonly SessionEvent[];
-      readonly turns: number;
-    };
-
 /** A {@link RunEnd} that is final. */
-export type FinalEnd = Exclude<RunEnd, { readonly status: 'suspended' }>;
+export type FinalEnd = Exclude<RunEnd, { readonly status: 'suspended' | 'lost' }>;
 
 /**
  * Where a node is in its life:
@@ -143,12 +110,14 @@ export interface RunNodeInit {
 }
 
 const NO_CHILDREN: ReadonlyMap<string, RunNode> = new Map();
-const NO_REQUESTS: ReadonlyMap<string, RequestEntry> = new Map();
 
 /**
- * One run of the tree. Owned by `RunTree`; other modules read it. A class
- * with every field set in the constructor (one hidden class: this is made
- * per spawn), its collections made on first use.
+ * One run of the tree: its identity (set when it is made) and its record.
+ * The record is written by `RunTree` only; every other module reads it (a
+ * transport keeps its own record of an attempt, the store returns what it
+ * saved, the requests keep their own map). A class with every field set in
+ * the constructor (one hidden class: this is made per spawn), its children
+ * made on first use.
  */
 export class RunNode {
   readonly id: RunId;
@@ -167,8 +136,6 @@ export class RunNode {
   readonly owner: RootOwner | undefined;
   /** Roots only: the conversation whose rows it is saved with (none: not saved). */
   readonly conversation: SavedConversation | undefined;
-  /** A row of it was saved (so its end is saved too). */
-  persisted = false;
   /** Its task calls waiting on their children right now (a worker run holds its thread meanwhile). */
   waitingCalls = 0;
   /** When its parent's `task` call was deferred for it (the call's stop is reported when it ends). */
@@ -178,6 +145,10 @@ export class RunNode {
   state: LoopState | undefined = undefined;
   /** Its own work's final end (draining, ended). */
   end: FinalEnd | undefined = undefined;
+  /** Why it was cancelled (its whole subtree is too); `undefined` while it is not. */
+  cancelled: CancelReason | undefined = undefined;
+  /** When its current (re)dispatch must have ended (clock ms), if ever. */
+  deadline: number | undefined = undefined;
   /** Children not yet ended. */
   liveChildren = 0;
   /** The number of the next child (`<agentId>-sub-<n>`); never reused, even across suspensions. */
@@ -188,30 +159,20 @@ export class RunNode {
   childUsage: Usage = NO_USAGE;
   /** The parent's `task` call, while it awaits this run. */
   waiter: ((result: TaskResult) => void) | undefined = undefined;
-  /** Its current dispatch: the capability its host calls present and the thread it was sent to. */
-  capability: string | undefined = undefined;
-  thread: ThreadInfo | undefined = undefined;
-  /** When its current dispatch was handed to `thread` (telemetry: the end of its queue wait). */
+  /** Its current attempt on the transport, while it waits for a slot or runs in one. */
+  handle: AttemptHandle | undefined = undefined;
+  /** The thread its current attempt runs on, and when a slot took it (telemetry: the end of its queue wait). */
+  threadId: number | undefined = undefined;
   dispatchedAt: number | undefined = undefined;
   /** Incremented on every (re)dispatch: a fencing token for what is saved of it. */
   attempt = 0;
-  /** Its current dispatch, while it waits for or runs on a thread (to withdraw it from the queue). */
-  ticket: import('./WorkerPool.js').DispatchTicket | undefined = undefined;
-  /** Why the watchdog had its thread killed, if it did. */
-  kill: WatchdogKillCause | undefined = undefined;
-  /** Event batches of its current dispatch read so far. */
-  received = 0;
-  /** Its current dispatch presented its capability on the host channel. */
-  talked = false;
-  /** Its result, held until `sent` batches were read (see `SubagentResult.sent`). */
-  expect: { readonly sent: number; readonly resolve: () => void } | undefined = undefined;
-  expectTimer: unknown = undefined;
-  /** The last `tool.execute.start` its worker reported (to close that call if the worker is killed). */
-  lastToolStart: Readonly<Record<string, unknown>> | undefined = undefined;
-  /** The result a worker handed over while it held work of the ended run. */
-  held: import('./Dispatcher.js').WorkerEnd | undefined = undefined;
-  /** Aborted when its own work ends (an approval handler stops asking). */
-  ended: AbortController | undefined = undefined;
+  /**
+   * What its current dispatch is run again with if it is lost (a durable store only: its tools
+   * start after a checkpoint): the work it was dispatched with, then its last checkpointed turn.
+   */
+  rerun: AttemptWork | undefined = undefined;
+  /** Attempts of it that were lost so far (each is run again from its checkpoint, up to a bound). */
+  lost = 0;
   /** Roots only: nodes of the tree queued or running. */
   active = 0;
   /** Roots only: callers waiting for the tree to be quiet. */
@@ -219,7 +180,6 @@ export class RunNode {
   /** Roots only: its end was reported to its owner. */
   reported = false;
   #children: Map<string, RunNode> | undefined = undefined;
-  #requests: Map<string, RequestEntry> | undefined = undefined;
   #path: readonly AgentId[] | undefined = undefined;
 
   constructor(init: RunNodeInit) {
@@ -253,24 +213,6 @@ export class RunNode {
   /** Its children by the `task` call that spawned them, ended ones included. */
   get childByCall(): ReadonlyMap<string, RunNode> {
     return this.#children ?? NO_CHILDREN;
-  }
-
-  /** Its own open questions, by the tool call that asked. */
-  get requests(): ReadonlyMap<string, RequestEntry> {
-    return this.#requests ?? NO_REQUESTS;
-  }
-
-  setRequest(toolCallId: string, entry: RequestEntry): void {
-    this.#requests ??= new Map();
-    this.#requests.set(toolCallId, entry);
-  }
-
-  deleteRequest(toolCallId: string): void {
-    this.#requests?.delete(toolCallId);
-  }
-
-  clearRequests(): void {
-    this.#requests?.clear();
   }
 }
 
@@ -325,26 +267,4 @@ export function taskResultOf(child: RunNode, merge: boolean): TaskResult {
 /** The host's view of a request: the supervisor's id, the rest as the tool wrote it. */
 export function hostRequest(entry: RequestEntry): Request {
   return entry.local.id === entry.id ? entry.local : { ...entry.local, id: entry.id };
-}
-
-/**
- * The first question open anywhere in a suspended node's subtree, in call
- * order, depth first: what a reply that says `suspended` names.
- */
-export function firstOpenRequest(node: RunNode): { request: Request; path: readonly AgentId[] } | undefined {
-  const state = node.state;
-  if (state === undefined) return undefined;
-  for (const call of openCalls(state)) {
-    if (call.delegated === true) {
-      const child = node.childByCall.get(call.call.id);
-      if (child !== undefined && child.phase === 'suspended') {
-        const found = firstOpenRequest(child);
-        if (found !== undefined) return found;
-      }
-      continue;
-    }
-    const entry = node.requests.get(call.call.id);
-    if (entry !== undefined && entry.answer === undefined) return { request: hostRequest(entry), path: node.path };
-  }
-  return undefined;
 }

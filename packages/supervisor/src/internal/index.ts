@@ -15,7 +15,8 @@ export {
 export { admitRestart, checkRestartPolicy } from '../RestartPolicy.js';
 export { RunTree, type RunTreeOptions } from '../RunTree.js';
 export { Watchdog, type WatchdogKillCause, type WatchdogOptions } from '../Watchdog.js';
+export { mintCapability } from './capability.js';
 export { Dispatcher } from './Dispatcher.js';
 export { HostChannel, type HostRefusal, MAX_QUESTIONS_PER_DISPATCH } from './HostChannel.js';
-export type { RunEnd, RunNode, RunPhase } from './RunNode.js';
+export type { RunNode, RunPhase } from './RunNode.js';
 export { type ThreadInfo, WorkerPool } from './WorkerPool.js';

@@ -1,4 +1,4 @@
-import { type Answer, type Clock, isUsage, type LoopState, type Message, type Usage } from '@troupe/core';
+import type { Answer, Clock, LoopState, Message, Usage } from '@troupe/core';
 import type { CheckpointCall } from '@troupe/core/internal';
 import { hostRequest, type RequestEntry, type RunNode, type SavedConversation, totalOf } from '../internal/RunNode.js';
 import type {
@@ -35,6 +35,8 @@ export class Durability {
   readonly #clock: Clock;
   /** The last write of each node, so its writes keep their order. */
   readonly #last = new WeakMap<RunNode, Promise<unknown>>();
+  /** Nodes a row of which was saved (so their end is saved too). */
+  readonly #persisted = new WeakSet<RunNode>();
   /** Each node's calls marked started and not committed yet, with the attempt they were started under. */
   readonly #started = new WeakMap<RunNode, Map<string, number>>();
 
@@ -101,7 +103,7 @@ export class Durability {
     input: Message | undefined,
     state: LoopState,
   ): Promise<void> {
-    root.persisted = true;
+    this.#persisted.add(root);
     return this.#chain(root, () =>
       this.#commitEnvelope(root, {
         envelope,
@@ -123,7 +125,7 @@ export class Durability {
     status: RunStatus | undefined,
   ): Promise<void> {
     const runs =
-      status !== undefined && root.persisted
+      status !== undefined && this.#persisted.has(root)
         ? [this.row(root, status, status === 'suspended' ? root.state : undefined)]
         : undefined;
     const committed = status !== undefined && status !== 'suspended' ? this.#uncommitted(root) : undefined;
@@ -148,6 +150,11 @@ export class Durability {
       this.conversationOf(root) as PersistenceContext,
     );
     if (basedOn !== undefined && conversation.revision === basedOn) conversation.revision = basedOn + 1;
+  }
+
+  /** A node restored from what is saved: its rows exist (its end is saved too). */
+  restored(node: RunNode): void {
+    this.#persisted.add(node);
   }
 
   /** Calls a restored run had started and never committed (committed with its next turn). */
@@ -193,8 +200,7 @@ export class Durability {
   beforeCalls(node: RunNode, state: LoopState, calls: readonly CheckpointCall[]): Promise<void> {
     const ctx = this.conversationOf(node);
     if (ctx === undefined) return Promise.resolve();
-    node.persisted = true;
-    tokensSoFar(node, state);
+    this.#persisted.add(node);
     const attempt = Math.max(1, node.attempt);
     const map = this.#startedOf(node);
     return this.#chain(node, async () => {
@@ -225,8 +231,7 @@ export class Durability {
   afterTurn(node: RunNode, state: LoopState, calls: readonly string[]): Promise<void> {
     const ctx = this.conversationOf(node);
     if (ctx === undefined) return Promise.resolve();
-    node.persisted = true;
-    tokensSoFar(node, state);
+    this.#persisted.add(node);
     const committed = this.#committing(node, calls);
     return this.#chain(node, () =>
       this.store.commit(node.scope, { runs: [this.row(node, 'running', state)], committedToolCalls: committed }, ctx),
@@ -237,7 +242,7 @@ export class Durability {
   suspended(node: RunNode, opened: readonly RequestEntry[]): Promise<void> {
     const ctx = this.conversationOf(node);
     if (ctx === undefined) return Promise.resolve();
-    node.persisted = true;
+    this.#persisted.add(node);
     const openings: RequestOpening[] = opened.map((entry) => this.opening(entry));
     return this.#chain(node, () =>
       this.store.commit(node.scope, { runs: [this.row(node, 'suspended', node.state)], openedRequests: openings }, ctx),
@@ -266,7 +271,7 @@ export class Durability {
   /** A node ended (and was saved before): its final row. */
   ended(node: RunNode, status: RunStatus): Promise<void> {
     const ctx = this.conversationOf(node);
-    if (ctx === undefined || !node.persisted) return Promise.resolve();
+    if (ctx === undefined || !this.#persisted.has(node)) return Promise.resolve();
     const committed = this.#uncommitted(node);
     return this.#chain(node, () =>
       this.store.commit(node.scope, { runs: [this.row(node, status, undefined)], committedToolCalls: committed }, ctx),
@@ -287,16 +292,6 @@ export class Durability {
   settled(node: RunNode): Promise<unknown> {
     return this.#last.get(node) ?? Promise.resolve();
   }
-}
-
-/**
- * A running node's tokens so far are its loop state's (a turn's model call is in it before the
- * turn's tools start): its row carries them, so a crash inside a tool loses none of what the run
- * spent. A worker's state is its claim: taken only when it is a usage.
- */
-function tokensSoFar(node: RunNode, state: LoopState): void {
-  const usage: unknown = (state as { usage?: unknown } | undefined)?.usage;
-  if (node.end === undefined && isUsage(usage)) node.usage = usage;
 }
 
 function outcomeJson(node: RunNode): unknown {

@@ -1,0 +1,225 @@
+import {
+  type AgentId,
+  addUsage,
+  type Clock,
+  type LoopState,
+  NO_USAGE,
+  subtractUsage,
+  TroupeError,
+  type Usage,
+  usageEquals,
+} from '@troupe/core';
+import { sealMessage } from '@troupe/core/internal';
+import type { EventEmitter } from 'eventemitter3';
+import type { Durability } from '../persistence/Durability.js';
+import type { RunStatus } from '../persistence/Persistence.js';
+import {
+  type AgentStateEnvelope,
+  type MessageStartRecord,
+  STATE_ENVELOPE_VERSION,
+} from '../persistence/StateEnvelope.js';
+import type { RunTree } from '../RunTree.js';
+import type { SupervisorEvents } from '../SupervisorEvents.js';
+import type { RunNode } from './RunNode.js';
+
+/**
+ * How a parent agent saves its conversation when a message settles: one
+ * transaction through durability, its failure reported (`persistence.failed`)
+ * and returned, never thrown. Its owner may give up on a save that never
+ * answers (a shutdown's grace period): from then on every save in flight, and
+ * every later one, returns the abandon's error at once.
+ */
+export class ConversationSaver {
+  readonly #durability: Durability;
+  readonly #events: EventEmitter<SupervisorEvents>;
+  readonly #clock: Clock;
+  readonly #agentId: AgentId;
+  #abandonedWith: Error | undefined;
+  /** The saves in flight, each told `abandon`'s error if it comes first. */
+  #saves: Set<(error: Error) => void> | undefined;
+
+  constructor(durability: Durability, events: EventEmitter<SupervisorEvents>, clock: Clock, agentId: AgentId) {
+    this.#durability = durability;
+    this.#events = events;
+    this.#clock = clock;
+    this.#agentId = agentId;
+  }
+
+  /** The error its owner gave up with, if it did. */
+  get abandonedWith(): Error | undefined {
+    return this.#abandonedWith;
+  }
+
+  /** Stop waiting for saves: each in flight returns `error` now. False when it was given up already. */
+  abandon(error: Error): boolean {
+    if (this.#abandonedWith !== undefined) return false;
+    this.#abandonedWith = error;
+    if (this.#saves !== undefined) for (const giveUp of [...this.#saves]) giveUp(error);
+    return true;
+  }
+
+  /** Save the envelope, the messages to show and (when given) the root run's row; resolves with the failure. */
+  save(
+    root: RunNode,
+    envelope: AgentStateEnvelope,
+    messages: readonly { role: 'user' | 'assistant'; content: string }[],
+    run: RunStatus | undefined,
+  ): Promise<Error | undefined> {
+    if (this.#abandonedWith !== undefined) return Promise.resolve(this.#abandonedWith);
+    const saving = this.#saveNow(root, envelope, messages, run);
+    // Each save its own give-up, dropped when it settles (a race against one long-lived promise
+    // would add a reaction to it per save, kept for the agent's life: 1.7 KB a conversation).
+    return new Promise<Error | undefined>((resolve) => {
+      this.#saves ??= new Set();
+      const saves = this.#saves;
+      saves.add(resolve);
+      const done = (value: Error | undefined): void => {
+        saves.delete(resolve);
+        resolve(value);
+      };
+      saving.then(done, (error: unknown) => done(error instanceof Error ? error : new Error(String(error))));
+    });
+  }
+
+  async #saveNow(
+    root: RunNode,
+    envelope: AgentStateEnvelope,
+    messages: readonly { role: 'user' | 'assistant'; content: string }[],
+    run: RunStatus | undefined,
+  ): Promise<Error | undefined> {
+    try {
+      await this.#durability.conversationSaved(root, envelope, messages, run);
+      return undefined;
+    } catch (error) {
+      const failure =
+        error instanceof TroupeError
+          ? error
+          : new TroupeError(`saving agent ${this.#agentId} failed: ${(error as Error)?.message ?? String(error)}`, {
+              code: 'ERR_STORE_WRITE',
+              cause: error,
+            });
+      this.#events.emit('persistence.failed', {
+        agentId: this.#agentId,
+        runId: root.id,
+        error: failure,
+        at: this.#clock.now(),
+      });
+      return failure;
+    }
+  }
+}
+
+// The conversation before a message, saved with the message's suspended state (its messages are a prefix of those).
+export function messageStart(checkpoint: LoopState): MessageStartRecord {
+  const { messages, ...state } = checkpoint;
+  return { messageCount: messages.length, state };
+}
+
+// `state` with the conversation's tokens: those it had at the message's `start`, plus the
+// message's own (`usage`) and its subagents' (`total` less `usage`).
+export function withMessageUsage(state: LoopState, start: LoopState, usage: Usage, total: Usage): LoopState {
+  const own = addUsage(start.usage, usage);
+  const children = addUsage(start.childUsage ?? NO_USAGE, subtractUsage(total, usage));
+  if (usageEquals(state.usage, own) && usageEquals(state.childUsage ?? NO_USAGE, children)) return state;
+  return { ...state, usage: own, childUsage: children };
+}
+
+/** What a conversation's envelope is made from (see {@link conversationEnvelope}). */
+export interface EnvelopeParts {
+  readonly agentId: string;
+  readonly conversationId: string;
+  readonly agentName: string;
+  readonly status: AgentStateEnvelope['status'];
+  /** The message's root run, when it is suspended (its questions go in the envelope). */
+  readonly root: RunNode | undefined;
+  readonly runId: string | undefined;
+  readonly state: LoopState;
+  /** The conversation before the message (saved with a suspended message's state). */
+  readonly before: LoopState;
+  /** Children numbered so far (ids are never given twice). */
+  readonly children: number;
+  readonly tree: RunTree;
+  readonly at: number;
+}
+
+/** A parent agent's conversation as it is saved: its state, the message's questions, what it was before the message. */
+export function conversationEnvelope(p: EnvelopeParts): AgentStateEnvelope {
+  const root = p.root;
+  const pending = root === undefined ? undefined : p.tree.requests.firstOpen(root);
+  return {
+    version: STATE_ENVELOPE_VERSION,
+    agentId: p.agentId as AgentId,
+    conversationId: p.conversationId,
+    agentName: p.agentName,
+    status: p.status,
+    state: p.state,
+    waitingOn: pending?.request.id,
+    runId: p.runId,
+    pendingRequest:
+      pending === undefined ? undefined : { request: pending.request, path: pending.path, openedAt: p.at },
+    openRequests:
+      root === undefined
+        ? undefined
+        : [...p.tree.requests.of(root).values()]
+            .filter((r) => r.answer === undefined)
+            .map((r) => ({ id: r.id, toolCallId: r.toolCallId, local: r.local, approval: r.approval })),
+    childCounter: p.children,
+    savedAt: p.at,
+    before: p.status === 'suspended' && p.state !== p.before ? messageStart(p.before) : undefined,
+  };
+}
+
+/**
+ * What the children of an interrupted message had spent before the crash: those that ended in
+ * its completed turns (its state's `childUsage`, less the conversation's before it), those of
+ * the turn it resumes (on its resolved calls), and those the crash cut off (`lost`, for the open
+ * calls its resume fails).
+ */
+export function resumedChildUsage(message: InterruptedMessage, before: LoopState): Usage {
+  const state = message.state;
+  let total = subtractUsage(state.childUsage ?? NO_USAGE, before.childUsage ?? NO_USAGE);
+  for (const p of state.pending ?? []) {
+    if (p.result !== undefined) {
+      if (p.usage !== undefined) total = addUsage(total, p.usage);
+    } else {
+      const lost = message.lost?.get(p.call.id);
+      if (lost !== undefined) total = addUsage(total, lost);
+    }
+  }
+  return total;
+}
+
+/**
+ * With a durable store, what saves a message's input before anything of it runs (with the run's
+ * row: its state holds the input, so a resume after a crash starts from it); `input` undefined:
+ * a resume, whose input is saved already.
+ */
+export function messageStarter(
+  durability: Durability,
+  input: string | undefined,
+  from: LoopState,
+  envelope: (root: RunNode) => AgentStateEnvelope,
+): (root: RunNode) => Promise<void> {
+  const message = input === undefined ? undefined : sealMessage({ role: 'user' as const, content: input });
+  const state =
+    message === undefined
+      ? from
+      : { ...from, failedTurns: 0, messageStartTurn: from.turns, messages: [...from.messages, message] };
+  return (root) => durability.messageStarted(root, envelope(root), message, state);
+}
+
+/** A message a crash interrupted, as saved: resumed by the parent agent's `resume()`. */
+export interface InterruptedMessage {
+  readonly runId: string;
+  /** The attempt its row was saved with (the resume writes a higher one). */
+  readonly attempt: number;
+  /** The state of its last saved turn. */
+  readonly state: LoopState;
+  /** Its tool calls that started and never committed (toolCallId, attempt). */
+  readonly started: readonly { readonly toolCallId: string; readonly attempt: number }[];
+  /**
+   * What the subagents of its open `task` calls had spent (their subtrees) when the crash
+   * interrupted them, by toolCallId: counted in the message's totals, and on the calls' results.
+   */
+  readonly lost?: ReadonlyMap<string, Usage> | undefined;
+}

@@ -1,0 +1,159 @@
+import {
+  type AgentId,
+  BackpressureError,
+  CancelledError,
+  type CancelReason,
+  InvalidArgumentError,
+  type ModelDelta,
+  NO_USAGE,
+  TroupeError,
+} from '@troupe/core';
+import { describeValue } from '@troupe/core/internal';
+import type { AgentReply, AgentStatus } from '../AgentHandle.js';
+import type { InterruptedMessage } from './ConversationSaver.js';
+import { checkSignal } from './checkSignal.js';
+import type { RunNode } from './RunNode.js';
+
+/** A message waiting for (or running in) a parent agent. */
+export interface Job {
+  readonly input: string;
+  readonly signal: AbortSignal | undefined;
+  /** Set by `stream`: the message's deltas. */
+  readonly onDeltas: ((node: RunNode, deltas: readonly ModelDelta[]) => void) | undefined;
+  readonly resolve: (reply: AgentReply) => void;
+  readonly reject: (error: Error) => void;
+  /** Removes the job's abort listener (set once it has one). */
+  detach: (() => void) | undefined;
+  /** Set for `resume()`: the interrupted message it finishes. */
+  readonly resume: InterruptedMessage | undefined;
+  /** A job that waited in the mailbox starts in the async context of its `send` (a host's trace, its logger's request id). */
+  context: ((start: () => RunNode) => RunNode) | undefined;
+}
+
+/** A job made for a message (or a resume), settling `resolve`/`reject`. */
+export function newJob(
+  input: string,
+  signal: AbortSignal | undefined,
+  onDeltas: Job['onDeltas'],
+  resume: InterruptedMessage | undefined,
+  resolve: Job['resolve'],
+  reject: Job['reject'],
+): Job {
+  return { input, signal, onDeltas, resolve, reject, detach: undefined, resume, context: undefined };
+}
+
+/** The reply of a job that never ran (aborted while it waited, or dropped at shutdown). */
+function cancelled(reason: CancelReason): AgentReply {
+  return { status: 'cancelled', reason, usage: NO_USAGE, totalUsage: NO_USAGE };
+}
+
+/**
+ * A parent agent's bounded mailbox: the messages waiting to run, oldest
+ * first (a resume goes first). Aborting a waiting message's signal takes it
+ * out and answers it `cancelled`; aborting a running one is the agent's to
+ * act on (`onRunning`).
+ */
+export class Mailbox {
+  readonly #jobs: Job[] = [];
+  readonly capacity: number;
+
+  constructor(capacity: number) {
+    this.capacity = capacity;
+  }
+
+  get size(): number {
+    return this.#jobs.length;
+  }
+
+  /** Whether one more message would be past the bound. */
+  get full(): boolean {
+    return this.#jobs.length >= this.capacity;
+  }
+
+  push(job: Job): void {
+    this.#jobs.push(job);
+  }
+
+  /** Queue `job` ahead of every waiting one (a resume of an interrupted message). */
+  pushFirst(job: Job): void {
+    this.#jobs.unshift(job);
+  }
+
+  shift(): Job | undefined {
+    return this.#jobs.shift();
+  }
+
+  /**
+   * Aborting `job`'s signal drops it from the mailbox (answered cancelled, `onDropped` told), or,
+   * once it was taken out to run, calls `onRunning`.
+   */
+  watch(job: Job, onDropped: (job: Job) => void, onRunning: (job: Job) => void): void {
+    const signal = job.signal;
+    if (signal === undefined) return;
+    const onAbort = (): void => {
+      const index = this.#jobs.indexOf(job);
+      if (index >= 0) {
+        this.#jobs.splice(index, 1);
+        job.detach?.();
+        onDropped(job);
+        job.resolve(cancelled('user'));
+      } else onRunning(job);
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+    job.detach = () => signal.removeEventListener('abort', onAbort);
+  }
+
+  /** Every waiting message is answered `cancelled` (shutdown). */
+  dropAll(): void {
+    for (const job of this.#jobs.splice(0)) {
+      job.detach?.();
+      job.resolve(cancelled('shutdown'));
+    }
+  }
+
+  /** Every waiting message is rejected with the error `make` builds (made only when one waits). */
+  rejectAll(make: () => Error): void {
+    const jobs = this.#jobs.splice(0);
+    if (jobs.length === 0) return;
+    const error = make();
+    for (const job of jobs) {
+      job.detach?.();
+      job.reject(error);
+    }
+  }
+}
+
+/** Why agent `agentId` (in `status`) refuses a message before it is queued, if it does. */
+export function refusal(
+  agentId: AgentId,
+  status: AgentStatus,
+  mailbox: Mailbox,
+  message: unknown,
+  signal: AbortSignal | undefined,
+): Error | undefined {
+  if (status === 'stopped') {
+    return new TroupeError(`agent ${agentId} is stopped: start a new agent`, { code: 'ERR_AGENT_STOPPED' });
+  }
+  if (typeof message !== 'string') {
+    return new InvalidArgumentError(`send(message): message must be a string, got ${describeValue(message)}`);
+  }
+  if (status === 'interrupted') {
+    return new TroupeError(
+      `agent ${agentId} has a message a restart interrupted: call resume() to finish it before sending another`,
+      { code: 'ERR_INTERRUPTED' },
+    );
+  }
+  try {
+    checkSignal(signal, 'send(message, { signal })');
+  } catch (error) {
+    return error as Error;
+  }
+  if (signal?.aborted) return new CancelledError('user', 'the message was aborted before it was sent');
+  if (mailbox.full) {
+    return new BackpressureError(
+      `the mailbox of agent ${agentId} is full (${mailbox.capacity} messages waiting): wait for replies or raise mailboxSize`,
+      mailbox.capacity,
+    );
+  }
+  return undefined;
+}

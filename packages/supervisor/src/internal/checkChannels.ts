@@ -1,0 +1,77 @@
+import {
+  assertCloneable,
+  assertJson,
+  deepFreeze,
+  InvalidArgumentError,
+  isDeepFrozen,
+  type Metadata,
+} from '@troupe/core';
+import { describeValue } from '@troupe/core/internal';
+
+const EMPTY_CONTEXT: Readonly<Record<string, unknown>> = Object.freeze({});
+
+/** Each toolContext the host passed, as sealed: a frozen copy, made once per object. */
+const sealedToolContexts = new WeakMap<object, Readonly<Record<string, unknown>>>();
+
+/**
+ * A toolContext as every run gets it, for parent agents and spawns alike: a
+ * plain object of static data, checked cloneable and frozen — a frozen copy
+ * (the caller's object stays theirs), made once per object (a fan-out passes
+ * the same one to every spawn). One shared frozen empty object for none.
+ */
+export function sealToolContext(toolContext: unknown): Readonly<Record<string, unknown>> {
+  if (toolContext === undefined) return EMPTY_CONTEXT;
+  if (typeof toolContext !== 'object' || toolContext === null || Array.isArray(toolContext)) {
+    throw new InvalidArgumentError(
+      `toolContext must be a plain object of static data (feature flags, request ids), got ${describeValue(toolContext)}`,
+    );
+  }
+  const known = sealedToolContexts.get(toolContext);
+  if (known !== undefined) return known;
+  assertCloneable(toolContext, 'toolContext');
+  const sealed =
+    Object.keys(toolContext).length === 0 ? EMPTY_CONTEXT : deepFreeze({ ...(toolContext as Record<string, unknown>) });
+  sealedToolContexts.set(toolContext, sealed);
+  sealedToolContexts.set(sealed, sealed);
+  return sealed;
+}
+
+// Metadata becomes the state's, saved as JSON: a plain object JSON carries exactly (ContextUpdate
+// refuses the same values). A deep-frozen one — a fan-out passes one snapshot to every spawn — is
+// checked once.
+const checkedMetadata = new WeakSet<object>();
+
+/** Check a metadata snapshot the host passed: plain JSON data, cloneable, not nested too deeply. */
+export function checkMetadata(metadata: unknown): void {
+  if (typeof metadata === 'object' && metadata !== null && checkedMetadata.has(metadata)) return;
+  if (typeof metadata !== 'object' || metadata === null || Array.isArray(metadata)) {
+    throw new InvalidArgumentError(
+      `metadata must be a plain object of JSON data (its keys are the state's metadata), got ${describeValue(metadata)}`,
+    );
+  }
+  assertCloneable(metadata, 'metadata');
+  try {
+    assertJson(metadata, 'metadata');
+  } catch (error) {
+    if (!(error instanceof RangeError)) throw error;
+    throw new InvalidArgumentError(
+      'metadata is nested too deeply to be copied or saved: pass plain data, nested less deeply',
+      {
+        code: 'ERR_NOT_CLONEABLE',
+      },
+    );
+  }
+  if (isDeepFrozen(metadata)) checkedMetadata.add(metadata);
+}
+
+/** A copy of the host's metadata; one too deep to copy is refused like one that cannot cross a thread. */
+export function cloneMetadata(metadata: Metadata): Metadata {
+  try {
+    return structuredClone(metadata);
+  } catch (error) {
+    throw new InvalidArgumentError(
+      `metadata cannot be copied (${(error as Error)?.message ?? String(error)}): pass plain data, nested less deeply`,
+      { code: 'ERR_NOT_CLONEABLE', cause: error },
+    );
+  }
+}

@@ -1,0 +1,59 @@
+import type { CancelReason, Usage } from '@troupe/core';
+import type { EventEmitter } from 'eventemitter3';
+import type { SupervisorEvents } from '../SupervisorEvents.js';
+
+/** How a parent agent's message settled, as its outcome event reports it. */
+export type MessageOutcome =
+  | { readonly status: 'suspended'; readonly requestId: string }
+  | { readonly status: 'done'; readonly turns: number }
+  | { readonly status: 'incomplete'; readonly turns: number }
+  | { readonly status: 'cancelled'; readonly reason: CancelReason }
+  | { readonly status: 'failed'; readonly kind: 'defect' | 'failure'; readonly error: Error };
+
+/** The run a message event names, and what it spent. */
+export interface MessageRef {
+  readonly agentId: string;
+  readonly runId: string;
+  readonly path: readonly string[];
+  readonly usage: Usage;
+  readonly totalUsage: Usage;
+  readonly at: number;
+}
+
+/**
+ * A parent agent's message settled: its outcome event (`agent.suspended`,
+ * `agent.done`, `agent.incomplete`, `agent.cancelled`, `agent.failed`), the
+ * fields every outcome shares built once, each status adding its own.
+ */
+export function emitMessageOutcome(
+  events: EventEmitter<SupervisorEvents>,
+  ref: MessageRef,
+  outcome: MessageOutcome,
+): void {
+  // One literal, then the status's own fields set on it (a spread into a literal is slow on Node 20).
+  const payload: Record<string, unknown> = {
+    agentId: ref.agentId,
+    runId: ref.runId,
+    path: ref.path,
+    usage: ref.usage,
+    totalUsage: ref.totalUsage,
+    at: ref.at,
+  };
+  switch (outcome.status) {
+    case 'suspended':
+      payload.requestId = outcome.requestId;
+      break;
+    case 'done':
+    case 'incomplete':
+      payload.turns = outcome.turns;
+      break;
+    case 'cancelled':
+      payload.reason = outcome.reason;
+      break;
+    case 'failed':
+      payload.kind = outcome.kind;
+      payload.error = outcome.error;
+      break;
+  }
+  (events.emit as (name: string, payload: unknown) => boolean)(`agent.${outcome.status}`, payload);
+}
