@@ -52,6 +52,13 @@ export function classifyFailure(error: unknown, aborted: AbortCause | undefined)
   if (aborted !== undefined) return { kind: aborted };
   if (isRecord(error) && error.name === 'AbortError') return { kind: 'cancel' };
   if (APICallError.isInstance(error)) {
+    // A 2xx whose body failed while it was read (the provider wraps the read's error): what failed is the read.
+    if (typeof error.statusCode === 'number' && error.statusCode < 300 && error.cause !== undefined) {
+      const read = classifyFailure(error.cause, undefined);
+      return read.kind === 'unknown'
+        ? { kind: 'stream', detail: oneLine(error.message), serverCode: undefined, cause: error }
+        : read;
+    }
     if (typeof error.statusCode === 'number') {
       return {
         kind: 'status',
