@@ -58,7 +58,16 @@ export interface McpToolsOptions {
   readonly tools?: Readonly<Record<string, McpToolSettings>> | undefined;
 }
 
-/** {@link McpToolsOptions}, checked. */
+/**
+ * {@link McpToolsOptions}, checked and defaulted.
+ *
+ * @example
+ * ```ts
+ * const resolved: ResolvedMcpToolsOptions = resolveMcpToolsOptions({ include: ['read_file'] })
+ * resolved.retries  // 0
+ * resolved.prefix   // ''
+ * ```
+ */
 export interface ResolvedMcpToolsOptions {
   readonly include: readonly string[] | undefined;
   readonly prefix: string;
