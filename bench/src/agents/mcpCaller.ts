@@ -43,12 +43,37 @@ export async function timeEchoCalls(calls: number, ctx: ToolContext): Promise<nu
   return samples;
 }
 
+/** The same calls from a bare SDK client of this thread's own (what the thread itself costs, without the Troupe tool). */
+export async function timeBareCalls(calls: number): Promise<number[]> {
+  const { Client } = await import('@modelcontextprotocol/sdk/client/index.js');
+  const { StdioClientTransport } = await import('@modelcontextprotocol/sdk/client/stdio.js');
+  const client = new Client({ name: 'bench-bare', version: '1.0.0' });
+  await client.connect(
+    new StdioClientTransport({ command: process.execPath, args: [MCP_SERVER_SCRIPT], stderr: 'ignore' }),
+  );
+  try {
+    const samples: number[] = [];
+    for (let i = 0; i < calls; i++) {
+      const start = performance.now();
+      await client.callTool({ name: 'echo', arguments: { text: 'ping' } });
+      samples.push((performance.now() - start) * 1000);
+    }
+    return samples;
+  } finally {
+    await client.close();
+  }
+}
+
 const timeCalls = defineTool({
   name: 'time_mcp_calls',
   description: 'Time calls of the MCP echo tool',
   parameters: z.object({ calls: z.number().int().min(1) }),
   timeoutMs: null,
-  execute: async ({ calls }, ctx) => ({ samples: await timeEchoCalls(calls, ctx), connect: connectCost }),
+  execute: async ({ calls }, ctx) => ({
+    samples: await timeEchoCalls(calls, ctx),
+    bare: await timeBareCalls(calls),
+    connect: connectCost,
+  }),
 });
 
 /** Times `Number(input)` calls on its thread and answers with them as JSON. */

@@ -72,6 +72,7 @@ async function run(ctx: SuiteContext): Promise<Figure[]> {
     const bare: number[] = [];
     const worker: number[] = [];
     const adapterHere: number[] = [];
+    const bareInWorker: number[] = [];
     let connect: { importMs: number; connectMs: number } | undefined;
     // Warm: the worker's first run loads the module (and connects), the client's first calls warm the server.
     await bareCalls(client, 50);
@@ -86,9 +87,11 @@ async function run(ctx: SuiteContext): Promise<Figure[]> {
       if (outcome.status !== 'done') throw new Error(`the MCP subagent ended ${outcome.status}`);
       const answer = JSON.parse(String(outcome.result)) as {
         samples: number[];
+        bare: number[];
         connect: { importMs: number; connectMs: number };
       };
       worker.push(...answer.samples);
+      bareInWorker.push(...answer.bare);
       connect ??= answer.connect;
       adapterHere.push(...(await agents.timeEchoCalls(calls, here)));
     }
@@ -108,6 +111,7 @@ async function run(ctx: SuiteContext): Promise<Figure[]> {
           from_worker_us: round(b),
           bare_client_us: round(a),
           adapter_on_main_thread_us: round(median(adapterHere)),
+          bare_client_in_the_worker_us: round(median(bareInWorker)),
           from_worker_p95_us: round(quantile(worker, 0.95)),
           bare_client_p95_us: round(quantile(bare, 0.95)),
           host_op_floor_us: round(median(hop)),
