@@ -11,7 +11,7 @@ export type Mode =
   | 'hang'
   /** 503 with `retry-after: 2`: the client backs off for 2 s. */
   | 'retry'
-  /** One streamed chunk, then silence (mid-stream, stall). */
+  /** One streamed chunk, then silence (mid-stream, stall); Anthropic's events for `/v1/messages`. */
   | 'stall';
 
 export interface PhaseServers {
@@ -30,6 +30,22 @@ export interface PhaseServers {
 
 const chunk = (text: string) =>
   `data: ${JSON.stringify({ model: 'bench', choices: [{ index: 0, delta: { content: text }, finish_reason: null }] })}\n\n`;
+const event = (type: string, data: Record<string, unknown>): string =>
+  `event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`;
+/** The start of an Anthropic answer, up to its first text delta. */
+const anthropicFirst = (text: string): string =>
+  event('message_start', {
+    message: {
+      id: 'msg_b',
+      type: 'message',
+      role: 'assistant',
+      model: 'bench',
+      content: [],
+      usage: { input_tokens: 1, output_tokens: 1 },
+    },
+  }) +
+  event('content_block_start', { index: 0, content_block: { type: 'text', text: '' } }) +
+  event('content_block_delta', { index: 0, delta: { type: 'text_delta', text } });
 
 export async function startPhaseServers(): Promise<PhaseServers> {
   const sockets = new Set<Socket>();
@@ -60,7 +76,7 @@ export async function startPhaseServers(): Promise<PhaseServers> {
       }
       case 'stall':
         res.writeHead(200, { 'content-type': 'text/event-stream' });
-        res.write(chunk('first'));
+        res.write(req.url?.endsWith('/messages') === true ? anthropicFirst('first') : chunk('first'));
         return;
     }
   });

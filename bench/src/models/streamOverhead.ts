@@ -272,7 +272,7 @@ export function overheadRatio(samples: StreamSamples, baseline: 'sdk' | 'inThrea
 }
 
 /** A small deterministic PRNG (mulberry32): the same orders on every run. */
-function seededRandom(seed: number): () => number {
+export function seededRandom(seed: number): () => number {
   let a = seed >>> 0;
   return () => {
     a = (a + 0x6d2b79f5) >>> 0;
@@ -284,7 +284,7 @@ function seededRandom(seed: number): () => number {
 }
 
 /** A Fisher–Yates shuffle of a copy. */
-function shuffled<T>(items: readonly T[], random: () => number): T[] {
+export function shuffled<T>(items: readonly T[], random: () => number): T[] {
   const out = [...items];
   for (let i = out.length - 1; i > 0; i--) {
     const j = Math.floor(random() * (i + 1));

@@ -3,6 +3,7 @@ import { abSuite } from './ab.js';
 import { cancelSuite } from './cancel.js';
 import { coreSuite } from './core.js';
 import { hostSuite } from './host.js';
+import { mcpSuite } from './mcp.js';
 import { modelsSuite } from './models.js';
 import { otelSuite } from './otel.js';
 import { peersSuite } from './peers.js';
@@ -22,6 +23,7 @@ export const suites: readonly Suite[] = [
   scopeSuite,
   abSuite,
   modelsSuite,
+  mcpSuite,
   otelSuite,
   peersSuite,
 ];

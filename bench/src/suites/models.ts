@@ -1,10 +1,22 @@
 // `pnpm bench models`: how fast a model call stops when its run is cancelled,
-// in every phase, against the bare SDK backing off on its own; whether a
-// stalled stream ever hangs a call; and what carrying a stream's deltas from
-// a worker to the host adds over parsing it in one thread.
-import { CancelledError, type Clock, isTroupeError, type ModelRequest, type TimerHandle } from '@troupe/core';
+// in every phase, against the bare SDK backing off on its own (for
+// `@troupe/openai`, and for `@troupe/ai-sdk` on the AI SDK's Anthropic
+// provider); whether a stalled stream ever hangs a call; and what carrying a
+// stream's deltas from a worker to the host adds over parsing it in one
+// thread (both packages).
+import { createAnthropic } from '@ai-sdk/anthropic';
+import { aiSdkModel } from '@troupe/ai-sdk';
+import {
+  CancelledError,
+  type Clock,
+  isTroupeError,
+  type Model,
+  type ModelRequest,
+  type TimerHandle,
+} from '@troupe/core';
 import { openaiModel } from '@troupe/openai';
 import OpenAI from 'openai';
+import { measureAiSdkStreamOverhead } from '../models/aiSdkStreamOverhead.js';
 import { type PhaseServers, startPhaseServers } from '../models/phaseServers.js';
 import { measureStreamOverhead, overheadRatio } from '../models/streamOverhead.js';
 import type { Figure, Suite, SuiteContext } from '../Suite.js';
@@ -36,8 +48,22 @@ function watchingClock(onTimer: (ms: number) => void): Clock {
   };
 }
 
+/** Which package's model a call goes through: `@troupe/openai`, or `@troupe/ai-sdk` on `@ai-sdk/anthropic`. */
+type Adapter = 'openai' | 'aisdk';
+
+function makeModel(adapter: Adapter, baseURL: string, clock: Clock): Model {
+  return adapter === 'openai'
+    ? openaiModel({ model: 'bench', baseURL, clock })
+    : aiSdkModel(createAnthropic({ apiKey: 'sk-ant-bench', baseURL })('bench'), { clock, maxOutputTokens: 1024 });
+}
+
 /** abort() → the call's rejection, in ms, for `trials` calls held in `phase`. */
-async function abortLatency(servers: PhaseServers, phase: Phase, trials: number): Promise<number[]> {
+async function abortLatency(
+  servers: PhaseServers,
+  phase: Phase,
+  trials: number,
+  adapter: Adapter = 'openai',
+): Promise<number[]> {
   const samples: number[] = [];
   for (let i = 0; i < trials; i++) {
     let reached: () => void = () => {};
@@ -47,13 +73,13 @@ async function abortLatency(servers: PhaseServers, phase: Phase, trials: number)
     servers.onConnection = phase === 'connect' ? reached : undefined;
     servers.onRequest = phase === 'headers' ? reached : undefined;
     servers.mode = phase === 'backoff' ? 'retry' : phase === 'stream' ? 'stall' : 'hang';
-    const model = openaiModel({
-      model: 'bench',
-      baseURL: phase === 'connect' ? servers.tlsStallURL : servers.baseURL,
-      clock: watchingClock((ms) => {
+    const model = makeModel(
+      adapter,
+      phase === 'connect' ? servers.tlsStallURL : servers.baseURL,
+      watchingClock((ms) => {
         if (phase === 'backoff' && ms === RETRY_AFTER_MS) reached();
       }),
-    });
+    );
     const controller = new AbortController();
     let rejectedAt = 0;
     const call = model
@@ -174,6 +200,11 @@ async function measure(ctx: SuiteContext): Promise<Figure[]> {
       ctx.progress(`models: abort while ${DOING[phase]}, ${trials} calls`);
       byPhase.set(phase, await abortLatency(servers, phase, trials));
     }
+    const aisdkByPhase = new Map<Phase, number[]>();
+    for (const phase of PHASES) {
+      ctx.progress(`models: aiSdkModel (@ai-sdk/anthropic): abort while ${DOING[phase]}, ${trials} calls`);
+      aisdkByPhase.set(phase, await abortLatency(servers, phase, trials, 'aisdk'));
+    }
     const baselineTrials = ctx.quick ? 2 : 5;
     ctx.progress(`models: the bare SDK aborted during its own backoff, ${baselineTrials} calls (~2 s each)`);
     const bare = await bareSdkBackoff(servers, baselineTrials);
@@ -184,6 +215,9 @@ async function measure(ctx: SuiteContext): Promise<Figure[]> {
     const stalled = await stall(servers, calls, rounds, idleMs);
 
     const worst = PHASES.map((p) => [p, Math.max(...(byPhase.get(p) ?? []))] as const).sort((a, b) => b[1] - a[1])[0];
+    const aisdkWorst = PHASES.map((p) => [p, Math.max(...(aisdkByPhase.get(p) ?? []))] as const).sort(
+      (a, b) => b[1] - a[1],
+    )[0];
     const figures: Figure[] = [
       {
         suite: 'models',
@@ -203,6 +237,25 @@ async function measure(ctx: SuiteContext): Promise<Figure[]> {
           detail: summary(byPhase.get(phase) ?? []),
         }),
       ),
+      {
+        suite: 'models',
+        name: 'models.aisdk_abort_ms_max',
+        value: round(aisdkWorst?.[1] ?? Number.NaN),
+        unit: 'ms',
+        baseline: { name: 'the bare SDK aborted during its own backoff (ms, median)', value: round(median(bare)) },
+        ratio: round((aisdkWorst?.[1] ?? Number.NaN) / median(bare)),
+        detail: {
+          worst_phase: aisdkWorst?.[0] ?? '',
+          provider: '@ai-sdk/anthropic',
+          ...Object.fromEntries(
+            PHASES.map((p) => [`${p}_median_ms`, round(median(aisdkByPhase.get(p) ?? []))] as const),
+          ),
+          ...Object.fromEntries(
+            PHASES.map((p) => [`${p}_max_ms`, round(Math.max(...(aisdkByPhase.get(p) ?? [])))] as const),
+          ),
+          samples_per_phase: trials,
+        },
+      },
       {
         suite: 'models',
         name: 'models.stall_overrun_ms',
@@ -287,11 +340,54 @@ async function streaming(ctx: SuiteContext): Promise<Figure[]> {
   return figures;
 }
 
+/**
+ * `models.aisdk_stream_overhead_ratio`: a 1,000-delta Anthropic stream read
+ * through a Troupe subagent (aiSdkModel on a worker, deltas carried to the
+ * host) against the AI SDK's provider model alone on this thread
+ * (`doStream`), b / a of the medians (target ≤ 1.1).
+ */
+async function aiSdkStreaming(ctx: SuiteContext): Promise<Figure[]> {
+  const deltas = 1_000;
+  const s = await measureAiSdkStreamOverhead({
+    deltas,
+    trials: ctx.quick ? 30 : 120,
+    warmup: ctx.quick ? 3 : 5,
+    progress: (m) => ctx.progress(m),
+  });
+  const a = median(s.sdk);
+  const b = median(s.worker);
+  const paired = s.worker.map((w, i) => w / (s.sdk[i] ?? Number.NaN));
+  return [
+    {
+      suite: 'models',
+      name: 'models.aisdk_stream_overhead_ratio',
+      value: round(b / a),
+      unit: 'b/a',
+      baseline: {
+        name: `@ai-sdk/anthropic's doStream alone reading the same ${deltas}-delta stream on this thread (ms, median)`,
+        value: round(a),
+      },
+      ratio: round(b / a),
+      detail: {
+        worker_to_host_ms: round(b),
+        provider_alone_ms: round(a),
+        aisdk_model_here_ms: round(median(s.inThread)),
+        ratio_vs_aisdk_model_here: round(b / median(s.inThread)),
+        adapter_here_ratio: round(median(s.inThread) / a),
+        paired_ratio_median: round(median(paired)),
+        ratio_p25: round(quantile(s.worker, 0.25) / quantile(s.sdk, 0.25)),
+        deltas,
+        samples: s.worker.length,
+      },
+    },
+  ];
+}
+
 export const modelsSuite: Suite = {
   name: 'models',
   description:
-    'model calls: abort → rejection in every phase (vs the bare SDK in its backoff), stalled streams, deltas from a worker to the host (vs the bare SDK in one thread)',
+    'model calls (@troupe/openai, and @troupe/ai-sdk on @ai-sdk/anthropic): abort → rejection in every phase (vs the bare SDK in its backoff), stalled streams, deltas from a worker to the host (vs the bare SDK / the provider model in one thread)',
   placementSensitive: false,
   inDefaultRun: true,
-  run: async (ctx) => [...(await measure(ctx)), ...(await streaming(ctx))],
+  run: async (ctx) => [...(await measure(ctx)), ...(await streaming(ctx)), ...(await aiSdkStreaming(ctx))],
 };

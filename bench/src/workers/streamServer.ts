@@ -1,7 +1,9 @@
 // A chat-completions server in its own thread, for the stream-overhead
 // figure: the thread that parses the stream never also serves it. Every
 // request is answered with `workerData.deltas` text chunks, then a finish
-// chunk, usage and `[DONE]`. The request's `model` picks how they are written:
+// chunk, usage and `[DONE]`; a request to `/v1/messages` (Anthropic's
+// Messages API, for the AI SDK's provider) with the same text as Anthropic
+// streams it, burst only. The request's `model` picks how they are written:
 // `burst` (one write per chunk, back to back, as fast as the socket takes
 // them) or `paced` (10 chunks per millisecond, each carrying the time it was
 // written, in the epoch base every thread shares: what the reader subtracts
@@ -23,6 +25,33 @@ const TAIL =
   `data: ${JSON.stringify({ model: 'bench', choices: [], usage: { prompt_tokens: 10, completion_tokens: deltas } })}\n\n` +
   'data: [DONE]\n\n';
 
+// Anthropic's events: `message_start`, a text block of `deltas` deltas, `message_delta`, `message_stop`.
+const event = (type: string, data: Record<string, unknown>): string =>
+  `event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`;
+const ANTHROPIC_HEAD =
+  event('message_start', {
+    message: {
+      id: 'msg_b',
+      type: 'message',
+      role: 'assistant',
+      model: 'bench',
+      content: [],
+      stop_reason: null,
+      stop_sequence: null,
+      usage: { input_tokens: 10, output_tokens: 1 },
+    },
+  }) + event('content_block_start', { index: 0, content_block: { type: 'text', text: '' } });
+const ANTHROPIC_CHUNKS = Array.from({ length: deltas }, (_, i) =>
+  event('content_block_delta', { index: 0, delta: { type: 'text_delta', text: `t${i} ` } }),
+);
+const ANTHROPIC_TAIL =
+  event('content_block_stop', { index: 0 }) +
+  event('message_delta', {
+    delta: { stop_reason: 'end_turn', stop_sequence: null },
+    usage: { output_tokens: deltas },
+  }) +
+  event('message_stop', {});
+
 const server = createServer(async (req, res) => {
   req.on('error', () => {});
   res.on('error', () => {});
@@ -34,6 +63,12 @@ const server = createServer(async (req, res) => {
   } catch {}
   res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
   res.flushHeaders();
+  if (req.url?.endsWith('/messages') === true) {
+    res.write(ANTHROPIC_HEAD);
+    for (const c of ANTHROPIC_CHUNKS) res.write(c);
+    res.end(ANTHROPIC_TAIL);
+    return;
+  }
   if (model === 'paced') {
     let i = 0;
     const timer = setInterval(() => {

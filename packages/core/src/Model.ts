@@ -13,6 +13,14 @@ export interface ModelToolCall {
   readonly id: string;
   readonly name: string;
   readonly arguments: unknown;
+  /**
+   * What the model adapter must send back with this call on the next turn
+   * (a provider's signature of the reasoning that led to it, an item id),
+   * opaque to Troupe: plain JSON, kept with the call in the transcript (saved,
+   * carried across threads) when its `arguments` are an object. Leave it out
+   * unless your provider needs it.
+   */
+  readonly providerData?: Readonly<Record<string, unknown>> | undefined;
 }
 
 /**

@@ -69,6 +69,10 @@ export type ErrorCode =
   | 'ERR_MODEL_CONNECTION'
   /** A streamed answer stalled: no delta within the idle timeout. */
   | 'ERR_MODEL_STREAM_IDLE'
+  /** An MCP server could not be started or reached, or went away during a call (`@troupe/mcp`). */
+  | 'ERR_MCP_CONNECTION'
+  /** An MCP server refused a request with a protocol error (unknown tool, invalid arguments, its own failure). */
+  | 'ERR_MCP_REQUEST'
   /** A value cannot be saved as JSON (metadata, answers): refused when it is made. */
   | 'ERR_NOT_JSON'
   /** The store's file is not a Troupe database, or is damaged. */

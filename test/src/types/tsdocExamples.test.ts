@@ -25,6 +25,8 @@ const entries = [
   ['@troupe/supervisor/testing', 'packages/supervisor/src/testing/index.ts'],
   ['@troupe/subagent', 'packages/subagent/src/index.ts'],
   ['@troupe/openai', 'packages/openai/src/index.ts'],
+  ['@troupe/ai-sdk', 'packages/ai-sdk/src/index.ts'],
+  ['@troupe/mcp', 'packages/mcp/src/index.ts'],
   ['@troupe/sqlite', 'packages/sqlite/src/index.ts'],
   ['@troupe/otel', 'packages/otel/src/index.ts'],
 ] as const;
