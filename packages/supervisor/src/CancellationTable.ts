@@ -361,7 +361,6 @@ export class CancellationTable {
     return node.segment.slots.isLaneHeld(node.handle, lane, call);
   }
 
-  /** What the call on `lane` of run `key` is, as the run's thread said (for error messages only). */
   /**
    * The tokens run `key`'s worker noted in its slot so far (see
    * `CancelSlots.noteUsage`), while it still has the slot: what a run whose
@@ -374,6 +373,7 @@ export class CancellationTable {
     return usage.inputTokens === 0 && usage.outputTokens === 0 ? undefined : usage;
   }
 
+  /** What the call on `lane` of run `key` is, as the run's thread said (for error messages only). */
   laneInfo(key: string, lane: number): { readonly tool: number; readonly timeoutMs: number | undefined } | undefined {
     const node = this.#nodes.get(key);
     if (node?.handle === undefined || node.segment === undefined) return undefined;

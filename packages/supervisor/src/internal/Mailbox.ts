@@ -3,6 +3,7 @@ import {
   BackpressureError,
   CancelledError,
   type CancelReason,
+  ClosedError,
   InvalidArgumentError,
   type ModelDelta,
   NO_USAGE,
@@ -10,7 +11,7 @@ import {
 } from '@troupe/core';
 import { describeValue } from '@troupe/core/internal';
 import type { AgentReply, AgentStatus } from '../AgentHandle.js';
-import type { InterruptedMessage } from './ConversationSaver.js';
+import type { InterruptedMessage } from './Conversation.js';
 import { checkSignal } from './checkSignal.js';
 import type { RunNode } from './RunNode.js';
 
@@ -155,5 +156,28 @@ export function refusal(
       mailbox.capacity,
     );
   }
+  return undefined;
+}
+
+/** Why agent `agentId` (in `status`) refuses to resume its interrupted `message`, if it does. */
+export function resumeRefusal(
+  agentId: AgentId,
+  status: AgentStatus,
+  message: InterruptedMessage | undefined,
+  closed: boolean,
+  signal: AbortSignal | undefined,
+): Error | undefined {
+  if (message === undefined || status !== 'interrupted') {
+    return new TroupeError(`agent ${agentId} has no interrupted message to resume (it is ${status})`, {
+      code: 'ERR_INVALID_ARGUMENT',
+    });
+  }
+  if (closed) return new ClosedError('the supervisor is closed: create a new one');
+  try {
+    checkSignal(signal, 'resume({ signal })');
+  } catch (error) {
+    return error as Error;
+  }
+  if (signal?.aborted) return new CancelledError('user', 'the resume was aborted before it started');
   return undefined;
 }

@@ -2,8 +2,6 @@ import { AsyncResource } from 'node:async_hooks';
 import {
   type Agent,
   type AgentId,
-  addUsage,
-  CancelledError,
   type CancelReason,
   type Clock,
   ClosedError,
@@ -15,8 +13,6 @@ import {
   type Scope,
   subtractUsage,
   TroupeError,
-  totalUsage,
-  type Usage,
 } from '@troupe/core';
 import { abandonPendingTurn } from '@troupe/core/internal';
 import type { EventEmitter } from 'eventemitter3';
@@ -30,23 +26,20 @@ import type {
 } from '../AgentHandle.js';
 import type { Durability } from '../persistence/Durability.js';
 import type { RunStatus } from '../persistence/Persistence.js';
-import type { AgentStateEnvelope } from '../persistence/StateEnvelope.js';
 import { admitRestart, type RestartPolicy } from '../RestartPolicy.js';
-import type { RestoredRequest, RestoredRun, RunTree } from '../RunTree.js';
+import type { RestoredRequest, RestoredRun, RootSpec, RunTree } from '../RunTree.js';
 import type { SupervisorEvents } from '../SupervisorEvents.js';
 import { AgentStream, type StreamSource } from './AgentStream.js';
 import {
-  ConversationSaver,
-  conversationEnvelope,
+  Conversation,
   type InterruptedMessage,
   messageStarter,
   resumedChildUsage,
   withMessageUsage,
-} from './ConversationSaver.js';
-import { checkSignal } from './checkSignal.js';
-import { type Job, Mailbox, newJob, refusal } from './Mailbox.js';
+} from './Conversation.js';
+import { type Job, Mailbox, newJob, refusal, resumeRefusal } from './Mailbox.js';
 import { emitMessageOutcome, type MessageRef } from './messageEvents.js';
-import type { RootOwner, RunNode, SavedConversation } from './RunNode.js';
+import type { RootOwner, RunNode } from './RunNode.js';
 import { totalOf } from './RunNode.js';
 
 /** What a parent agent borrows from its supervisor. */
@@ -68,6 +61,9 @@ export interface ParentAgentDeps {
   stale(agent: ParentAgent): void;
 }
 
+/** What a `suspended` reply names when no question of its own is open. */
+const NO_REQUEST: Request = Object.freeze({ id: '', kind: 'none', prompt: '' });
+
 /** The reply each ended root run was settled with (a second settle returns it; it goes with its run, not its agent). */
 const REPLIES = new WeakMap<RunNode, AgentReply>();
 
@@ -88,16 +84,13 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
   readonly #mailbox: Mailbox;
   /** When it restarted, within the policy's period (made on the first restart). */
   #restarts: number[] | undefined;
-  #state: LoopState;
-  #checkpoint: LoopState;
+  /** What it remembers of its conversation, and how it saves it. */
+  readonly #c: Conversation;
   #status: AgentStatus = 'idle';
   /** Set while a message a crash interrupted waits for `resume()`. */
   #interrupted: InterruptedMessage | undefined;
   /** The run of the current message (running or suspended). */
   #root: RunNode | undefined;
-  /** The input of the current message, until it is saved. */
-  #unsaved: string | undefined;
-  #children: number;
   /** Who waits for it to be idle (made on the first wait: most agents never have one). */
   #idleWaiters: (() => void)[] | undefined;
 
@@ -123,19 +116,18 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
     this.#toolContext = init.toolContext;
     this.#deps = deps;
     this.#mailbox = new Mailbox(deps.mailboxSize);
-    this.#state = init.state;
-    this.#checkpoint = init.state;
-    this.#children = init.children;
-    if (deps.durability !== undefined) {
-      this.#saved = { agentId: init.id, conversationId: init.conversationId, revision: init.revision };
-      this.#saver = new ConversationSaver(deps.durability, deps.events, deps.clock, init.id);
-    }
+    this.#c = new Conversation(
+      {
+        agentId: init.id,
+        conversationId: init.conversationId,
+        agentName: agent.name,
+        state: init.state,
+        children: init.children,
+        revision: init.revision,
+      },
+      deps,
+    );
   }
-
-  /** Where its runs are saved (none without a store), with its envelope's revision. */
-  readonly #saved: SavedConversation | undefined;
-  /** Saves its conversation (none without a store). */
-  readonly #saver: ConversationSaver | undefined;
 
   get status(): AgentStatus {
     return this.#status;
@@ -162,26 +154,13 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
     requests: readonly RestoredRequest[],
     descendants: readonly RestoredRun[] = [],
   ): RunNode {
-    this.#state = run.state;
+    this.#c.state = run.state;
     const root = this.#deps.tree.restoreRoot(
-      {
-        kind: 'message',
-        agent: this.#agent,
-        agentId: this.id,
-        scope: this.#scope,
-        toolContext: this.#toolContext,
-        owner: this,
-        state: this.#state,
-        input: '',
-        nextChild: this.#children,
-        conversation: this.#saved,
-        runId: run.runId as never,
-        attempt: run.attempt,
-      },
+      { ...this.#rootSpec(this.#c.state, ''), runId: run.runId as never, attempt: run.attempt },
       requests,
       descendants,
       // What its children spent in the message's completed turns: in its state, not in the conversation's before it.
-      subtractUsage(run.state.childUsage ?? NO_USAGE, this.#checkpoint.childUsage ?? NO_USAGE),
+      subtractUsage(run.state.childUsage ?? NO_USAGE, this.#c.checkpoint.childUsage ?? NO_USAGE),
     );
     this.#root = root;
     // Something of it runs again at once (a child that did not come back fails its task call).
@@ -206,7 +185,7 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
 
   /** Number its next subagents from at least `n` (a restore: ids given before a crash are not given again). */
   reserveChildren(n: number): void {
-    this.#children = Math.max(this.#children, n);
+    this.#c.reserveChildren(n);
   }
 
   /** A restored conversation whose message a crash interrupted: `resume()` finishes it. */
@@ -223,29 +202,13 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
    */
   resume(options: { readonly signal?: AbortSignal } = {}): Promise<AgentReply> {
     const message = this.#interrupted;
-    if (message === undefined || this.#status !== 'interrupted') {
-      return Promise.reject(
-        new TroupeError(`agent ${this.id} has no interrupted message to resume (it is ${this.#status})`, {
-          code: 'ERR_INVALID_ARGUMENT',
-        }),
-      );
-    }
-    if (this.#deps.closed()) return Promise.reject(new ClosedError('the supervisor is closed: create a new one'));
-    let signal: AbortSignal | undefined;
-    try {
-      signal = checkSignal(options?.signal, 'resume({ signal })');
-    } catch (error) {
-      return Promise.reject(error);
-    }
-    if (signal?.aborted) return Promise.reject(new CancelledError('user', 'the resume was aborted before it started'));
+    const signal = options?.signal;
+    const refused = resumeRefusal(this.id, this.#status, message, this.#deps.closed(), signal);
+    if (refused !== undefined) return Promise.reject(refused);
     this.#interrupted = undefined;
     this.#status = 'idle';
     return new Promise<AgentReply>((resolve, reject) => {
-      const job = newJob('', signal, undefined, message, resolve, reject);
-      this.#watch(job);
-      this.#mailbox.pushFirst(job);
-      this.#deps.busy(this);
-      this.#pump();
+      this.#enqueue(newJob('', signal, undefined, message, resolve, reject), true);
     });
   }
 
@@ -262,13 +225,20 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
     const refused = this.#refuse(message, signal);
     if (refused !== undefined) return Promise.reject(refused);
     return new Promise<AgentReply>((resolve, reject) => {
-      const job = newJob(message, signal, onDeltas, undefined, resolve, reject);
-      this.#watch(job);
+      this.#enqueue(newJob(message, signal, onDeltas, undefined, resolve, reject), false);
+    });
+  }
+
+  // Queue a job (a resume goes first); one that waits starts in the async context of its call.
+  #enqueue(job: Job, first: boolean): void {
+    this.#watch(job);
+    if (first) this.#mailbox.pushFirst(job);
+    else {
       if (this.#status !== 'idle' || this.#mailbox.size > 0) job.context = AsyncResource.bind((start) => start());
       this.#mailbox.push(job);
-      this.#deps.busy(this);
-      this.#pump();
-    });
+    }
+    this.#deps.busy(this);
+    this.#pump();
   }
 
   // Aborting a job's signal drops it from the mailbox, or cancels it once it runs.
@@ -318,29 +288,20 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
     const durable = d?.durable === true;
     const resume = job.resume;
     // A durable store saves the input before anything runs; any other store saves it with the reply.
-    this.#unsaved = durable || resume !== undefined ? undefined : job.input;
-    const from = resume?.state ?? this.#state;
+    this.#c.unsaved = durable || resume !== undefined ? undefined : job.input;
+    const from = resume?.state ?? this.#c.state;
     const beforeRun =
       durable && d !== undefined
         ? messageStarter(d, resume === undefined ? job.input : undefined, from, (root) =>
-            this.#envelope('running', root, from),
+            this.#c.envelope('running', root, from),
           )
         : undefined;
     let root: RunNode;
     try {
       const start = (): RunNode =>
         this.#deps.tree.startRoot({
-          kind: 'message',
-          agent: this.#agent,
-          agentId: this.id,
-          scope: this.#scope,
-          toolContext: this.#toolContext,
-          owner: this,
-          state: resume?.state ?? this.#state,
-          input: resume === undefined ? job.input : '',
-          nextChild: this.#children,
+          ...this.#rootSpec(from, resume === undefined ? job.input : ''),
           onDeltas: job.onDeltas,
-          conversation: this.#saved,
           beforeRun,
           runId: resume?.runId as never,
           attempt: resume?.attempt,
@@ -348,7 +309,7 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
             resume === undefined
               ? undefined
               : { started: new Set(resume.started.map((c) => c.toolCallId)), lost: resume.lost },
-          childUsage: resume === undefined ? undefined : resumedChildUsage(resume, this.#checkpoint),
+          childUsage: resume === undefined ? undefined : resumedChildUsage(resume, this.#c.checkpoint),
         });
       root = job.context === undefined ? start() : job.context(start);
     } catch (error) {
@@ -369,6 +330,22 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
     });
   }
 
+  // What every root run of this agent is made from.
+  #rootSpec(state: LoopState, input: string): RootSpec {
+    return {
+      kind: 'message',
+      agent: this.#agent,
+      agentId: this.id,
+      scope: this.#scope,
+      toolContext: this.#toolContext,
+      owner: this,
+      state,
+      input,
+      nextChild: this.#c.children,
+      conversation: this.#c.saved,
+    };
+  }
+
   resumed(root: RunNode): void {
     // Something of a suspended message runs again: an answer (whose caller waits for the reply),
     // or a cancel deep in its tree that lets a run there go on (nobody waits): either way the
@@ -380,23 +357,22 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
   async settle(root: RunNode): Promise<AgentReply> {
     const { clock, events } = this.#deps;
     const at = clock.now();
-    this.#children = Math.max(this.#children, root.nextChild);
+    this.#c.children = Math.max(this.#c.children, root.nextChild);
     // The run's loop carries the conversation's tokens so far: the message's are what it added
     // to the state it started from.
-    const start = this.#checkpoint;
+    const start = this.#c.checkpoint;
     const usage = subtractUsage(root.usage, start.usage);
     const total = subtractUsage(totalOf(root), start.usage);
     const ref: MessageRef = { agentId: this.id, runId: root.id, path: root.path, usage, totalUsage: total, at };
     if (root.phase !== 'ended') {
       // Suspended throughout: keep the state to resume from; the reply names the first open question.
-      this.#state = root.state as LoopState;
+      this.#c.state = root.state as LoopState;
       this.#status = this.#status === 'stopped' ? 'stopped' : 'suspended';
       const first = this.#deps.tree.requests.firstOpen(root);
       emitMessageOutcome(events, ref, { status: 'suspended', requestId: first?.request.id ?? '' });
       // The run tree saved the runs and their questions; this saves the conversation.
-      const failed = await this.#save(root, 'suspended', undefined, undefined);
-      if (this.#saver?.abandonedWith !== undefined)
-        return this.#givenUp(this.#saver?.abandonedWith as Error, usage, total);
+      const failed = await this.#c.save(root, 'suspended', undefined, undefined);
+      if (this.#c.abandonedWith !== undefined) return this.#givenUp(this.#c.abandonedWith as Error, usage, total);
       if (failed !== undefined && isTroupeError(failed, 'ERR_STORE_FENCED')) {
         this.#deps.tree.forget(root);
         this.#root = undefined;
@@ -405,16 +381,9 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
       }
       // A suspended agent counts as idle (a close() drains without waiting on a person).
       this.#wakeIdleWaiters();
-      if (first === undefined) {
-        return {
-          status: 'suspended',
-          request: { id: '', kind: 'none', prompt: '' },
-          path: root.path,
-          usage,
-          totalUsage: total,
-        };
-      }
-      return { status: 'suspended', request: first.request, path: first.path, usage, totalUsage: total };
+      // (No open question: a run that only waits on its children names none.)
+      const request = first?.request ?? NO_REQUEST;
+      return { status: 'suspended', request, path: first?.path ?? root.path, usage, totalUsage: total };
     }
     if (this.#root !== root) {
       // Reported already (an ended root is settled once).
@@ -423,7 +392,7 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
     this.#root = undefined;
     this.#current = undefined;
     const end = root.end;
-    let state = root.state ?? this.#state;
+    let state = root.state ?? this.#c.state;
     if (state.pending !== undefined)
       state = abandonPendingTurn(state, end?.status === 'cancelled' ? end.reason : 'user', clock);
     let reply: AgentReply;
@@ -431,7 +400,7 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
     // or stop() that cut the message saves it cancelled, as the host is told).
     const shutdown = end?.status === 'cancelled' && end.reason === 'shutdown' && this.#deps.tree.leavesSaved;
     const saved = (status: 'idle' | 'failed', run: RunStatus, text: string | undefined): Promise<Error | undefined> =>
-      shutdown ? Promise.resolve(undefined) : this.#save(root, status, run, text, state);
+      shutdown ? Promise.resolve(undefined) : this.#c.save(root, status, run, text, state);
     switch (end?.status) {
       case 'done':
       case 'incomplete':
@@ -440,8 +409,8 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
         // calls whose children had ended, and with them what those children spent.
         state = withMessageUsage(state, start, usage, total);
         const failed = await saved('idle', end.status, end.status === 'done' ? end.text : undefined);
-        if (this.#saver?.abandonedWith !== undefined) {
-          reply = this.#givenUp(this.#saver?.abandonedWith as Error, usage, total);
+        if (this.#c.abandonedWith !== undefined) {
+          reply = this.#givenUp(this.#c.abandonedWith as Error, usage, total);
           break;
         }
         if (failed !== undefined) {
@@ -485,13 +454,13 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
         const restarted = defect || admitRestart(this.#deps.restart, this.#restarts, at);
         // One-for-one: only this agent restarts, from its last good state — with the tokens the
         // failed message spent.
-        this.#checkpoint = withMessageUsage(this.#checkpoint, start, usage, total);
-        this.#state = this.#checkpoint;
-        this.#unsaved = undefined;
+        this.#c.checkpoint = withMessageUsage(this.#c.checkpoint, start, usage, total);
+        this.#c.state = this.#c.checkpoint;
+        this.#c.unsaved = undefined;
         // The run is saved as failed; the conversation, as it was before the message.
-        await this.#save(root, 'failed', 'failed', undefined, this.#checkpoint);
-        if (this.#saver?.abandonedWith !== undefined) {
-          reply = this.#givenUp(this.#saver?.abandonedWith as Error, usage, total);
+        await this.#c.save(root, 'failed', 'failed', undefined, this.#c.checkpoint);
+        if (this.#c.abandonedWith !== undefined) {
+          reply = this.#givenUp(this.#c.abandonedWith as Error, usage, total);
           break;
         }
         if (restarted) {
@@ -519,8 +488,7 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
 
   // The message's reply could not be saved: the agent goes on from its last saved state.
   #notSaved(error: Error, usage: AgentReply['usage'], totalUsage: AgentReply['totalUsage']): AgentReply {
-    this.#state = this.#checkpoint;
-    this.#unsaved = undefined;
+    this.#c.fallBack();
     if (this.#status !== 'stopped') this.#status = 'idle';
     return { status: 'failed', error, restarted: true, usage, totalUsage };
   }
@@ -532,8 +500,7 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
    * is saved. Not a failure of the agent: no restart is spent.
    */
   #fencedOut(error: Error, usage: AgentReply['usage'], totalUsage: AgentReply['totalUsage']): AgentReply {
-    this.#state = this.#checkpoint;
-    this.#unsaved = undefined;
+    this.#c.fallBack();
     this.#stopNow(
       `another process saved conversation ${this.conversationId} since this copy loaded it; startAgent it again to load what is saved`,
     );
@@ -542,55 +509,8 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
   }
 
   #keep(state: LoopState): void {
-    this.#state = state;
-    this.#checkpoint = state;
+    this.#c.keep(state);
     if (this.#status !== 'stopped') this.#status = 'idle';
-  }
-
-  #envelope(status: AgentStateEnvelope['status'], root: RunNode | undefined, state: LoopState): AgentStateEnvelope {
-    return conversationEnvelope({
-      agentId: this.id,
-      conversationId: this.conversationId,
-      agentName: this.name,
-      status,
-      root: root !== undefined && root.phase === 'suspended' ? root : undefined,
-      runId: root?.id,
-      state,
-      before: this.#checkpoint,
-      children: Math.max(this.#children, root?.nextChild ?? 0),
-      tree: this.#deps.tree,
-      at: this.#deps.clock.now(),
-    });
-  }
-
-  /**
-   * Save the conversation as the message left it, in one transaction: the
-   * envelope, the messages to show (the input, unless saved when it started;
-   * the answer), and the root run's final row. Resolves with the store's
-   * error when it failed (also reported as `persistence.failed`), or with
-   * the abandon's error at once when its owner gave up on it (see abandon).
-   */
-  async #save(
-    root: RunNode,
-    status: 'idle' | 'suspended' | 'failed',
-    run: RunStatus | undefined,
-    text: string | undefined,
-    state: LoopState = this.#state,
-  ): Promise<Error | undefined> {
-    const saver = this.#saver;
-    if (saver === undefined) return undefined;
-    const messages: { role: 'user' | 'assistant'; content: string }[] = [];
-    const input = this.#unsaved;
-    if (input !== undefined) messages.push({ role: 'user', content: input });
-    if (text !== undefined) messages.push({ role: 'assistant', content: text });
-    const envelope = this.#envelope(
-      status === 'failed' ? 'idle' : status,
-      status === 'suspended' ? root : undefined,
-      state,
-    );
-    const failed = await saver.save(root, envelope, messages, run);
-    if (failed === undefined && status !== 'suspended') this.#unsaved = undefined;
-    return failed;
   }
 
   // The reply of a message whose save was given up on (nothing more of it runs or is reported).
@@ -605,7 +525,7 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
    * store does with the write later is the store's; nothing of this agent runs or emits after.
    */
   abandon(error: Error): void {
-    if (this.#saver?.abandon(error) === false) return;
+    if (!this.#c.abandon(error)) return;
     this.dropMailbox();
     this.#stopNow(error.message);
   }
@@ -673,22 +593,8 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
   }
 
   snapshot(): AgentSnapshot {
-    const s = this.#state;
-    return {
-      agentId: this.id,
-      status: this.#status,
-      messages: s.messages,
-      todos: s.todos,
-      metadata: s.metadata,
-      events: s.events,
-      turns: s.turns,
-      usage: s.usage,
-      // Suspended: the state is the run's, and its subagents (ended or waiting) are in the tree.
-      totalUsage:
-        this.#status === 'suspended' && this.#root !== undefined
-          ? addUsage(this.#checkpoint.childUsage ?? NO_USAGE, totalOf(this.#root))
-          : totalUsage(s),
-      pendingRequest: this.pendingRequest?.request,
-    };
+    // Suspended: the state is the run's, and its subagents (ended or waiting) are in the tree.
+    const suspended = this.#status === 'suspended' ? this.#root : undefined;
+    return this.#c.snapshot(this.#status, suspended, this.pendingRequest?.request);
   }
 }

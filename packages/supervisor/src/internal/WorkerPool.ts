@@ -6,10 +6,10 @@ import { WORKER_URL } from '@troupe/subagent';
 import { Piscina } from 'piscina';
 import type { CancellationTable, Segment } from '../CancellationTable.js';
 
-/** One worker thread, as the supervisor knows it: from the `Worker` object, never from what the thread says. */
 /** How long closing waits for threads still booting before it terminates them anyway. */
 const BOOT_WAIT_MS = 2_000;
 
+/** One worker thread, as the supervisor knows it: from the `Worker` object, never from what the thread says. */
 export interface ThreadInfo {
   readonly id: number;
   readonly worker: Worker;

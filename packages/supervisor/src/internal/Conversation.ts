@@ -4,13 +4,16 @@ import {
   type Clock,
   type LoopState,
   NO_USAGE,
+  type Request,
   subtractUsage,
   TroupeError,
+  totalUsage,
   type Usage,
   usageEquals,
 } from '@troupe/core';
 import { sealMessage } from '@troupe/core/internal';
 import type { EventEmitter } from 'eventemitter3';
+import type { AgentSnapshot, AgentStatus } from '../AgentHandle.js';
 import type { Durability } from '../persistence/Durability.js';
 import type { RunStatus } from '../persistence/Persistence.js';
 import {
@@ -20,29 +23,153 @@ import {
 } from '../persistence/StateEnvelope.js';
 import type { RunTree } from '../RunTree.js';
 import type { SupervisorEvents } from '../SupervisorEvents.js';
-import type { RunNode } from './RunNode.js';
+import { type RunNode, type SavedConversation, totalOf } from './RunNode.js';
+
+/** What a parent agent's conversation starts from (see {@link Conversation}). */
+export interface ConversationInit {
+  readonly agentId: AgentId;
+  readonly conversationId: string;
+  readonly agentName: string;
+  readonly state: LoopState;
+  readonly children: number;
+  /** The revision of its saved envelope (0: none saved; undefined: the store does not fence). */
+  readonly revision: number | undefined;
+}
 
 /**
- * How a parent agent saves its conversation when a message settles: one
- * transaction through durability, its failure reported (`persistence.failed`)
- * and returned, never thrown. Its owner may give up on a save that never
- * answers (a shutdown's grace period): from then on every save in flight, and
- * every later one, returns the abandon's error at once.
+ * What a parent agent remembers of its conversation between messages, and how
+ * it saves it: the state (the run's, while a message is suspended), the last
+ * good state it falls back to, the subagents numbered so far, the input not
+ * saved yet, and — with a store — the envelope's revision every save is based
+ * on. A save is one transaction through durability; its failure is reported
+ * (`persistence.failed`) and returned, never thrown. Its owner may give up on
+ * a save that never answers (a shutdown's grace period): from then on every
+ * save in flight, and every later one, returns the abandon's error at once.
  */
-export class ConversationSaver {
-  readonly #durability: Durability;
+export class Conversation {
+  readonly agentId: AgentId;
+  readonly conversationId: string;
+  readonly agentName: string;
+  /** The state: the conversation's, or (a message suspended) the run's. */
+  state: LoopState;
+  /** The last good state (what a failed message falls back to). */
+  checkpoint: LoopState;
+  /** Subagents numbered so far in this conversation (ids are never given twice). */
+  children: number;
+  /** The input of the current message, until it is saved. */
+  unsaved: string | undefined = undefined;
+  /** Where its runs are saved (none without a store), with its envelope's revision. */
+  readonly saved: SavedConversation | undefined;
+  readonly #durability: Durability | undefined;
   readonly #events: EventEmitter<SupervisorEvents>;
   readonly #clock: Clock;
-  readonly #agentId: AgentId;
+  readonly #tree: RunTree;
   #abandonedWith: Error | undefined;
   /** The saves in flight, each told `abandon`'s error if it comes first. */
   #saves: Set<(error: Error) => void> | undefined;
 
-  constructor(durability: Durability, events: EventEmitter<SupervisorEvents>, clock: Clock, agentId: AgentId) {
-    this.#durability = durability;
-    this.#events = events;
-    this.#clock = clock;
-    this.#agentId = agentId;
+  constructor(
+    init: ConversationInit,
+    deps: {
+      readonly durability: Durability | undefined;
+      readonly events: EventEmitter<SupervisorEvents>;
+      readonly clock: Clock;
+      readonly tree: RunTree;
+    },
+  ) {
+    this.agentId = init.agentId;
+    this.conversationId = init.conversationId;
+    this.agentName = init.agentName;
+    this.state = init.state;
+    this.checkpoint = init.state;
+    this.children = init.children;
+    this.#durability = deps.durability;
+    this.#events = deps.events;
+    this.#clock = deps.clock;
+    this.#tree = deps.tree;
+    if (deps.durability !== undefined) {
+      this.saved = { agentId: init.agentId, conversationId: init.conversationId, revision: init.revision };
+    }
+  }
+
+  /** What an agent handle's `snapshot()` shows (`suspended`: the message's run, when it waits). */
+  snapshot(status: AgentStatus, suspended: RunNode | undefined, pendingRequest: Request | undefined): AgentSnapshot {
+    const s = this.state;
+    return {
+      agentId: this.agentId,
+      status,
+      messages: s.messages,
+      todos: s.todos,
+      metadata: s.metadata,
+      events: s.events,
+      turns: s.turns,
+      usage: s.usage,
+      totalUsage:
+        suspended === undefined ? totalUsage(s) : addUsage(this.checkpoint.childUsage ?? NO_USAGE, totalOf(suspended)),
+      pendingRequest,
+    };
+  }
+
+  /** `state` is good: the conversation goes on from it. */
+  keep(state: LoopState): void {
+    this.state = state;
+    this.checkpoint = state;
+  }
+
+  /** The message's work is not kept: back to the last good state, its input dropped. */
+  fallBack(): void {
+    this.state = this.checkpoint;
+    this.unsaved = undefined;
+  }
+
+  /** Number its next subagents from at least `n` (a restore: ids given before a crash are not given again). */
+  reserveChildren(n: number): void {
+    this.children = Math.max(this.children, n);
+  }
+
+  /** The conversation's envelope as it is saved now (`root`: the message's run, when it is suspended). */
+  envelope(status: AgentStateEnvelope['status'], root: RunNode | undefined, state: LoopState): AgentStateEnvelope {
+    return conversationEnvelope({
+      agentId: this.agentId,
+      conversationId: this.conversationId,
+      agentName: this.agentName,
+      status,
+      root: root !== undefined && root.phase === 'suspended' ? root : undefined,
+      runId: root?.id,
+      state,
+      before: this.checkpoint,
+      children: Math.max(this.children, root?.nextChild ?? 0),
+      tree: this.#tree,
+      at: this.#clock.now(),
+    });
+  }
+
+  /**
+   * Save the conversation as the message left it, in one transaction: the
+   * envelope, the messages to show (the input, unless saved when it started;
+   * the answer), and the root run's final row. Resolves with the store's
+   * error when it failed (also reported as `persistence.failed`), or with
+   * the abandon's error at once when its owner gave up on it (see abandon).
+   */
+  async save(
+    root: RunNode,
+    status: 'idle' | 'suspended' | 'failed',
+    run: RunStatus | undefined,
+    text: string | undefined,
+    state: LoopState = this.state,
+  ): Promise<Error | undefined> {
+    if (this.#durability === undefined) return undefined;
+    const messages: { role: 'user' | 'assistant'; content: string }[] = [];
+    if (this.unsaved !== undefined) messages.push({ role: 'user', content: this.unsaved });
+    if (text !== undefined) messages.push({ role: 'assistant', content: text });
+    const envelope = this.envelope(
+      status === 'failed' ? 'idle' : status,
+      status === 'suspended' ? root : undefined,
+      state,
+    );
+    const failed = await this.#saveOnce(root, envelope, messages, run);
+    if (failed === undefined && status !== 'suspended') this.unsaved = undefined;
+    return failed;
   }
 
   /** The error its owner gave up with, if it did. */
@@ -58,8 +185,8 @@ export class ConversationSaver {
     return true;
   }
 
-  /** Save the envelope, the messages to show and (when given) the root run's row; resolves with the failure. */
-  save(
+  // The envelope, the messages to show and (when given) the root run's row, with its give-up.
+  #saveOnce(
     root: RunNode,
     envelope: AgentStateEnvelope,
     messages: readonly { role: 'user' | 'assistant'; content: string }[],
@@ -88,18 +215,18 @@ export class ConversationSaver {
     run: RunStatus | undefined,
   ): Promise<Error | undefined> {
     try {
-      await this.#durability.conversationSaved(root, envelope, messages, run);
+      await (this.#durability as Durability).conversationSaved(root, envelope, messages, run);
       return undefined;
     } catch (error) {
       const failure =
         error instanceof TroupeError
           ? error
-          : new TroupeError(`saving agent ${this.#agentId} failed: ${(error as Error)?.message ?? String(error)}`, {
+          : new TroupeError(`saving agent ${this.agentId} failed: ${(error as Error)?.message ?? String(error)}`, {
               code: 'ERR_STORE_WRITE',
               cause: error,
             });
       this.#events.emit('persistence.failed', {
-        agentId: this.#agentId,
+        agentId: this.agentId,
         runId: root.id,
         error: failure,
         at: this.#clock.now(),
