@@ -1,4 +1,3 @@
-// examples/src/transport.ts
 import { createSupervisor, localTransport } from '@troupe/supervisor';
 
 // The default transport, made explicitly: subagents on four worker threads of this process, a

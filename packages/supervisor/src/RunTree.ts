@@ -578,11 +578,11 @@ export class RunTree {
   #attemptEnded(node: RunNode, ae: AttemptEnd): void {
     node.handle = undefined;
     if (ae.end.status === 'lost' && this.#rerun(node)) return;
-    this.#events.forgetRun(node);
     const end = ae.end;
     if (end.status === 'failed' && end.error instanceof ToolTimeoutError && end.error.forced) {
       this.#events.killedCall(node, end.error);
     }
+    this.#events.forgetRun(node);
     // Its calls wait no more: it holds no slot.
     this.#unblock(node, true);
     this.#ownEnded(node, end, ae.usage, end.status === 'suspended' ? end.state : undefined);
