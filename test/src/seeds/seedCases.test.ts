@@ -20,6 +20,7 @@ import {
   createSupervisor,
   MemoryPersistence,
   type PersistenceAdapter,
+  type SubagentOutcome,
   type Supervisor,
   type SupervisorEvents,
   type TurnBatch,
@@ -55,6 +56,12 @@ function collect<K extends keyof SupervisorEvents>(supervisor: Supervisor, name:
 function text(reply: AgentReply): string {
   assert.equal(reply.status, 'done', `expected done, got ${reply.status}`);
   return reply.status === 'done' ? reply.text : '';
+}
+
+/** A direct spawn's answer resolves with its SubagentOutcome (one result on every path). */
+function result(outcome: SubagentOutcome): string {
+  assert.equal(outcome.status, 'done', `expected done, got ${outcome.status}`);
+  return outcome.status === 'done' ? outcome.result : '';
 }
 
 /** What `notebook`'s tools make of `{ notes: null, obsolete: 'x' }`. */
@@ -338,8 +345,8 @@ describe('seed 004 — toolnexus ToolContext', () => {
     );
     assert.equal(supervisor.pendingRequests().length, 1);
 
-    const reply = await supervisor.answer(outcome.request.id, { ok: true, data: { env: 'staging' } });
-    assert.deepEqual(JSON.parse(text(reply)), ['deployed to staging']);
+    const reply = await supervisor.answer<SubagentOutcome>(outcome.request.id, { ok: true, data: { env: 'staging' } });
+    assert.deepEqual(JSON.parse(result(reply)), ['deployed to staging']);
     assert.equal(Atomics.load(runs, Runs.deploy), 2, 'the pending tool re-ran exactly once');
     await assert.rejects(supervisor.answer(outcome.request.id, { ok: true }), (e) =>
       isTroupeError(e, 'ERR_REQUEST_ALREADY_ANSWERED'),
@@ -356,10 +363,10 @@ describe('seed 004 — toolnexus ToolContext', () => {
     const outcome = await supervisor.spawn(deployer, { input: 'deploy', scope, toolContext: { runs } });
     assert.equal(outcome.status, 'suspended');
     if (outcome.status !== 'suspended') return;
-    const reply = await supervisor.answer(outcome.request.id, { ok: false, reason: 'change freeze' });
-    const [result] = JSON.parse(text(reply)) as [{ error: { error: string; code: string } }];
-    assert.equal(result.error.code, 'ERR_REQUEST_DECLINED');
-    assert.match(result.error.error, /declined: change freeze/);
+    const reply = await supervisor.answer<SubagentOutcome>(outcome.request.id, { ok: false, reason: 'change freeze' });
+    const [declined] = JSON.parse(result(reply)) as [{ error: { error: string; code: string } }];
+    assert.equal(declined.error.code, 'ERR_REQUEST_DECLINED');
+    assert.match(declined.error.error, /declined: change freeze/);
     assert.equal(Atomics.load(runs, Runs.deploy), 1, 'a declined answer does not re-run the tool (Troupe)');
     assert.deepEqual(
       answered.filter((e) => e.requestId === outcome.request.id).map((e) => e.ok),
@@ -373,8 +380,8 @@ describe('seed 004 — toolnexus ToolContext', () => {
     assert.equal(outcome.status, 'suspended');
     if (outcome.status !== 'suspended') return;
     assert.equal(outcome.request.kind, 'authorization');
-    const reply = await supervisor.answer(outcome.request.id, { ok: true });
-    assert.deepEqual(JSON.parse(text(reply)), ['fetched with a valid session (answer ok: true, data: none)']);
+    const reply = await supervisor.answer<SubagentOutcome>(outcome.request.id, { ok: true });
+    assert.deepEqual(JSON.parse(result(reply)), ['fetched with a valid session (answer ok: true, data: none)']);
     assert.equal(Atomics.load(runs, Runs.login), 2);
   });
 
