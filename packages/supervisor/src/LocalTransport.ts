@@ -265,7 +265,8 @@ export class LocalTransport implements RunTransport, LocalAttemptOwner {
     s.table.register(key, { slot: 'deferred' });
     if (spec.timeoutMs !== undefined) s.table.setDeadline(key, s.host.clock.now() + spec.timeoutMs);
     if (spec.cancelled !== undefined) s.table.cancel(key, spec.cancelled);
-    const attempt = new LocalAttempt(spec, s.dispatcher.tuple(spec), this);
+    const wire = s.dispatcher.wireOf(spec.scope);
+    const attempt = new LocalAttempt(spec, s.dispatcher.tuple(spec, wire), wire, this);
     this.#inFlight++;
     this.#byRun.set(key, attempt);
     if (this.#closing) {

@@ -35,9 +35,9 @@ import type { EventEmitter } from 'eventemitter3';
 import { definitionOf, subagentNamed } from './internal/AgentDefinitions.js';
 import { mintCapability } from './internal/capability.js';
 import { Deadlines } from './internal/Deadlines.js';
-import { hostOperationsOf, type RunHostView } from './internal/hostOperationsOf.js';
 import { LocalRunner } from './internal/LocalRunner.js';
-import { type OpenRequest, RequestBook } from './internal/Requests.js';
+import { RequestBook } from './internal/Requests.js';
+import { RunAttempt, type RunHostView } from './internal/RunAttempt.js';
 import { type DeltaListener, RunEvents } from './internal/RunEvents.js';
 import {
   type ApprovedCall,
@@ -52,7 +52,7 @@ import {
   totalOf,
 } from './internal/RunNode.js';
 import type { Durability } from './persistence/Durability.js';
-import type { AttemptEnd, AttemptWork, HostOperations, RunEnd, RunTransport } from './RunTransport.js';
+import type { AttemptEnd, AttemptWork, RunEnd, RunTransport } from './RunTransport.js';
 import type { SupervisorEvents } from './SupervisorEvents.js';
 
 export type { OpenRequest } from './internal/Requests.js';
@@ -189,7 +189,6 @@ export class RunTree {
   readonly #roots = new Set<RunNode>();
   readonly #idle: (() => void)[] = [];
   /** The host operations each node's worker is served (made on its first dispatch). */
-  readonly #hostOps = new WeakMap<RunNode, HostOperations>();
   /** What those operations reach of the tree. */
   readonly #hostView: RunHostView;
   /** Worker runs waiting on a task call of theirs (each holds its slot meanwhile). */
@@ -231,6 +230,13 @@ export class RunTree {
       requests: this.#requests,
       durability: options.durability,
       runTask: (node, request) => this.runTask(node, request),
+      // (Called inside dispatch when a slot is free at once: before the handle is known here.)
+      placed: (node, attempt, placement) => {
+        if (node.attempt !== attempt || node.phase === 'ended') return;
+        node.threadId = placement.threadId;
+        node.dispatchedAt = placement.at;
+        if (node.phase === 'queued') node.phase = 'running';
+      },
       checkpointed: (node, state, started) => {
         this.#tokensSoFar(node, state);
         // A lost attempt goes on from this turn: the calls started before it are not run again.
@@ -543,33 +549,18 @@ export class RunTree {
       (this.#events.streamed(node) ? HostFeature.stream : 0) |
       (this.#checkpointsFor(node) !== undefined ? HostFeature.durable : 0);
     const deadline = node.deadline;
-    const attempt = node.attempt;
     // With a durable store its tools start after a checkpoint: lost, it can be run again.
     node.rerun = (features & HostFeature.durable) !== 0 ? work : undefined;
     node.threadId = undefined;
     node.dispatchedAt = undefined;
-    const handle = this.#transport.dispatch({
-      runId: node.id,
-      attempt,
-      capability: mintCapability(),
-      agentId: node.agentId,
-      parentAgentId: node.parent?.agentId,
-      agent: node.agent,
-      scope: node.scope,
-      toolContext: node.toolContext,
-      work,
-      timeoutMs: deadline === undefined ? undefined : Math.max(0, deadline - this.#clock.now()),
-      features,
-      cancelled: node.cancelled,
-      host: this.#hostOperations(node),
-      // (Called inside dispatch when a slot is free at once: before the handle is known here.)
-      placed: (placement) => {
-        if (node.attempt !== attempt || node.phase === 'ended') return;
-        node.threadId = placement.threadId;
-        node.dispatchedAt = placement.at;
-        if (node.phase === 'queued') node.phase = 'running';
-      },
-    });
+    const handle = this.#transport.dispatch(
+      new RunAttempt(node, this.#hostView, {
+        capability: mintCapability(),
+        work,
+        timeoutMs: deadline === undefined ? undefined : Math.max(0, deadline - this.#clock.now()),
+        features,
+      }),
+    );
     node.handle = handle;
     handle.ended.then((end) => this.#attemptEnded(node, end));
   }
@@ -999,16 +990,6 @@ export class RunTree {
     if (node.waitingCalls === 0) return;
     node.waitingCalls = all ? 0 : node.waitingCalls - 1;
     if (node.waitingCalls === 0) this.#blocked.delete(node);
-  }
-
-  // The operations a node's worker is served, one object per node (a resumed run reuses it).
-  #hostOperations(node: RunNode): HostOperations {
-    let ops = this.#hostOps.get(node);
-    if (ops === undefined) {
-      ops = hostOperationsOf(node, this.#hostView);
-      this.#hostOps.set(node, ops);
-    }
-    return ops;
   }
 
   /** The questions and approvals of every run of the tree (human in the loop). */

@@ -34,9 +34,8 @@ export class Dispatcher {
   }
 
   /** The task tuple of an attempt (its slot, its thread's buffer and its time left are filled in at dispatch). */
-  tuple(spec: Attempt): { readonly tuple: unknown[]; readonly wire: ScopeWire } {
+  tuple(spec: Attempt, wire: ScopeWire): unknown[] {
     const ref = spec.agent;
-    const wire = this.#scopes.wireOf(spec.scope);
     // Made only when one of them is set: most spawns carry none.
     let extras: Record<string, unknown> | null = null;
     if (spec.parentAgentId !== undefined) extras = { parentAgentId: spec.parentAgentId };
@@ -79,7 +78,12 @@ export class Dispatcher {
     }) as unknown[];
     // The extras go in as one object the dispatch may still add the time left to.
     tuple[TaskSlot.extras] = extras;
-    return { tuple, wire };
+    return tuple;
+  }
+
+  /** How `scope` crosses (versioned once per sealed scope). */
+  wireOf(scope: unknown): ScopeWire {
+    return this.#scopes.wireOf(scope);
   }
 
   /**

@@ -50,10 +50,10 @@ export class LocalAttempt implements AttemptHandle, DispatchTicket, HostRun {
   readonly #owner: LocalAttemptOwner;
   #resolve: (end: AttemptEnd) => void = () => {};
 
-  constructor(spec: Attempt, task: { readonly tuple: unknown[]; readonly wire: ScopeWire }, owner: LocalAttemptOwner) {
+  constructor(spec: Attempt, tuple: unknown[], wire: ScopeWire, owner: LocalAttemptOwner) {
     this.spec = spec;
-    this.tuple = task.tuple;
-    this.wire = task.wire;
+    this.tuple = tuple;
+    this.wire = wire;
     this.#owner = owner;
     this.ended = new Promise<AttemptEnd>((resolve) => {
       this.#resolve = resolve;
