@@ -68,6 +68,9 @@ interface OwnedAttempt {
   deadline: TimerHandle | undefined;
 }
 
+/** How many ended attempts' hosts are remembered (to answer their late messages). */
+const ENDED_KEPT = 4096;
+
 /** Hosts seen in the last lease scan: their slots. */
 interface HostSeen {
   readonly slots: number;
@@ -135,6 +138,8 @@ export class BullmqTransport implements RunTransport {
   readonly #flood = new Map<string, { start: number; count: number }>();
   readonly #violations = new Map<string, number>();
   #hosts = new Map<string, HostSeen>();
+  /** The hosts of attempts that ended lately, to refuse their late messages by reply (insertion order). */
+  readonly #endedOn = new Map<string, string>();
   #completed = 0;
   #refused = 0;
   #lost = 0;
@@ -717,6 +722,10 @@ export class BullmqTransport implements RunTransport {
     if (a.backstop !== undefined) clock.clearTimeout(a.backstop);
     if (a.deadline !== undefined) clock.clearTimeout(a.deadline);
     if (this.#byJob.get(a.jobId) === a) this.#byJob.delete(a.jobId);
+    if (a.hostId !== undefined) {
+      this.#endedOn.set(a.jobId, a.hostId);
+      if (this.#endedOn.size > ENDED_KEPT) this.#endedOn.delete(this.#endedOn.keys().next().value as string);
+    }
     if (this.#byCapability.get(a.attempt.capability) === a) this.#byCapability.delete(a.attempt.capability);
     if (a.cancelled !== undefined || end.status === 'cancelled') {
       void this.#cmd?.del(this.#names.cancelFlag(a.jobId)).catch(() => {});
@@ -751,7 +760,7 @@ export class BullmqTransport implements RunTransport {
   #ackTo(hostId: string | undefined, jobId: string, rseq: number, ok: 0 | 1, value: unknown): void {
     // A late message's host is known from its attempt only; one of an unknown attempt gets its
     // refusal on the channel of the host that held the job last, if any.
-    const host = hostId ?? this.#byJob.get(jobId)?.hostId;
+    const host = hostId ?? this.#byJob.get(jobId)?.hostId ?? this.#endedOn.get(jobId);
     if (host === undefined) return;
     this.#publish(this.#names.toHost(host), ['ack', jobId, rseq, ok, value]);
   }
