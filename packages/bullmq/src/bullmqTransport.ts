@@ -125,6 +125,8 @@ export class BullmqTransport implements RunTransport {
   #sub: Redis | undefined;
   #queue: Queue | undefined;
   #events: QueueEvents | undefined;
+  /** The connection QueueEvents was given (BullMQ closes only the ones it makes). */
+  #eventsConnection: Redis | undefined;
   #tick: TimerHandle | undefined;
   #closing = false;
   #closed = false;
@@ -178,8 +180,10 @@ export class BullmqTransport implements RunTransport {
       await this.#cmd.set(this.#names.ownerLease(o.ownerId), o.build, 'PX', o.ownerLeaseMs);
       this.#queue = new Queue(o.queue, { connection: this.#cmd, prefix: o.prefix });
       this.#queue.on('error', () => {});
+      this.#eventsConnection = redisClient(o.connection, `troupe-owner-${o.ownerId}-events`);
+      this.#eventsConnection.on('error', () => {});
       this.#events = new QueueEvents(o.queue, {
-        connection: redisClient(o.connection, `troupe-owner-${o.ownerId}-events`),
+        connection: this.#eventsConnection,
         prefix: o.prefix,
       });
       this.#events.on('error', () => {});
@@ -393,10 +397,11 @@ export class BullmqTransport implements RunTransport {
     const sub = this.#sub;
     const queue = this.#queue;
     const events = this.#events;
-    this.#cmd = this.#sub = this.#queue = this.#events = undefined;
+    const eventsConnection = this.#eventsConnection;
+    this.#cmd = this.#sub = this.#queue = this.#events = this.#eventsConnection = undefined;
     if (!now && cmd !== undefined) await cmd.del(this.#names.ownerLease(this.options.ownerId)).catch(() => {});
     await Promise.allSettled([queue?.close(), events?.close()]);
-    for (const client of [sub, cmd]) {
+    for (const client of [sub, cmd, eventsConnection]) {
       if (client === undefined) continue;
       if (now) client.disconnect();
       else await client.quit().catch(() => client.disconnect());

@@ -143,6 +143,8 @@ export class WorkerHost extends EventEmitter<WorkerHostEvents> {
   #cmd: Redis | undefined;
   #sub: Redis | undefined;
   #worker: Worker | undefined;
+  /** The connection its BullMQ worker was given (BullMQ closes only the ones it makes). */
+  #workerConnection: Redis | undefined;
   #leaseTimer: ReturnType<typeof setInterval> | undefined;
   #retryTimer: ReturnType<typeof setInterval> | undefined;
   #closing: Promise<void> | undefined;
@@ -202,8 +204,10 @@ export class WorkerHost extends EventEmitter<WorkerHostEvents> {
       this.#retryTimer = setInterval(() => this.#retry(), o.relayRetryMs);
       this.#leaseTimer.unref();
       this.#retryTimer.unref();
+      this.#workerConnection = redisClient(o.connection, `troupe-host-${o.hostId}-worker`);
+      this.#workerConnection.on('error', () => {});
       this.#worker = new Worker(o.queue, (job, token) => this.#process(job, token), {
-        connection: redisClient(o.connection, `troupe-host-${o.hostId}-worker`),
+        connection: this.#workerConnection,
         prefix: o.prefix,
         name: o.hostId,
         concurrency: o.concurrency,
@@ -278,9 +282,11 @@ export class WorkerHost extends EventEmitter<WorkerHostEvents> {
     await (now ? this.#transport.destroy() : this.#transport.close({ drainMs: 0 })).catch(() => {});
     const cmd = this.#cmd;
     const sub = this.#sub;
-    this.#cmd = this.#sub = undefined;
+    const workerConnection = this.#workerConnection;
+    this.#cmd = this.#sub = this.#workerConnection = undefined;
     if (!now) await cmd?.del(this.#names.hostLease(this.options.hostId)).catch(() => {});
-    for (const client of [sub, cmd]) {
+    if (now) await this.#worker?.close(true).catch(() => {});
+    for (const client of [sub, cmd, workerConnection]) {
       if (client === undefined) continue;
       if (now) client.disconnect();
       else await client.quit().catch(() => client.disconnect());

@@ -7,9 +7,9 @@ import { deserialize, serialize } from 'node:v8';
 import { RedisNames, type RelayKind, type ToHost, type ToOwner, WIRE_VERSION } from '@troupe/bullmq/internal';
 import { type Agent, type AgentId, createId, defineAgent, type RunId } from '@troupe/core';
 import { ScriptedModel } from '@troupe/core/testing';
-import type { Attempt, HostOperations, SupervisorEvents, TransportHost } from '@troupe/supervisor';
+import type { Attempt, HostOperations, RunTransport, SupervisorEvents, TransportHost } from '@troupe/supervisor';
 import { systemClock } from '@troupe/supervisor';
-import { type Job, Queue } from 'bullmq';
+import { type Job, Queue, QueueEvents } from 'bullmq';
 import { Redis } from 'ioredis';
 
 export const helper: Agent = defineAgent({
@@ -197,4 +197,113 @@ export class PeerHost {
     await (this.queue.opts.connection as unknown as Redis).quit();
     await Promise.all([this.#pub.quit(), this.#sub.quit()]);
   }
+}
+
+/** An API host as the test plays it: it queues jobs and reads what worker hosts send it. */
+export class PeerOwner {
+  readonly ownerId: string;
+  readonly names: RedisNames;
+  readonly queue: Queue;
+  readonly events: QueueEvents;
+  readonly received: ToOwner[] = [];
+  readonly failed = new Map<string, string>();
+  readonly #pub: Redis;
+  readonly #sub: Redis;
+  #waiters: { match: (m: ToOwner) => boolean; resolve: (m: ToOwner) => void }[] = [];
+  #failWaiters: { jobId: string; resolve: (reason: string) => void }[] = [];
+
+  private constructor(url: string, ownerId: string, prefix: string, queueName: string) {
+    this.ownerId = ownerId;
+    this.names = new RedisNames(prefix, queueName);
+    this.#pub = new Redis(url, { maxRetriesPerRequest: null });
+    this.#sub = new Redis(url, { maxRetriesPerRequest: null });
+    this.queue = new Queue(queueName, { connection: new Redis(url, { maxRetriesPerRequest: null }), prefix });
+    this.events = new QueueEvents(queueName, { connection: new Redis(url, { maxRetriesPerRequest: null }), prefix });
+  }
+
+  static async connect(url: string, ownerId: string, queue: string, prefix = 'troupe'): Promise<PeerOwner> {
+    const owner = new PeerOwner(url, ownerId, prefix, queue);
+    owner.#sub.on('messageBuffer', (_c: Buffer, bytes: Buffer) => {
+      const m = deserialize(bytes) as ToOwner;
+      const i = owner.#waiters.findIndex((w) => w.match(m));
+      if (i >= 0) owner.#waiters.splice(i, 1)[0]?.resolve(m);
+      else owner.received.push(m);
+    });
+    owner.events.on('failed', ({ jobId, failedReason }) => {
+      owner.failed.set(jobId, failedReason);
+      const i = owner.#failWaiters.findIndex((w) => w.jobId === jobId);
+      if (i >= 0) owner.#failWaiters.splice(i, 1)[0]?.resolve(failedReason);
+    });
+    await owner.#sub.subscribe(owner.names.toOwner(ownerId));
+    await owner.events.waitUntilReady();
+    return owner;
+  }
+
+  /** The next message of `kind` (received or to come). */
+  next<K extends ToOwner[0]>(kind: K, also: (m: ToOwner) => boolean = () => true) {
+    const match = (m: ToOwner) => m[0] === kind && also(m);
+    const seen = this.received.findIndex(match);
+    if (seen >= 0)
+      return Promise.resolve(this.received.splice(seen, 1)[0] as Extract<ToOwner, readonly [K, ...unknown[]]>);
+    return new Promise<Extract<ToOwner, readonly [K, ...unknown[]]>>((resolve) => {
+      this.#waiters.push({ match, resolve: (m) => resolve(m as Extract<ToOwner, readonly [K, ...unknown[]]>) });
+    });
+  }
+
+  /** Why job `jobId` failed, once it has. */
+  failure(jobId: string): Promise<string> {
+    const known = this.failed.get(jobId);
+    if (known !== undefined) return Promise.resolve(known);
+    return new Promise((resolve) => this.#failWaiters.push({ jobId, resolve }));
+  }
+
+  /** Queue one attempt's job, as an API host does. */
+  async add(jobId: string, data: Record<string, unknown>): Promise<void> {
+    await this.queue.add('run', data, { jobId, attempts: 1, removeOnComplete: true, removeOnFail: true });
+  }
+
+  publish(hostId: string, message: ToHost): Promise<number> {
+    return this.#pub.publish(this.names.toHost(hostId), serialize(message));
+  }
+
+  lease(ms: number): Promise<unknown> {
+    return this.#pub.set(this.names.ownerLease(this.ownerId), 'b1', 'PX', ms);
+  }
+
+  command(...args: [string, ...(string | number)[]]): Promise<unknown> {
+    return this.#pub.call(...args);
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([this.queue.close(), this.events.close()]);
+    await (this.queue.opts.connection as unknown as Redis).quit();
+    await (this.events.opts.connection as unknown as Redis).quit();
+    await Promise.all([this.#pub.quit(), this.#sub.quit()]);
+  }
+}
+
+/**
+ * A RunTransport that must never be asked to run anything: the worker host's
+ * refusals and denials are checked to dispatch nothing (the threads that run
+ * granted attempts come with the supervisor's LocalTransport).
+ */
+export function nothingRuns(): RunTransport & { readonly dispatched: Attempt[] } {
+  const dispatched: Attempt[] = [];
+  return {
+    name: 'nothing-runs',
+    dispatched,
+    start() {},
+    ready: async () => {},
+    dispatch(attempt) {
+      dispatched.push(attempt);
+      throw new Error(`attempt ${attempt.runId}.${attempt.attempt} was dispatched: something ran`);
+    },
+    withdraw: () => false,
+    cancel() {},
+    kill() {},
+    canQueue: () => true,
+    stats: () => ({ slots: 0, queued: 0, running: 0, completed: 0, refused: 0 }),
+    close: async () => {},
+    destroy: async () => {},
+  };
 }
