@@ -8,6 +8,7 @@ import { TroupeError, type TroupeErrorOptions } from '@troupe/core';
  *
  * @example
  * ```ts
+ * import { isTroupeError } from '@troupe/core'
  * const err = new ClusterError('the relay refused the call', { code: 'ERR_HOST_REFUSED' })
  * isTroupeError(err, 'ERR_HOST_REFUSED') // true
  * ```
@@ -23,6 +24,7 @@ export class ClusterError extends TroupeError {
  *
  * @example
  * ```ts
+ * import { isTroupeError } from '@troupe/core'
  * try {
  *   await startWorkerHost({ connection: 'redis://127.0.0.1:1', build: 'b1', agents: {} })
  * } catch (err) {
@@ -55,6 +57,7 @@ export class RedisUnreachableError extends ClusterError {
  *
  * @example
  * ```ts
+ * import { isTroupeError } from '@troupe/core'
  * const isConfig = (err: unknown) => isTroupeError(err, 'ERR_REDIS_CONFIG')
  * ```
  */

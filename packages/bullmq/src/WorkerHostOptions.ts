@@ -6,7 +6,15 @@ import { z } from 'zod';
 import { ClusterShape, checkOptions, describeConnection, ms, NAME } from './internal/clusterSchema.js';
 import { mintId } from './internal/mintId.js';
 
-/** An agent a worker host loads itself: the URL of the module that exports it, and its name. */
+/**
+ * An agent a worker host loads itself: the URL of the module that exports it,
+ * and its name (as an entry of `startWorkerHost({ agents })`).
+ *
+ * @example
+ * ```ts
+ * const researcher: AgentModuleRef = { module: new URL('./agents.js', import.meta.url).href, name: 'researcher' }
+ * ```
+ */
 export interface AgentModuleRef {
   /** A `file:` URL (`new URL('./agents.js', import.meta.url).href`). */
   readonly module: string;
@@ -86,7 +94,7 @@ export interface WorkerHostOptions {
  *
  * @example
  * ```ts
- * const o: ResolvedWorkerHostOptions = resolveWorkerHostOptions({ connection: 'redis://127.0.0.1:6379', build: 'b1', agents: { helper } })
+ * const o: ResolvedWorkerHostOptions = resolveWorkerHostOptions({ connection: 'redis://127.0.0.1:6379', build: 'b1', agents: { helper: agent } })
  * o.leaseMs // 5000
  * ```
  */
@@ -139,7 +147,7 @@ const Schema = z.strictObject({
  *
  * @example
  * ```ts
- * const o = resolveWorkerHostOptions({ connection: 'redis://127.0.0.1:6379', build: 'b1', agents: { helper }, concurrency: 2 })
+ * const o = resolveWorkerHostOptions({ connection: 'redis://127.0.0.1:6379', build: 'b1', agents: { helper: agent }, concurrency: 2 })
  * o.concurrency // 2
  * ```
  */

@@ -113,7 +113,16 @@ export function bullmqTransport(options: BullmqTransportOptions): BullmqTranspor
   return new BullmqTransport(options);
 }
 
-/** See {@link bullmqTransport}. */
+/**
+ * The transport {@link bullmqTransport} makes (see there): a `RunTransport`
+ * whose `options` are its resolved options.
+ *
+ * @example
+ * ```ts
+ * const transport: BullmqTransport = bullmqTransport({ connection: 'redis://127.0.0.1:6379', build: 'b1' })
+ * transport.options.ownerId // this API host's id in jobs and channels
+ * ```
+ */
 export class BullmqTransport implements RunTransport {
   readonly name = 'bullmq';
   /** The options, validated and defaulted. */
@@ -188,6 +197,7 @@ export class BullmqTransport implements RunTransport {
       });
       this.#events.on('error', () => {});
       this.#events.on('failed', ({ jobId, failedReason }) => this.#onJobFailed(jobId, failedReason));
+      this.#events.on('completed', ({ jobId }) => this.#onJobCompleted(jobId));
       await Promise.all([this.#queue.waitUntilReady(), this.#events.waitUntilReady()]);
       await this.#scanHosts();
       this.#schedule();
@@ -642,6 +652,16 @@ export class BullmqTransport implements RunTransport {
       // Its job ended before any grant (the host gave up on its claim): nothing ran; queue it again.
       void this.#addJob(a);
     }
+  }
+
+  // A host completes an attempt's job once its end was acknowledged: an end that never came (lost
+  // on the way, refused) leaves the attempt waiting on nothing. Past the relay slack it is lost.
+  #onJobCompleted(jobId: string): void {
+    const a = this.#byJob.get(jobId);
+    if (a === undefined || a.phase !== 'granted') return;
+    this.#clock().setTimeout(() => {
+      if (a.phase === 'granted') this.#lose(a, 'its job completed without an end reaching this API host');
+    }, this.options.relaySlackMs);
   }
 
   #lose(a: OwnedAttempt, why: string): void {

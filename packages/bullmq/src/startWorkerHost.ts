@@ -40,6 +40,7 @@ import {
  *
  * @example
  * ```ts
+ * declare const host: WorkerHost
  * host.on('attempt.ended', (e: WorkerHostEvents['attempt.ended'][0]) => console.log(e.jobId, e.status))
  * ```
  */
@@ -57,7 +58,15 @@ export interface WorkerHostEvents {
   error: [Error];
 }
 
-/** What a worker host reports of itself. */
+/**
+ * What a worker host reports of itself (`host.stats()`).
+ *
+ * @example
+ * ```ts
+ * declare const host: WorkerHost
+ * const { running, handedBack }: WorkerHostStats = host.stats()
+ * ```
+ */
 export interface WorkerHostStats {
   readonly running: number;
   /** Attempts that ended here. */
@@ -131,7 +140,18 @@ export async function startWorkerHost(options: WorkerHostOptions): Promise<Worke
   return host;
 }
 
-/** A running worker host (see {@link startWorkerHost}). */
+/**
+ * A running worker host (see {@link startWorkerHost}): its id, its stats, its
+ * events, and `close()` (drain) / `destroy()` (now).
+ *
+ * @example
+ * ```ts
+ * declare const host: WorkerHost
+ * host.on('job.refused', (e) => console.warn(`${e.jobId}: ${e.error.message}`))
+ * console.log(host.hostId, host.stats().running)
+ * await host.close()
+ * ```
+ */
 export class WorkerHost extends EventEmitter<WorkerHostEvents> {
   /** The options, validated and defaulted. */
   readonly options: ResolvedWorkerHostOptions;
@@ -151,6 +171,8 @@ export class WorkerHost extends EventEmitter<WorkerHostEvents> {
   #completed = 0;
   #refused = 0;
   #handedBack = 0;
+  /** Owners whose lease was missing at the last renewal. */
+  readonly #ownerMissing = new Set<string>();
 
   /** @internal Made by {@link startWorkerHost}. */
   constructor(options: ResolvedWorkerHostOptions, agents: ReadonlyMap<string, Agent>, transport: RunTransport) {
@@ -508,7 +530,16 @@ export class WorkerHost extends EventEmitter<WorkerHostEvents> {
       await cmd.set(this.#names.hostLease(o.hostId), `${o.build} ${o.concurrency}`, 'PX', o.leaseMs);
       const owners = new Set([...this.#running.values()].map((r) => r.owner));
       for (const owner of owners) {
-        if ((await cmd.exists(this.#names.ownerLease(owner))) !== 0) continue;
+        if ((await cmd.exists(this.#names.ownerLease(owner))) !== 0) {
+          this.#ownerMissing.delete(owner);
+          continue;
+        }
+        // Missing twice in a row: once may be a Redis that restarted empty before the owner renewed.
+        if (!this.#ownerMissing.has(owner)) {
+          this.#ownerMissing.add(owner);
+          continue;
+        }
+        this.#ownerMissing.delete(owner);
         for (const r of this.#running.values()) {
           if (r.owner !== owner || r.lost) continue;
           r.relay.fail(new ClosedError(`the API host ${owner} is gone`));
