@@ -45,8 +45,7 @@ async function granted(t: Awaited<ReturnType<typeof pair>>, overrides = {}) {
   const { attempt, served } = makeAttempt(overrides);
   const handle = t.transport.dispatch(attempt);
   const jobId = `${attempt.runId}.${attempt.attempt}`;
-  const job = await t.peer.job(jobId);
-  const nonce = (job?.data as { nonce: string }).nonce;
+  const nonce = await t.peer.nonce(jobId);
   await t.peer.claim(t.owner, jobId, nonce, 'b1');
   const grant = await t.peer.next('grant', jobId);
   return { attempt, served, handle, jobId, nonce, grant };
@@ -128,7 +127,7 @@ describe('bullmqTransport: claims', () => {
       const { attempt } = makeAttempt();
       const handle = t.transport.dispatch(attempt);
       const jobId = `${attempt.runId}.1`;
-      const nonce = ((await t.peer.job(jobId))?.data as { nonce: string }).nonce;
+      const nonce = await t.peer.nonce(jobId);
       assert.equal(t.transport.withdraw(handle), true);
       const { end } = await handle.ended;
       assert.deepEqual(end, { status: 'cancelled', reason: 'user', forced: false });
@@ -146,7 +145,7 @@ describe('bullmqTransport: claims', () => {
       const { attempt } = makeAttempt();
       const handle = t.transport.dispatch(attempt);
       const jobId = `${attempt.runId}.1`;
-      const nonce = ((await t.peer.job(jobId))?.data as { nonce: string }).nonce;
+      const nonce = await t.peer.nonce(jobId);
       await t.peer.claim(t.owner, jobId, nonce, 'b2');
       const deny = await t.peer.next('deny', jobId);
       assert.equal((deny[3] as { code: string }).code, 'ERR_VERSION_SKEW');
@@ -164,7 +163,7 @@ describe('bullmqTransport: claims', () => {
       const { attempt } = makeAttempt();
       const handle = t.transport.dispatch(attempt);
       const jobId = `${attempt.runId}.1`;
-      const nonce = ((await t.peer.job(jobId))?.data as { nonce: string }).nonce;
+      const nonce = await t.peer.nonce(jobId);
       await t.peer.send(t.owner, [
         'refuse',
         1,
@@ -284,7 +283,7 @@ describe('bullmqTransport: relayed host operations', () => {
       const { attempt } = makeAttempt();
       t.transport.dispatch(attempt);
       const jobId = `${attempt.runId}.1`;
-      const nonce = ((await t.peer.job(jobId))?.data as { nonce: string }).nonce;
+      const nonce = await t.peer.nonce(jobId);
       await t.peer.claim(t.owner, jobId, nonce, 'b1');
       const deny = await t.peer.next('deny', jobId);
       assert.match(String((deny[3] as { message: string }).message), /granted no more work/);

@@ -168,6 +168,12 @@ export class PeerHost {
     }
   }
 
+  /** The nonce job `jobId` carries (once the job is there). */
+  async nonce(jobId: string): Promise<string> {
+    const job = await this.job(jobId);
+    return (job as Job).data.nonce as string;
+  }
+
   send(owner: string, message: ToOwner | unknown[]): Promise<number> {
     return this.#pub.publish(this.names.toOwner(owner), serialize(message));
   }
