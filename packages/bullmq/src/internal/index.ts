@@ -6,6 +6,7 @@
 export { encodeEnd } from './EndWire.js';
 export { JOB_VERSION, JobData, jobIdOf } from './JobData.js';
 export { RedisNames } from './RedisNames.js';
+export { RelayClient } from './RelayClient.js';
 export {
   decodeToHost,
   decodeToOwner,
