@@ -402,6 +402,75 @@ describe('bullmqTransport: cancel, leases, bounds', () => {
   });
 });
 
+describe('bullmqTransport: Redis and BullMQ failures', () => {
+  it("a queued job that Redis lost (restarted empty) is queued again by the API host's reconcile", async () => {
+    const own = await startRedis();
+    const transport = bullmqTransport({ connection: own.url, build: 'b1', queue: 'reconcile', leaseCheckMs: 50 });
+    transport.start(transportHost());
+    await transport.ready();
+    const peer = await PeerHost.connect(own.url, 'peer-r', 'troupe', 'reconcile');
+    try {
+      const { attempt } = makeAttempt();
+      transport.dispatch(attempt);
+      const jobId = `${attempt.runId}.1`;
+      const nonce = await peer.nonce(jobId);
+      await own.restart();
+      assert.equal(await own.command('EXISTS', `troupe:reconcile:${jobId}`), '0', 'the restart lost the job');
+      // Back, with the same nonce (the same attempt, not a new one): a host can claim it.
+      assert.equal(await peer.nonce(jobId), nonce);
+      await peer.lease(1, 60_000);
+      await peer.claim(transport.options.ownerId, jobId, nonce, 'b1');
+      assert.equal((await peer.next('grant', jobId))[3].capability, attempt.capability);
+    } finally {
+      await transport.destroy();
+      await peer.close();
+      await own.stop();
+    }
+  });
+
+  it('a granted attempt whose job fails in BullMQ (stalled past maxStalledCount 0, or its host threw) ends lost', async () => {
+    const t = await pair();
+    const { Worker } = await import('bullmq');
+    const { Redis } = await import('ioredis');
+    const connection = new Redis(redis.url, { maxRetriesPerRequest: null });
+    try {
+      await t.peer.lease(1, 60_000);
+      const { attempt } = makeAttempt();
+      const handle = t.transport.dispatch(attempt);
+      const jobId = `${attempt.runId}.1`;
+      const nonce = await t.peer.nonce(jobId);
+      // A worker takes the job, is granted the attempt, and then its job fails.
+      const worker = new Worker(
+        t.transport.options.queue,
+        async () => {
+          await t.peer.claim(t.owner, jobId, nonce, 'b1');
+          await t.peer.next('grant', jobId);
+          throw new Error('job stalled more than allowable limit');
+        },
+        { connection, prefix: 'troupe', removeOnFail: { count: 0 } },
+      );
+      const { end } = await handle.ended;
+      await worker.close();
+      assert.equal(end.status, 'lost');
+      assert.match(end.status === 'lost' ? end.error.message : '', /its job failed in BullMQ \(job stalled/);
+    } finally {
+      connection.disconnect();
+      await t.close();
+    }
+  });
+
+  it('the API host holds a lease while it runs and removes it on close', async () => {
+    const t = await pair({ ownerLeaseMs: 2_000 });
+    const key = t.peer.names.ownerLease(t.owner);
+    assert.equal(await t.peer.command('GET', key), 'b1');
+    const ttl = Number(await t.peer.command('PTTL', key));
+    assert.ok(ttl > 0 && ttl <= 2_000, `a TTL within the lease (${ttl})`);
+    await t.transport.close({ drainMs: 0 });
+    assert.equal(await t.peer.command('EXISTS', key), 0);
+    await t.peer.close();
+  });
+});
+
 describe('bullmqTransport: start', () => {
   it('is a BullmqTransport named bullmq', () => {
     const transport = bullmqTransport({ connection: redis.url, build: 'b1' });
