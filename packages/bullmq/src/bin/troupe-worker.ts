@@ -62,7 +62,7 @@ if (args.help === true) {
   process.stdout.write(`${USAGE}\n`);
   process.exit(0);
 }
-const redis = args.redis ?? process.env.REDIS_URL;
+const redis = args.redis ?? (process.env.REDIS_URL || undefined);
 if (redis === undefined) fail('pass --redis <url> (or set REDIS_URL)');
 if (args.build === undefined) fail('pass --build <id>');
 if (args.agents === undefined) fail('pass --agents <module>');
