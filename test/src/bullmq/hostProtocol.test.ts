@@ -171,3 +171,38 @@ describe('startWorkerHost', () => {
     }
   });
 });
+
+describe('startWorkerHost against a hostile publisher', () => {
+  it('garbage, forged grants and acknowledgements on its channel are ignored: nothing runs, it goes on', async () => {
+    const s = await setup({ claimTimeoutMs: 400, relayRetryMs: 50 });
+    try {
+      const { jobId, data } = s.job();
+      await s.owner.add(jobId, data);
+      await s.owner.next('claim');
+      const { serialize } = await import('node:v8');
+      const channel = s.owner.names.toHost(s.host.hostId);
+      const sparse: unknown[] = [];
+      sparse.length = 2 ** 32 - 1;
+      for (const message of [
+        ['grant', jobId, 'x'.repeat(22), { capability: 'c'.repeat(24), agentId: 'a', toolContext: {}, features: 0 }],
+        ['grant', jobId, data.nonce, { capability: 'short' }],
+        ['ack', jobId, 1, 1, 'forged'],
+        ['cancel', jobId, 'nonsense'],
+        sparse,
+        'not a tuple',
+      ]) {
+        await s.owner.command('PUBLISH', channel, serialize(message) as unknown as string);
+      }
+      await s.owner.command('PUBLISH', channel, Buffer.from([0xff, 0x0f, 0x01]) as unknown as string);
+      // The claim goes on until its timeout; nothing was dispatched.
+      assert.match(await s.owner.failure(jobId), /no grant/);
+      assert.equal(s.transport.dispatched.length, 0);
+      // And the host still takes and claims the next job.
+      const next = s.job();
+      await s.owner.add(next.jobId, next.data);
+      assert.equal((await s.owner.next('claim', (m) => m[2] === next.jobId))[2], next.jobId);
+    } finally {
+      await s.close();
+    }
+  });
+});
