@@ -65,7 +65,6 @@ interface OwnedAttempt {
   cancelled: CancelReason | undefined;
   placed: boolean;
   backstop: TimerHandle | undefined;
-  deadline: TimerHandle | undefined;
 }
 
 /** How many ended attempts' hosts are remembered (to answer their late messages). */
@@ -125,6 +124,8 @@ export function bullmqTransport(options: BullmqTransportOptions): BullmqTranspor
  */
 export class BullmqTransport implements RunTransport {
   readonly name = 'bullmq';
+  /** The grace a cancelled attempt has on its worker host before it is killed there (ms). */
+  readonly graceMs: number;
   /** The options, validated and defaulted. */
   readonly options: ResolvedBullmqTransportOptions;
   readonly #names: RedisNames;
@@ -158,7 +159,18 @@ export class BullmqTransport implements RunTransport {
 
   constructor(options: BullmqTransportOptions) {
     this.options = resolveBullmqTransportOptions(options);
+    this.graceMs = this.options.graceMs;
     this.#names = new RedisNames(this.options.prefix, this.options.queue);
+  }
+
+  /**
+   * Attempts the live worker hosts of this build can run at once (their leases, read at
+   * every lease check; 0 until one is up). A tree defers nested tasks rather than hold them.
+   */
+  get slots(): number {
+    let slots = 0;
+    for (const h of this.#hosts.values()) if (h.build === this.options.build) slots += h.slots;
+    return slots;
   }
 
   start(host: TransportHost): void {
@@ -229,7 +241,6 @@ export class BullmqTransport implements RunTransport {
       cancelled: undefined,
       placed: false,
       backstop: undefined,
-      deadline: undefined,
     };
     this.#byHandle.set(handle, a);
     if (this.#closing || this.#closed) {
@@ -278,6 +289,9 @@ export class BullmqTransport implements RunTransport {
       agent: o.agentIdOf(a.attempt.agent),
       build: o.build,
     };
+    // A trace context is no secret: it rides in the job when the tree has one.
+    const traceparent = (a.attempt as { readonly traceparent?: string }).traceparent;
+    if (typeof traceparent === 'string' && traceparent.length <= 128) data.traceparent = traceparent;
     try {
       await this.ready();
       if (a.phase !== 'queued') return;
@@ -355,10 +369,8 @@ export class BullmqTransport implements RunTransport {
       if (a.phase === 'granted') running++;
       else queued++;
     }
-    let slots = 0;
-    for (const h of this.#hosts.values()) if (h.build === this.options.build) slots += h.slots;
     return {
-      slots,
+      slots: this.slots,
       queued,
       running,
       completed: this.#completed,
@@ -482,19 +494,8 @@ export class BullmqTransport implements RunTransport {
     a.phase = 'granted';
     a.hostId = hostId;
     a.relay = relayedAttempt(jobId, a.attempt.capability, a.attempt.host, hostId);
+    // (Its deadline is the tree's to enforce: a cancel, whose backstop is in cancel().)
     this.#sendGrant(a);
-    const timeout = a.attempt.timeoutMs;
-    if (timeout !== undefined) {
-      // The host enforces the deadline; this is the backstop should its end never come.
-      const o = this.options;
-      a.deadline = this.#clock().setTimeout(
-        () => {
-          a.deadline = undefined;
-          this.kill(a.handle, 'deadline');
-        },
-        timeout + o.graceMs + o.relaySlackMs,
-      );
-    }
   }
 
   #sendGrant(a: OwnedAttempt): void {
@@ -506,7 +507,8 @@ export class BullmqTransport implements RunTransport {
       scope: t.scope,
       toolContext: t.toolContext,
       work: t.work,
-      timeoutMs: t.timeoutMs,
+      // The time it has left: its queue wait counts (the tree's clock and the host's need not agree).
+      timeoutMs: t.timeoutMs === undefined ? undefined : Math.max(0, t.timeoutMs - (this.#now() - a.since)),
       features: t.features,
       cancelled: t.cancelled,
     };
@@ -745,7 +747,6 @@ export class BullmqTransport implements RunTransport {
     a.phase = 'ended';
     const clock = this.#clock();
     if (a.backstop !== undefined) clock.clearTimeout(a.backstop);
-    if (a.deadline !== undefined) clock.clearTimeout(a.deadline);
     if (this.#byJob.get(a.jobId) === a) this.#byJob.delete(a.jobId);
     if (a.hostId !== undefined) {
       this.#endedOn.set(a.jobId, a.hostId);

@@ -104,6 +104,19 @@ describe('bullmqTransport: claims', () => {
     }
   });
 
+  it('the grant carries the time the attempt has left (its queue wait counts); the job its trace context', async () => {
+    const t = await pair();
+    try {
+      const traceparent = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
+      const { grant, jobId } = await granted(t, { timeoutMs: 5_000, traceparent } as never);
+      const left = grant[3].timeoutMs;
+      assert.ok(left !== undefined && left > 0 && left <= 5_000, String(left));
+      assert.equal(((await t.peer.job(jobId))?.data as { traceparent: string }).traceparent, traceparent);
+    } finally {
+      await t.close();
+    }
+  });
+
   it('denies a claim with another nonce (forged or replayed), and counts it against the host', async () => {
     const t = await pair();
     try {
