@@ -295,12 +295,14 @@ export class PeerOwner {
  */
 export function nothingRuns(): RunTransport & { readonly dispatched: Attempt[] } {
   const dispatched: Attempt[] = [];
-  return {
+  const transport = {
     name: 'nothing-runs',
+    graceMs: 0,
+    slots: 0,
     dispatched,
     start() {},
     ready: async () => {},
-    dispatch(attempt) {
+    dispatch(attempt: Attempt) {
       dispatched.push(attempt);
       throw new Error(`attempt ${attempt.runId}.${attempt.attempt} was dispatched: something ran`);
     },
@@ -312,4 +314,5 @@ export function nothingRuns(): RunTransport & { readonly dispatched: Attempt[] }
     close: async () => {},
     destroy: async () => {},
   };
+  return transport;
 }
