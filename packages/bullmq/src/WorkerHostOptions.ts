@@ -83,8 +83,10 @@ export interface WorkerHostOptions {
   /** How long starting waits to reach Redis (default 5,000 ms). */
   readonly connectTimeoutMs?: number | undefined;
   /**
-   * What runs the attempts on this host, given its concurrency. Default: the local pool of
-   * worker threads (`LocalTransport`), with its cancellation table, watchdog and host channel.
+   * What runs the attempts on this host, given its concurrency and grace. Default: the local
+   * pool of worker threads (`localTransport({ threads: concurrency, graceMs })`), with its
+   * cancellation table, watchdog and host channel (which checks every call of a thread before
+   * it is relayed).
    */
   readonly transport?: ((options: { readonly slots: number; readonly graceMs: number }) => RunTransport) | undefined;
 }

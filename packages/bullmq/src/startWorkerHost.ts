@@ -4,21 +4,21 @@ import {
   type AgentId,
   type CancelReason,
   ClosedError,
-  InvalidArgumentError,
   isAgent,
   type RunId,
   TroupeError,
 } from '@troupe/core';
 import { decodeError, ErrorShape, encodeError, freezeReceived, type HostTaskResult } from '@troupe/core/internal';
 import { loadAgent, systemClock } from '@troupe/subagent';
-import type {
-  Attempt,
-  AttemptHandle,
-  AttemptWork,
-  HostOperations,
-  RunTransport,
-  SupervisorEvents,
-  TransportHost,
+import {
+  type Attempt,
+  type AttemptHandle,
+  type AttemptWork,
+  type HostOperations,
+  localTransport,
+  type RunTransport,
+  type SupervisorEvents,
+  type TransportHost,
 } from '@troupe/supervisor';
 import { type Job, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
@@ -129,13 +129,11 @@ export async function startWorkerHost(options: WorkerHostOptions): Promise<Worke
   for (const [id, entry] of o.agents) {
     agents.set(id, isAgent(entry) ? entry : await loadAgent(entry.module, entry.name));
   }
-  if (o.transport === undefined) {
-    throw new InvalidArgumentError(
-      'startWorkerHost: pass transport (a function that makes the RunTransport running attempts here); the default, the local thread pool, comes with the supervisor’s LocalTransport',
-    );
-  }
   await probeRedis(o.connection, o.connectionName, o.connectTimeoutMs);
-  const host = new WorkerHost(o, agents, o.transport({ slots: o.concurrency, graceMs: o.graceMs }));
+  const transport =
+    o.transport?.({ slots: o.concurrency, graceMs: o.graceMs }) ??
+    localTransport({ threads: o.concurrency, graceMs: o.graceMs });
+  const host = new WorkerHost(o, agents, transport);
   await host.open();
   return host;
 }
