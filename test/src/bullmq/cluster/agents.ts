@@ -10,7 +10,7 @@
 //   `ask <key>`     asks a person; when answered, writes `answered <key> <host>` once;
 //   `where`         answers with the host it runs on.
 // The host is TROUPE_HOST_ID from the worker host's environment.
-import { appendFileSync } from 'node:fs';
+import { appendFileSync, readFileSync } from 'node:fs';
 import { defineAgent, defineTool, type Message, ToolResult } from '@troupe/core';
 import { ScriptedModel } from '@troupe/core/testing';
 import { z } from 'zod';
@@ -54,13 +54,14 @@ export const hold = defineTool({
 
 export const idem = defineTool({
   name: 'idem',
-  description: 'An idempotent side effect that starts and holds',
+  description: 'An idempotent side effect that starts and holds the first time, and completes when run again',
   parameters: key,
   idempotent: true,
   execute: async ({ key }, ctx) => {
+    const again = readFileSync((ctx.toolContext as EffectsContext).effects, 'utf8').includes(`start ${key} `);
     note(ctx as never, `start ${key} ${host()}`);
-    await holdUntilCancelled(ctx);
-    return 'released';
+    if (!again) await holdUntilCancelled(ctx);
+    return again ? 'completed' : 'released';
   },
 });
 
@@ -69,6 +70,7 @@ export const spin = defineTool({
   description: 'Busy until cancelled',
   parameters: key,
   execute: ({ key }, ctx) => {
+    note(ctx as never, `spinning ${key} ${host()}`);
     // Busy: no await, only the shared-memory check (what a CPU-bound tool sees).
     while (!ctx.isCancelled()) {}
     note(ctx as never, `cancelled ${key} ${host()} ${now()}`);
@@ -81,7 +83,10 @@ export const ask = defineTool({
   description: 'Asks a person',
   parameters: key,
   execute: ({ key }, ctx) => {
-    if (ctx.answer === undefined) return ToolResult.pending({ kind: 'question', prompt: `May I ${key}?` });
+    if (ctx.answer === undefined) {
+      note(ctx as never, `asked ${key} ${host()}`);
+      return ToolResult.pending({ kind: 'question', prompt: `May I ${key}?` });
+    }
     note(ctx as never, `answered ${key} ${host()}`);
     return `answered on ${host()}`;
   },
@@ -112,3 +117,33 @@ export const worker = defineAgent({
 
 /** What a worker host runs, by logical id. */
 export const agents = { worker };
+
+/**
+ * A parent on the API host: each line `<word> <key>` of its message becomes a task of a
+ * `worker`, all in one turn; its answer is the workers' answers, one per line.
+ */
+export const coordinator = defineAgent({
+  name: 'coordinator',
+  module: import.meta.url,
+  instructions: 'Delegate each line to a worker.',
+  subagents: [worker],
+  model: new ScriptedModel(
+    [
+      ({ messages, lastToolResults }) => {
+        if (messages[messages.length - 1]?.role === 'tool') {
+          return lastToolResults
+            .map((r) => (r.isError ? `error: ${JSON.stringify(r.content)}` : String(r.content)))
+            .join('\n');
+        }
+        const user = [...messages].reverse().find((m) => m.role === 'user');
+        const lines = String(user?.content ?? '')
+          .split('\n')
+          .filter((l) => l !== '');
+        return {
+          toolCalls: lines.map((instructions) => ({ name: 'task', arguments: { subagent: 'worker', instructions } })),
+        };
+      },
+    ],
+    { whenExhausted: 'repeat-last' },
+  ),
+});
