@@ -111,7 +111,10 @@ export const worker = defineAgent({
       if (word === 'where') return `on ${host()}`;
       return { toolCalls: [{ name: word, arguments: { key: k } }] };
     },
-    ({ lastToolResults }) => `${String(lastToolResults[0]?.content)} on ${host()}`,
+    ({ lastToolResults }) => {
+      const content = lastToolResults[0]?.content;
+      return `${typeof content === 'string' ? content : JSON.stringify(content)} on ${host()}`;
+    },
   ]),
 });
 
