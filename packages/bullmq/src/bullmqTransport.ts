@@ -8,7 +8,7 @@ import {
   TroupeError,
   WorkerCrashedError,
 } from '@troupe/core';
-import { decodeError, ErrorShape, encodeError } from '@troupe/core/internal';
+import { decodeError, ErrorShape, encodeError, HostOp } from '@troupe/core/internal';
 import type {
   Attempt,
   AttemptEnd,
@@ -18,6 +18,7 @@ import type {
   TransportHost,
   TransportStats,
 } from '@troupe/supervisor';
+import { HostChannel, type HostRefusal } from '@troupe/supervisor/internal';
 import { Queue, QueueEvents } from 'bullmq';
 import type { Redis } from 'ioredis';
 import {
@@ -62,10 +63,36 @@ interface OwnedAttempt {
   phase: Phase;
   hostId: string | undefined;
   relay: RelayedAttempt | undefined;
+  /** Its relay as a peer of the host channel (from its grant on). */
+  peer: RelayPeer | undefined;
   cancelled: CancelReason | undefined;
   placed: boolean;
   backstop: TimerHandle | undefined;
 }
+
+/**
+ * A granted attempt's relay, as a peer of the host channel: the channel keeps its
+ * flood window and its refusals; recycling it fences the attempt.
+ */
+interface RelayPeer {
+  readonly id: number;
+  readonly host: string;
+  recycled: string | undefined;
+  floodCount: number;
+  floodStart: number;
+  readonly attempt: OwnedAttempt;
+}
+
+/** What the host channel's lookup answers (its type is not exported by name). */
+type HostLookup = ReturnType<ConstructorParameters<typeof HostChannel>[0]['lookup']>;
+
+/** The host operation each relayed call is, on the host channel. */
+const OP = {
+  approve: HostOp.approve,
+  task: HostOp.task,
+  events: HostOp.events,
+  checkpoint: HostOp.checkpoint,
+} as const;
 
 /** How many ended attempts' hosts are remembered (to answer their late messages). */
 const ENDED_KEPT = 4096;
@@ -130,6 +157,9 @@ export class BullmqTransport implements RunTransport {
   readonly options: ResolvedBullmqTransportOptions;
   readonly #names: RedisNames;
   #host: TransportHost | undefined;
+  /** The supervisor's host channel: relayed calls are served by the same code as a thread's. */
+  #channel: HostChannel<RelayPeer> | undefined;
+  #peers = 0;
   #ready: Promise<void> | undefined;
   #cmd: Redis | undefined;
   #sub: Redis | undefined;
@@ -153,7 +183,7 @@ export class BullmqTransport implements RunTransport {
   /** The hosts of attempts that ended lately, to refuse their late messages by reply (insertion order). */
   readonly #endedOn = new Map<string, string>();
   #completed = 0;
-  #refused = 0;
+  #refusedCount = 0;
   #lost = 0;
   #drained: (() => void) | undefined;
 
@@ -177,6 +207,39 @@ export class BullmqTransport implements RunTransport {
     if (this.#host !== undefined)
       throw new InvalidArgumentError('bullmqTransport: started twice (one supervisor owns a transport)');
     this.#host = host;
+    this.#channel = new HostChannel<RelayPeer>({
+      clock: host.clock,
+      lookup: (capability, peer) => this.#lookup(capability, peer),
+      recycle: (peer, reason) => {
+        peer.recycled = reason;
+        this.#violation(peer.host, peer.attempt, reason, true, false);
+      },
+      refused: (refusal) => this.#refused(refusal),
+      floodLimit: this.options.floodLimit,
+    });
+  }
+
+  // Which run a capability presented on a relay names: only the attempt it was granted for.
+  #lookup(capability: string, peer: RelayPeer): HostLookup {
+    const a = peer.attempt;
+    if (a.phase === 'granted' && sameSecret(capability, a.attempt.capability)) {
+      const ops = a.attempt.host;
+      return {
+        kind: 'run',
+        run: {
+          agentId: ops.agentId,
+          runId: ops.runId,
+          approve: (r: Parameters<typeof ops.approve>[0]) => ops.approve(r),
+          task: (r: Parameters<typeof ops.task>[0]) => ops.task(r),
+          events: (e: Parameters<typeof ops.events>[0]) => ops.events(e),
+          checkpoint: (c: Parameters<typeof ops.checkpoint>[0]) => ops.checkpoint(c),
+          // Work a run left behind is held by the worker host's own transport, never relayed.
+          holding: () => 'held work is kept on the worker host',
+        },
+      };
+    }
+    if (a.phase === 'ended') return { kind: 'stale', agentId: a.attempt.agentId, runId: a.attempt.runId, quiet: true };
+    return { kind: 'unknown' };
   }
 
   ready(): Promise<void> {
@@ -238,6 +301,7 @@ export class BullmqTransport implements RunTransport {
       phase: 'held',
       hostId: undefined,
       relay: undefined,
+      peer: undefined,
       cancelled: undefined,
       placed: false,
       backstop: undefined,
@@ -374,7 +438,7 @@ export class BullmqTransport implements RunTransport {
       queued,
       running,
       completed: this.#completed,
-      refused: this.#refused,
+      refused: this.#refusedCount,
       hosts: this.#hosts.size,
       lost: this.#lost,
     };
@@ -494,6 +558,7 @@ export class BullmqTransport implements RunTransport {
     a.phase = 'granted';
     a.hostId = hostId;
     a.relay = relayedAttempt(jobId, a.attempt.capability, a.attempt.host, hostId);
+    a.peer = { id: ++this.#peers, host: hostId, recycled: undefined, floodCount: 0, floodStart: 0, attempt: a };
     // (Its deadline is the tree's to enforce: a cancel, whose backstop is in cancel().)
     this.#sendGrant(a);
   }
@@ -564,18 +629,32 @@ export class BullmqTransport implements RunTransport {
     }
     for (const [seq, k, p] of ready) {
       if (a.phase !== 'granted') return;
-      this.#served(a, seq, serve(a.relay, k, p));
+      if (k === 'approve' || k === 'task' || k === 'events' || k === 'checkpoint') this.#call(a, seq, k, p);
+      else this.#served(a, seq, serve(a.relay, k, p));
     }
+  }
+
+  // A relayed host call, served by the host channel as a thread's call is: as the wire tuple a
+  // thread posts (`seq` its relayed sequence number; 0 for the notice of events), its reply acked.
+  #call(a: OwnedAttempt, seq: number, kind: keyof typeof OP, payload: unknown): void {
+    const channel = this.#channel as HostChannel<RelayPeer>;
+    const peer = a.peer as RelayPeer;
+    const notice = kind === 'events';
+    channel.receive(peer, [OP[kind], notice ? 0 : seq, a.attempt.capability, payload], (message) => {
+      const ok = message[1] === 1 ? 1 : 0;
+      a.relay?.replies.set(seq, [ok, message[2]]);
+      this.#ack(a, seq, ok, message[2]);
+    });
+    if (!notice) return;
+    // A notice has no reply of its own: acknowledged once served (or refused, when it fenced the attempt).
+    const reply: readonly [0 | 1, unknown] =
+      a.phase === 'granted' ? [1, undefined] : [0, refusal('the event batch was refused')];
+    a.relay?.replies.set(seq, reply);
+    this.#ack(a, seq, reply[0], reply[1]);
   }
 
   #served(a: OwnedAttempt, seq: number, served: Served): void {
     switch (served.kind) {
-      case 'reply':
-        served.reply.then((reply) => {
-          a.relay?.replies.set(seq, reply);
-          this.#ack(a, seq, reply[0], reply[1]);
-        });
-        return;
       case 'placed':
         a.relay?.replies.set(seq, [1, undefined]);
         this.#ack(a, seq, 1, undefined);
@@ -603,9 +682,9 @@ export class BullmqTransport implements RunTransport {
 
   // A relayed message that breaks the protocol: refused, counted against its host, and (`fence`)
   // the attempt it names ends `crashed` and is stopped on its host.
-  #violation(hostId: string | undefined, a: OwnedAttempt, reason: string, fence: boolean): void {
+  #violation(hostId: string | undefined, a: OwnedAttempt, reason: string, fence: boolean, report = true): void {
     if (hostId !== undefined) this.#violations.set(hostId, (this.#violations.get(hostId) ?? 0) + 1);
-    this.#refuse(a, reason, fence);
+    if (report) this.#refuse(a, reason, fence);
     if (!fence || a.phase === 'ended') return;
     if (a.phase === 'granted') this.#toHost(a, ['kill', a.jobId, 'shutdown']);
     this.#finish(a, {
@@ -619,18 +698,23 @@ export class BullmqTransport implements RunTransport {
   }
 
   #refuse(a: OwnedAttempt | undefined, reason: string, fenced: boolean): void {
-    this.#refused++;
-    const host = this.#host;
-    if (host === undefined || !host.listening('host.refused')) return;
-    host.emit('host.refused', {
+    this.#refused({
       threadId: 0,
-      reason: a?.hostId === undefined ? reason : `${reason} (worker host ${a.hostId})`,
+      host: a?.hostId,
+      reason,
       op: undefined,
       agentId: a?.attempt.agentId,
       runId: a?.attempt.runId,
       recycled: fenced,
       at: this.#now(),
     });
+  }
+
+  #refused(refusal: HostRefusal): void {
+    this.#refusedCount++;
+    const host = this.#host;
+    if (host === undefined || !host.listening('host.refused')) return;
+    host.emit('host.refused', refusal);
   }
 
   #charge(hostId: string, n: number): boolean {
