@@ -111,7 +111,8 @@ describe('bullmqTransport: claims', () => {
       const { grant, jobId } = await granted(t, { timeoutMs: 5_000, traceparent } as never);
       const left = grant[3].timeoutMs;
       assert.ok(left !== undefined && left > 0 && left <= 5_000, String(left));
-      assert.equal(((await t.peer.job(jobId))?.data as { traceparent: string }).traceparent, traceparent);
+      const job = await t.peer.job(jobId);
+      assert.equal((job?.data as { traceparent?: string } | undefined)?.traceparent, traceparent);
     } finally {
       await t.close();
     }
