@@ -752,6 +752,11 @@ export class BullmqTransport implements RunTransport {
 
   #lose(a: OwnedAttempt, why: string): void {
     if (a.phase === 'ended') return;
+    // Cancelled already: nobody runs it again; it ends as a cancel that had to be forced.
+    if (a.cancelled !== undefined) {
+      this.#finish(a, { status: 'cancelled', reason: a.cancelled, forced: true });
+      return;
+    }
     this.#lost++;
     this.#finish(a, { status: 'lost', error: new AttemptLostError(a.jobId, a.hostId, why) });
   }
