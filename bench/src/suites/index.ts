@@ -2,6 +2,7 @@ import type { Suite } from '../Suite.js';
 import { abSuite } from './ab.js';
 import { cancelSuite } from './cancel.js';
 import { coreSuite } from './core.js';
+import { distributedSuite } from './distributed.js';
 import { hostSuite } from './host.js';
 import { mcpSuite } from './mcp.js';
 import { modelsSuite } from './models.js';
@@ -26,6 +27,7 @@ export const suites: readonly Suite[] = [
   mcpSuite,
   otelSuite,
   peersSuite,
+  distributedSuite,
 ];
 
 /** Find a suite by name. */

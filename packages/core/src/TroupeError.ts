@@ -100,7 +100,15 @@ export type ErrorCode =
   /** A subagent reached its turn limit without an answer. */
   | 'ERR_INCOMPLETE'
   /** This Node.js is outside the supported range (thrown when `@troupe/core` is imported). */
-  | 'ERR_UNSUPPORTED_NODE';
+  | 'ERR_UNSUPPORTED_NODE'
+  /** Redis could not be reached when a transport or a worker host started (`@troupe/bullmq`): nothing was started. */
+  | 'ERR_REDIS_UNREACHABLE'
+  /** Redis is set up in a way that loses work (an eviction policy other than `noeviction`): refused at start. */
+  | 'ERR_REDIS_CONFIG'
+  /** Two hosts of a cluster run different builds (or protocol versions): the work was refused, nothing ran. */
+  | 'ERR_VERSION_SKEW'
+  /** The host that ran an attempt vanished (killed, lease lapsed, lock lost): the attempt may run again. */
+  | 'ERR_ATTEMPT_LOST';
 
 /**
  * Options accepted by every Troupe error constructor.

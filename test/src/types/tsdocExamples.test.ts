@@ -29,6 +29,8 @@ const entries = [
   ['@troupe/mcp', 'packages/mcp/src/index.ts'],
   ['@troupe/sqlite', 'packages/sqlite/src/index.ts'],
   ['@troupe/otel', 'packages/otel/src/index.ts'],
+  ['@troupe/bullmq', 'packages/bullmq/src/index.ts'],
+  ['@troupe/bullmq/testing', 'packages/bullmq/src/testing/index.ts'],
 ] as const;
 
 /**

@@ -65,6 +65,8 @@ export {
   decodeSubagentTask,
   encodeSubagentResult,
   encodeSubagentTask,
+  findBadPending,
+  findUnwalkable,
   HOST_OPEN,
   HostApprovalRequest,
   HostFeature,
