@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import type { LoopState } from './AgentLoop.js';
 import { findNotJson, type Operation, type SessionEvent } from './ContextUpdate.js';
 import { ErrorShape } from './ErrorShape.js';
+import type { LoopState } from './LoopState.js';
 import { Answer, Request } from './Request.js';
 import { isUsage, type Usage } from './Usage.js';
 

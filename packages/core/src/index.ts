@@ -11,7 +11,6 @@
 import './internal/assertSupportedNode.js';
 
 export { type Agent, type AgentDefinition, DEFAULT_MAX_TURNS, defineAgent, isAgent } from './Agent.js';
-export { type LoopState, totalUsage } from './AgentLoop.js';
 export { assertCloneable, findUncloneable, isCloneable } from './assertCloneable.js';
 
 export { CancelSource } from './CancelSource.js';
@@ -54,6 +53,7 @@ export {
   type RunId,
   type ToolCallId,
 } from './Id.js';
+export { type LoopState, totalUsage } from './LoopState.js';
 export type {
   AssistantMessage,
   Message,
