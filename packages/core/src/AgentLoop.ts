@@ -1,5 +1,6 @@
 import type { CancelToken } from './CancelToken.js';
 import { CallRunner } from './internal/CallRunner.js';
+import { askAgain, checkOutput, outputError } from './internal/checkOutput.js';
 import { ModelTurn } from './internal/ModelTurn.js';
 import { normaliseCalls } from './internal/normaliseCalls.js';
 import { DEFAULT_MAX_FAILED_TURNS, type RunAgentLoopOptions } from './internal/RunAgentLoopOptions.js';
@@ -76,6 +77,8 @@ async function loop(options: RunAgentLoopOptions): Promise<LoopOutcome> {
   }
 
   const model = new ModelTurn(options, runner.specs);
+  const output = agent.output;
+  let invalidAnswers = 0;
   for (;;) {
     const stopped = stopBeforeTurn(state, token, maxFailedTurns, agent.maxTurns);
     if (stopped !== undefined) return stopped;
@@ -88,7 +91,18 @@ async function loop(options: RunAgentLoopOptions): Promise<LoopOutcome> {
     state = appendAnswer(state, message.content, calls, model.usage);
     // Kept where the supervisor can count it should this thread die before the run reports.
     cancellation.noteUsage?.(state.usage);
-    if (calls.length === 0) return { status: 'done', text: message.content, state };
+    if (calls.length === 0) {
+      if (output === undefined) return { status: 'done', text: message.content, state };
+      // Structured output: the answer is checked; a mismatch goes back to the model, a few times.
+      const checked = checkOutput(output, message.content);
+      if (checked.ok) return { status: 'done', text: message.content, output: checked.value, state };
+      if (!checked.retry || invalidAnswers === output.retries) {
+        return { status: 'failed', error: outputError(checked.problem, invalidAnswers + 1, checked.retry), state };
+      }
+      invalidAnswers++;
+      state = askAgain(state, checked.problem);
+      continue;
+    }
 
     // Its tool calls.
     if (runner.checkpoints !== undefined) {

@@ -11,7 +11,7 @@ import { errorContent } from './internal/errorContent.js';
 import type { LoopEventSink } from './LoopEvents.js';
 import type { AssistantMessage, Message, ModelToolCall, Todo, ToolMessage } from './Model.js';
 import type { Request } from './Request.js';
-import type { TaskResult } from './TaskTool.js';
+import { type TaskResult, taskAnswer } from './TaskTool.js';
 import { asError } from './ToolResult.js';
 import { CancelledError, type CancelReason } from './TroupeError.js';
 import { addUsage, NO_USAGE, type Usage } from './Usage.js';
@@ -75,7 +75,13 @@ export interface LoopState {
 
 /** How a loop run ended. `state` is always the state to keep. */
 export type LoopOutcome =
-  | { readonly status: 'done'; readonly text: string; readonly state: LoopState }
+  | {
+      readonly status: 'done';
+      readonly text: string;
+      /** What the agent's `output` schema returned for the answer; absent for an agent without one. */
+      readonly output?: unknown;
+      readonly state: LoopState;
+    }
   | { readonly status: 'failed'; readonly error: Error; readonly state: LoopState }
   | { readonly status: 'incomplete'; readonly state: LoopState }
   | { readonly status: 'suspended'; readonly request: Request; readonly state: LoopState }
@@ -192,7 +198,7 @@ export function resolveDelegatedCall(state: LoopState, toolCallId: string, resul
     case 'done':
       resolved = {
         call,
-        result: { role: 'tool', toolCallId: call.id, name: call.name, content: result.result, isError: false },
+        result: { role: 'tool', toolCallId: call.id, name: call.name, content: taskAnswer(result), isError: false },
         operations: result.updates,
         childEvents: result.events.length > 0 ? result.events : undefined,
         usage: result.usage,

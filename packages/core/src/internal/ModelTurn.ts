@@ -4,6 +4,7 @@ import type { AgentId } from '../Id.js';
 import type { LoopEventSink } from '../LoopEvents.js';
 import type { LoopOutcome, LoopState } from '../LoopState.js';
 import type { AssistantMessage, Message, Model, ModelDelta, ModelRequest, ModelResponse } from '../Model.js';
+import type { OutputSpec } from '../OutputSpec.js';
 import { asError } from '../ToolResult.js';
 import type { ToolSpec } from '../ToolSpec.js';
 import { CancelledError, type CancelReason, isTroupeError, TroupeError } from '../TroupeError.js';
@@ -19,17 +20,20 @@ class LazySignalRequest implements ModelRequest {
   readonly messages: readonly Message[];
   readonly tools: readonly ToolSpec[];
   readonly onDelta: ((delta: ModelDelta) => void) | undefined;
+  readonly output: OutputSpec | undefined;
   readonly #token: CancelToken;
   constructor(
     messages: readonly Message[],
     tools: readonly ToolSpec[],
     token: CancelToken,
     onDelta: ((delta: ModelDelta) => void) | undefined,
+    output: OutputSpec | undefined,
   ) {
     this.messages = messages;
     this.tools = tools;
     this.#token = token;
     this.onDelta = onDelta;
+    this.output = output;
   }
   get signal(): AbortSignal {
     return this.#token.signal;
@@ -105,6 +109,7 @@ export class ModelTurn {
   readonly #options: RunAgentLoopOptions;
   readonly #model: Model;
   readonly #specs: readonly ToolSpec[];
+  readonly #output: OutputSpec | undefined;
   /** The current turn (1-based over the conversation). */
   #turn = 0;
   /** A `model.stop` or `model.error` listener was there when the turn started. */
@@ -118,6 +123,7 @@ export class ModelTurn {
     this.#options = options;
     this.#model = options.agent.model;
     this.#specs = specs;
+    this.#output = options.agent.output?.spec;
   }
 
   /** The assistant message of the turn {@link ModelTurn.end} let the run go on with. */
@@ -168,8 +174,9 @@ export class ModelTurn {
           : onDelta;
     const messages = state.messages;
     const specs = this.#specs;
+    const output = this.#output;
     return callModel(
-      () => model.generate(new LazySignalRequest(messages, specs, token, deltas)),
+      () => model.generate(new LazySignalRequest(messages, specs, token, deltas, output)),
       token,
       this.#options.abandoned,
       this.#options.raceModel !== false,
