@@ -1,3 +1,5 @@
+import type { z } from 'zod';
+import { type AgentOutput, agentOutput, DEFAULT_OUTPUT_RETRIES, OUTPUT_NAME } from './AgentOutput.js';
 import { describeValue } from './internal/describeValue.js';
 import type { Model } from './Model.js';
 import type { AnyTool, Tool } from './Tool.js';
@@ -21,7 +23,7 @@ export const DEFAULT_MAX_TURNS = 16;
 /**
  * What you pass to {@link defineAgent}. `T` and `U` are its tools and
  * subagents, as given: the agent's scope and `toolContext` types are what
- * they read (see {@link Agent}).
+ * they read (see {@link Agent}). `Out` is its `output` schema, if it has one.
  *
  * @example
  * ```ts
@@ -38,6 +40,7 @@ export const DEFAULT_MAX_TURNS = 16;
 export interface AgentDefinition<
   T extends readonly AnyTool[] = readonly AnyTool[],
   U extends readonly Agent[] = readonly Agent[],
+  Out extends z.ZodType | undefined = z.ZodType | undefined,
 > {
   /** Unique within its module; names the agent to parents and in events. `[A-Za-z0-9_-]{1,64}`. */
   readonly name: string;
@@ -63,6 +66,20 @@ export interface AgentDefinition<
   readonly mergeMetadataFrom?: readonly string[];
   /** Turn limit; past it the run ends `incomplete`. Default 16. */
   readonly maxTurns?: number;
+  /**
+   * Structured output: a zod schema the final answer must match, as JSON.
+   * Models are asked for it (`ModelRequest.output`); the loop parses the
+   * answer and checks it, and what the schema returns is the reply's
+   * `output` (typed from the schema), saved with the run. Keep its root an
+   * object (OpenAI requires it) and its result plain JSON (no transforms to
+   * dates or classes: it crosses threads and is saved as JSON).
+   */
+  readonly output?: Out;
+  /**
+   * Answers that do not match `output` that go back to the model, with what
+   * was wrong, before the run fails with `ERR_OUTPUT_INVALID`. Default 2.
+   */
+  readonly outputRetries?: number;
 }
 
 /**
@@ -70,9 +87,10 @@ export interface AgentDefinition<
  *
  * `S` and `TC` are the scope and the `toolContext` shape it needs: all that
  * its tools and subagents read (their {@link ToolContext} types, intersected).
- * A supervisor checks both when it starts or spawns the agent. A bare `Agent`
- * is an agent of any scope and tool context. To hold an agent to a declared
- * shape, annotate it: `export const orders: Agent<OrderScope, OrderToolContext> = defineAgent(...)`
+ * A supervisor checks both when it starts or spawns the agent. `O` is what
+ * its replies' `output` holds: the result of its `output` schema (`undefined`
+ * when it has none). A bare `Agent` is an agent of any scope, tool context
+ * and output. To hold an agent to a declared shape, annotate it: `export const orders: Agent<OrderScope, OrderToolContext> = defineAgent(...)`
  * compiles only if its tools read no more than that.
  *
  * @example
@@ -81,8 +99,8 @@ export interface AgentDefinition<
  * helper.maxTurns // 16 unless the definition sets it
  * ```
  */
-// biome-ignore lint/suspicious/noExplicitAny: a bare `Agent` holds agents of every scope and tool context.
-export interface Agent<S = any, TC extends object = any> {
+// biome-ignore lint/suspicious/noExplicitAny: a bare `Agent` holds agents of every scope, tool context and output.
+export interface Agent<S = any, TC extends object = any, O = any> {
   readonly [AGENT]: true;
   readonly name: string;
   readonly description: string;
@@ -94,7 +112,22 @@ export interface Agent<S = any, TC extends object = any> {
   readonly subagents: readonly Agent<S, TC>[];
   readonly mergeMetadataFrom: ReadonlySet<string>;
   readonly maxTurns: number;
+  /** Its structured output, when the definition gives an `output` schema. */
+  readonly output: AgentOutput<O> | undefined;
 }
+
+/**
+ * What the replies of an agent hold in `output`: the result of its `output`
+ * schema, `undefined` for an agent without one.
+ *
+ * @example
+ * ```ts
+ * const extractor = defineAgent({ name: 'extractor', instructions: 'Extract.', model, output: z.object({ city: z.string() }) })
+ * const city = (output: OutputOf<typeof extractor>): string => output.city
+ * ```
+ */
+// biome-ignore lint/suspicious/noExplicitAny: any scope and tool context.
+export type OutputOf<A extends Agent> = A extends Agent<any, any, infer O> ? O : unknown;
 
 // What a list of tools and subagents reads, as one intersection: a union of
 // what each reads, turned into the parameter of a function (a contravariant
@@ -117,6 +150,8 @@ type ScopeNeeded<T extends readonly AnyTool[], U extends readonly Agent[]> =
 /** The `toolContext` an agent with these tools and subagents needs. */
 type ToolContextNeeded<T extends readonly AnyTool[], U extends readonly Agent[]> =
   Reads<T, U> extends { toolContext: infer TC extends object } ? TC : Record<never, never>;
+/** What an agent with this `output` schema replies with in `output`. */
+type OutputFrom<Out> = Out extends z.ZodType ? z.output<Out> : undefined;
 
 const NAME = /^[A-Za-z0-9_-]{1,64}$/;
 
@@ -145,9 +180,11 @@ const NAME = /^[A-Za-z0-9_-]{1,64}$/;
  * })
  * ```
  */
-export function defineAgent<const T extends readonly AnyTool[] = [], const U extends readonly Agent[] = []>(
-  definition: AgentDefinition<T, U>,
-): Agent<ScopeNeeded<T, U>, ToolContextNeeded<T, U>> {
+export function defineAgent<
+  const T extends readonly AnyTool[] = [],
+  const U extends readonly Agent[] = [],
+  Out extends z.ZodType | undefined = undefined,
+>(definition: AgentDefinition<T, U, Out>): Agent<ScopeNeeded<T, U>, ToolContextNeeded<T, U>, OutputFrom<Out>> {
   const where = `defineAgent(${JSON.stringify(definition?.name)})`;
   if (typeof definition !== 'object' || definition === null)
     throw new InvalidArgumentError('defineAgent: pass a definition object');
@@ -211,6 +248,21 @@ export function defineAgent<const T extends readonly AnyTool[] = [], const U ext
   const maxTurns = definition.maxTurns ?? DEFAULT_MAX_TURNS;
   if (!Number.isSafeInteger(maxTurns) || maxTurns < 1)
     throw new InvalidArgumentError(`${where}: maxTurns must be a positive integer`);
+  const schema: unknown = definition.output;
+  if (schema !== undefined && typeof (schema as { safeParse?: unknown } | null)?.safeParse !== 'function') {
+    throw new InvalidArgumentError(`${where}: output must be a zod schema, e.g. z.object({ ... })`);
+  }
+  const outputRetries = definition.outputRetries ?? DEFAULT_OUTPUT_RETRIES;
+  if (!Number.isSafeInteger(outputRetries) || outputRetries < 0 || outputRetries > 100) {
+    throw new InvalidArgumentError(
+      `${where}: outputRetries must be an integer from 0 to 100, got ${describeValue(outputRetries)}`,
+    );
+  }
+  if (schema !== undefined && names.has(OUTPUT_NAME)) {
+    throw new InvalidArgumentError(
+      `${where}: "${OUTPUT_NAME}" is the name a model may give an agent's structured output (a final-answer tool); rename your tool`,
+    );
+  }
   return Object.freeze({
     [AGENT]: true as const,
     name: definition.name,
@@ -222,6 +274,7 @@ export function defineAgent<const T extends readonly AnyTool[] = [], const U ext
     subagents: Object.freeze(subagents),
     mergeMetadataFrom,
     maxTurns,
+    output: schema === undefined ? undefined : agentOutput(schema as z.ZodType<OutputFrom<Out>>, outputRetries),
   });
 }
 

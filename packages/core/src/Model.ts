@@ -1,3 +1,4 @@
+import type { OutputSpec } from './OutputSpec.js';
 import type { ToolSpec } from './ToolSpec.js';
 import type { Usage } from './Usage.js';
 
@@ -125,6 +126,13 @@ export interface ModelRequest {
    * not stream ignores it. Never throws; cheap enough to call per token.
    */
   readonly onDelta?: ((delta: ModelDelta) => void) | undefined;
+  /**
+   * Set when the agent defines structured `output`: the final answer's text
+   * should be one JSON value matching this schema. Honour it if the provider
+   * can (a JSON schema response format, a final-answer tool), or ignore it:
+   * the loop checks the answer either way and sends a mismatch back.
+   */
+  readonly output?: OutputSpec | undefined;
 }
 
 /**

@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import type { LoopState } from './AgentLoop.js';
 import { findNotJson, type Operation, type SessionEvent } from './ContextUpdate.js';
 import { ErrorShape } from './ErrorShape.js';
+import type { LoopState } from './LoopState.js';
 import { Answer, Request } from './Request.js';
 import { isUsage, type Usage } from './Usage.js';
 
@@ -519,7 +519,13 @@ export type SubagentResult = {
    */
   readonly tail?: readonly unknown[] | undefined;
 } & (
-  | { readonly status: 'done'; readonly text: string; readonly updates?: readonly Operation[] | undefined }
+  | {
+      readonly status: 'done';
+      readonly text: string;
+      readonly updates?: readonly Operation[] | undefined;
+      /** What the agent's `output` schema returned (plain JSON); absent for an agent without one. */
+      readonly output?: unknown;
+    }
   | { readonly status: 'failed'; readonly error: ErrorShape }
   | { readonly status: 'incomplete' }
   | { readonly status: 'cancelled'; readonly reason: 'user' | 'parent' | 'deadline' | 'shutdown' }
@@ -527,10 +533,13 @@ export type SubagentResult = {
 );
 
 // On the wire a result is a tuple too: [status, v, turns, usage | null, events | null, sent, ...by status].
+// A done result of an agent with structured output carries it after its updates as { output }: an
+// object, never the tail's array, so a result without it keeps its old shape.
 
 /** Encode a result for the wire (see {@link SubagentTaskWire} for why a tuple). */
 export function encodeSubagentResult(result: SubagentResult): unknown[] {
   const wire = encodeResultBody(result);
+  if (result.status === 'done' && result.output !== undefined) wire.push({ output: result.output });
   // The tail, when there is one, is the tuple's last element (after its status's own).
   if (result.tail !== undefined && result.tail.length > 0) wire.push(result.tail);
   return wire;
@@ -599,7 +608,14 @@ export function decodeSubagentResult(
   if (!isIndex(sent)) return { error: 'sent must be a non-negative integer' };
   const u = (usage ?? undefined) as Usage | undefined;
   const e = events ?? undefined;
-  const body = typeof status === 'string' ? RESULT_LENGTH[status] : undefined;
+  let body = typeof status === 'string' ? RESULT_LENGTH[status] : undefined;
+  let output: unknown;
+  if (status === 'done' && body !== undefined && raw.length > body && isRecord(raw[body])) {
+    output = (raw[body] as { output?: unknown }).output;
+    const bad = findNotJson(output, 'output');
+    if (bad !== undefined) return { error: `done: ${bad.path} is ${bad.what}, not JSON` };
+    body++;
+  }
   let tail: unknown[] | undefined;
   if (body !== undefined && raw.length > body) {
     const t: unknown = raw[body];
@@ -610,6 +626,7 @@ export function decodeSubagentResult(
   // The result was just built here: the tail is set on it, not spread into a copy (a literal adding
   // a key after a spread takes a slow path on Node 20's V8, about 1 µs).
   if (tail !== undefined && decoded.result !== undefined) (decoded.result as { tail?: readonly unknown[] }).tail = tail;
+  if (output !== undefined && decoded.result !== undefined) (decoded.result as { output?: unknown }).output = output;
   return decoded;
 }
 
@@ -725,6 +742,8 @@ export const HostTaskResult = z.discriminatedUnion('status', [
   z.object({
     status: z.literal('done'),
     result: z.string(),
+    /** The child's structured output, when it has one. */
+    output: z.unknown().optional(),
     updates: z.array(OperationSchema).optional(),
     events: z.array(SessionEventSchema),
     usage: z.custom<Usage>(isUsage).optional(),

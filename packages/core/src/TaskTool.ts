@@ -61,18 +61,24 @@ export interface TaskRequest {
 }
 
 /**
- * How a delegated task ended, as the parent's `task` tool sees it.
+ * How a delegated task ended, as the parent's `task` tool sees it. `O` is
+ * the child's structured output (see `defineAgent`'s `output`); the parent's
+ * model is given it as the call's result instead of the text, when there is one.
  *
  * @example
  * ```ts
  * const describe = (result: TaskResult): string =>
  *   result.status === 'done' ? result.result : result.status === 'suspended' ? `waiting on ${result.request.id}` : result.error.message
+ * const city = (result: TaskResult<{ city: string }>): string | undefined =>
+ *   result.status === 'done' ? result.output?.city : undefined
  * ```
  */
-export type TaskResult =
+export type TaskResult<O = unknown> =
   | {
       readonly status: 'done';
       readonly result: string;
+      /** What the child's `output` schema returned, when the child has one. */
+      readonly output?: O | undefined;
       /** The child's metadata operations, present when the spawn asked to merge them back. */
       readonly updates: readonly Operation[] | undefined;
       /** The child's session-log events, with the child's id. */
@@ -187,7 +193,7 @@ class TaskTool implements Tool<TaskParameters, unknown> {
         case 'done':
           deliver(ctx.toolCallId, outcome.events, outcome.usage);
           return ToolResult.ok(
-            outcome.result,
+            taskAnswer(outcome),
             outcome.updates === undefined || outcome.updates.length === 0
               ? undefined
               : ContextUpdate.from(outcome.updates),
@@ -213,6 +219,11 @@ class TaskTool implements Tool<TaskParameters, unknown> {
   get spec(): ToolSpec {
     return this.#shape.spec;
   }
+}
+
+/** What a parent's model is given for a child's answer: its structured output when it has one, else its text. */
+export function taskAnswer(done: Extract<TaskResult, { readonly status: 'done' }>): unknown {
+  return done.output !== undefined ? done.output : done.result;
 }
 
 /**

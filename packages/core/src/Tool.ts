@@ -1,5 +1,6 @@
-import { z } from 'zod';
+import type { z } from 'zod';
 import { describeValue } from './internal/describeValue.js';
+import { toJsonSchema } from './internal/toJsonSchema.js';
 import type { ToolContext } from './ToolContext.js';
 import type { ToolResult } from './ToolResult.js';
 import type { ToolSpec } from './ToolSpec.js';
@@ -206,12 +207,4 @@ export function defineTool<P extends z.ZodType, R, S = unknown, TC extends objec
     },
   };
   return Object.freeze(tool);
-}
-
-function toJsonSchema(schema: z.ZodType): Record<string, unknown> {
-  try {
-    return z.toJSONSchema(schema, { unrepresentable: 'any' }) as Record<string, unknown>;
-  } catch {
-    return { type: 'object' };
-  }
 }

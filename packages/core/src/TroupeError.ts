@@ -99,6 +99,8 @@ export type ErrorCode =
   | 'ERR_INTERRUPTED'
   /** A subagent reached its turn limit without an answer. */
   | 'ERR_INCOMPLETE'
+  /** The final answer did not match the agent's `output` schema, after its retries (the message names the path). */
+  | 'ERR_OUTPUT_INVALID'
   /** This Node.js is outside the supported range (thrown when `@troupe/core` is imported). */
   | 'ERR_UNSUPPORTED_NODE'
   /** Redis could not be reached when a transport or a worker host started (`@troupe/bullmq`): nothing was started. */

@@ -10,8 +10,15 @@
 // First: refuse an unsupported Node.js before anything else runs.
 import './internal/assertSupportedNode.js';
 
-export { type Agent, type AgentDefinition, DEFAULT_MAX_TURNS, defineAgent, isAgent } from './Agent.js';
-export { type LoopState, totalUsage } from './AgentLoop.js';
+export {
+  type Agent,
+  type AgentDefinition,
+  DEFAULT_MAX_TURNS,
+  defineAgent,
+  isAgent,
+  type OutputOf,
+} from './Agent.js';
+export { type AgentOutput, DEFAULT_OUTPUT_RETRIES, OUTPUT_NAME } from './AgentOutput.js';
 export { assertCloneable, findUncloneable, isCloneable } from './assertCloneable.js';
 
 export { CancelSource } from './CancelSource.js';
@@ -54,6 +61,7 @@ export {
   type RunId,
   type ToolCallId,
 } from './Id.js';
+export { type LoopState, totalUsage } from './LoopState.js';
 export type {
   AssistantMessage,
   Message,
@@ -67,6 +75,7 @@ export type {
   ToolMessage,
 } from './Model.js';
 export type { ModelErrorEvent, ModelEventBase, ModelEvents, ModelStartEvent, ModelStopEvent } from './ModelEvents.js';
+export type { OutputSpec } from './OutputSpec.js';
 
 export { Answer, Request } from './Request.js';
 export {

@@ -28,6 +28,14 @@ export interface OpenAIModelOptions {
   readonly apiKey?: string | undefined;
   /** Send tools with `strict: true` (OpenAI structured outputs; see `toChatTools`). Default `false`. */
   readonly strictTools?: boolean | undefined;
+  /**
+   * How an agent's structured `output` is asked for: `json_schema`, a strict
+   * JSON schema response format (default); or `tool`, a final-answer
+   * function the model calls with the value, for servers without response
+   * formats. A server that refuses the response format with a 400 is asked
+   * again with the tool, and this model uses the tool from then on.
+   */
+  readonly structuredOutput?: 'json_schema' | 'tool' | undefined;
   /** Attempts per call, the first included (default 3). Retries never happen after the first token. */
   readonly maxAttempts?: number | undefined;
   /** The longest `retry-after` that is waited for (default 60 s); a longer one fails the call at once. */
@@ -77,6 +85,7 @@ export interface ResolvedOpenAIModelOptions {
   readonly baseURL: string;
   readonly apiKey: string | undefined;
   readonly strictTools: boolean;
+  readonly structuredOutput: 'json_schema' | 'tool';
   readonly maxAttempts: number;
   readonly retryAfterCapMs: number;
   readonly backoffBaseMs: number;
@@ -113,6 +122,7 @@ const Schema = z.strictObject({
   baseURL: z.url({ protocol: /^https?$/ }).optional(),
   apiKey: z.string().min(1).optional(),
   strictTools: z.boolean().optional(),
+  structuredOutput: z.enum(['json_schema', 'tool']).optional(),
   maxAttempts: z.number().int().min(1).max(20).optional(),
   retryAfterCapMs: z.number().int().min(0).max(MAX_TIMER_MS).optional(),
   backoffBaseMs: z.number().int().min(0).max(MAX_TIMER_MS).optional(),
@@ -142,6 +152,7 @@ const HINTS: Record<string, string> = {
   backoffBaseMs: 'pass a whole number of milliseconds from 0 to 2147483647',
   retryAfterCapMs: 'pass a whole number of milliseconds from 0 (never wait) to 2147483647',
   apiKey: 'pass a non-empty string, or leave apiKey out for a server without keys',
+  structuredOutput: 'pass "json_schema" (a response format, the default) or "tool" (a final-answer function)',
 };
 
 /**
@@ -199,6 +210,7 @@ export function resolveOpenAIModelOptions(
     baseURL,
     apiKey,
     strictTools: o.strictTools ?? false,
+    structuredOutput: o.structuredOutput ?? 'json_schema',
     maxAttempts: o.maxAttempts ?? 3,
     retryAfterCapMs: o.retryAfterCapMs ?? 60_000,
     backoffBaseMs,

@@ -6,16 +6,25 @@ import {
   type ModelRequest,
   type ModelResponse,
   type ModelToolCall,
+  type OutputSpec,
   type ToolSpec,
 } from '@troupe/core';
 import OpenAI from 'openai';
 import type { ChatCompletionCreateParamsBase, ChatCompletionFunctionTool } from 'openai/resources/chat/completions';
+import type { ResponseFormatJSONSchema } from 'openai/resources/shared';
 import { isRetryable } from './internal/AttemptFailure.js';
 import { abortableSleep } from './internal/abortableSleep.js';
 import { nodeFetch } from './internal/nodeFetch.js';
 import { backoffDelay, parseRetryAfter } from './internal/retryPolicy.js';
 import { runAttempt } from './internal/runAttempt.js';
 import { dropStrictNulls } from './internal/strictSchema.js';
+import {
+  answerOfJsonSchema,
+  answerOfOutputTool,
+  jsonSchemaFormat,
+  outputTool,
+  type StructuredOutputMode,
+} from './internal/structuredOutput.js';
 import { systemClock } from './internal/systemClock.js';
 import { type FailureContext, overCapError, secretsOf, toModelError } from './internal/toModelError.js';
 import {
@@ -62,6 +71,10 @@ export interface OpenAIModel extends Model {
  *   the socket is closed. A stream silent for `streamIdleTimeoutMs` fails with
  *   `ERR_MODEL_STREAM_IDLE`.
  * - **Errors:** a {@link ModelError} whose one-line message says what to fix.
+ * - **Structured output:** an agent's `output` is asked for as a strict JSON
+ *   schema response format, or with a final-answer tool (`structuredOutput`);
+ *   a server that refuses the response format (a 400) is asked again with the
+ *   tool, once, and this model keeps to the tool afterwards.
  *
  * Options are checked here, once: a bad one throws an `InvalidArgumentError`
  * naming it. The environment is read for `OPENAI_API_KEY` only, when
@@ -118,11 +131,25 @@ export function openaiModel(options: OpenAIModelOptions): OpenAIModel {
     return converted;
   };
 
+  // Per model: a server that refused the response format gets the final-answer tool from then on.
+  let outputMode: StructuredOutputMode = resolved.structuredOutput;
+  const outputAsks = new WeakMap<OutputSpec, { format: ResponseFormatJSONSchema; tool: ChatCompletionFunctionTool }>();
+  const withOutput = (body: ChatBody, output: OutputSpec, mode: StructuredOutputMode): ChatBody => {
+    let asks = outputAsks.get(output);
+    if (asks === undefined) {
+      asks = { format: jsonSchemaFormat(output), tool: outputTool(output, resolved.strictTools) };
+      outputAsks.set(output, asks);
+    }
+    return mode === 'json_schema'
+      ? { ...body, response_format: asks.format }
+      : { ...body, tools: [...(body.tools ?? []), asks.tool] };
+  };
+
   const generate = async (request: ModelRequest): Promise<ModelResponse> => {
-    const { signal } = request;
+    const { signal, output } = request;
     if (signal.aborted) throw cancelled(signal);
     const tools = request.tools.length === 0 ? undefined : chatTools(request.tools);
-    const body: Omit<ChatCompletionCreateParamsBase, 'stream' | 'stream_options'> = {
+    const plain: ChatBody = {
       ...resolved.extraBody,
       model: resolved.model,
       messages: toChatMessages(request.messages),
@@ -132,6 +159,8 @@ export function openaiModel(options: OpenAIModelOptions): OpenAIModel {
         : {}),
       ...(resolved.temperature === undefined ? {} : { temperature: resolved.temperature }),
     };
+    let mode = outputMode;
+    let body = output === undefined ? plain : withOutput(plain, output, mode);
     for (let attempts = 1; ; attempts++) {
       const outcome = await runAttempt({
         client,
@@ -145,13 +174,15 @@ export function openaiModel(options: OpenAIModelOptions): OpenAIModel {
       });
       if (outcome.ok) {
         const { answer } = outcome;
-        const message =
-          resolved.strictTools && answer.message.toolCalls !== undefined
-            ? {
-                ...answer.message,
-                toolCalls: answer.message.toolCalls.map((c) => withoutStrictNulls(c, request.tools)),
-              }
+        if (output !== undefined) outputMode = mode;
+        let message =
+          output !== undefined && mode === 'tool'
+            ? answerOfOutputTool(answer.message, output, resolved.strictTools)
             : answer.message;
+        if (resolved.strictTools && message.toolCalls !== undefined) {
+          message = { ...message, toolCalls: message.toolCalls.map((c) => withoutStrictNulls(c, request.tools)) };
+        }
+        if (output !== undefined && mode === 'json_schema') message = answerOfJsonSchema(message, output);
         return {
           message,
           usage: answer.usage,
@@ -166,6 +197,12 @@ export function openaiModel(options: OpenAIModelOptions): OpenAIModel {
       }
       const { failure } = outcome;
       if (failure.kind === 'cancel') throw cancelled(signal);
+      if (output !== undefined && mode === 'json_schema' && failure.kind === 'status' && failure.status === 400) {
+        // A server without response formats: asked again with the final-answer tool, once.
+        mode = 'tool';
+        body = withOutput(plain, output, mode);
+        continue;
+      }
       // An HTTP date in `retry-after` is wall-clock time: compared with Date.now(), not the injected clock.
       const retryAfter = failure.kind === 'status' ? parseRetryAfter(failure.headers, Date.now()) : undefined;
       const ctx: FailureContext = {
@@ -196,6 +233,8 @@ export function openaiModel(options: OpenAIModelOptions): OpenAIModel {
 
   return Object.freeze({ name: resolved.model, provider: resolved.provider, options: visible, generate });
 }
+
+type ChatBody = Omit<ChatCompletionCreateParamsBase, 'stream' | 'stream_options'>;
 
 function cancelled(signal: AbortSignal): CancelledError {
   const reason: unknown = signal.reason;

@@ -121,7 +121,9 @@ function decodeTaskResult(raw: unknown): TaskResult {
   const r = parsed.data;
   switch (r.status) {
     case 'done':
-      return { status: 'done', result: r.result, updates: r.updates, events: r.events, usage: r.usage };
+      return r.output === undefined
+        ? { status: 'done', result: r.result, updates: r.updates, events: r.events, usage: r.usage }
+        : { status: 'done', result: r.result, output: r.output, updates: r.updates, events: r.events, usage: r.usage };
     case 'suspended':
       return { status: 'suspended', request: r.request };
     case 'error':
@@ -139,15 +141,26 @@ function toResult(outcome: LoopOutcome, sent: number): SubagentResult {
   const events = state.events.length > 0 ? state.events : undefined;
   switch (outcome.status) {
     case 'done':
-      return {
-        turns,
-        usage,
-        events,
-        sent,
-        status: 'done',
-        text: outcome.text,
-        updates: state.updates.length === 0 ? undefined : state.updates,
-      };
+      return outcome.output === undefined
+        ? {
+            turns,
+            usage,
+            events,
+            sent,
+            status: 'done',
+            text: outcome.text,
+            updates: state.updates.length === 0 ? undefined : state.updates,
+          }
+        : {
+            turns,
+            usage,
+            events,
+            sent,
+            status: 'done',
+            text: outcome.text,
+            updates: state.updates.length === 0 ? undefined : state.updates,
+            output: outcome.output,
+          };
     case 'failed':
       return { turns, usage, events, sent, status: 'failed', error: encodeError(outcome.error) };
     case 'incomplete':

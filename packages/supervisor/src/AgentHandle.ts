@@ -9,6 +9,7 @@ import type {
   Todo,
   Usage,
 } from '@troupe/core';
+import type { DoneOutput } from './SubagentOutcome.js';
 
 /** What every reply says about tokens: the message's own model calls, and its whole tree's. */
 interface ReplyUsage {
@@ -20,6 +21,8 @@ interface ReplyUsage {
 
 /**
  * What a parent agent's message ended with. A union discriminated on `status`.
+ * `O` is the agent's structured output: a `done` reply's `output`, what its
+ * `output` schema made of the answer (see `defineAgent`).
  *
  * @example
  * ```ts
@@ -28,8 +31,8 @@ interface ReplyUsage {
  * if (reply.status === 'suspended') await supervisor.answer(reply.request.id, { id: reply.request.id, ok: true })
  * ```
  */
-export type AgentReply =
-  | (ReplyUsage & { readonly status: 'done'; readonly text: string; readonly turns: number })
+export type AgentReply<O = unknown> =
+  | (ReplyUsage & DoneOutput<O> & { readonly status: 'done'; readonly text: string; readonly turns: number })
   | (ReplyUsage & {
       readonly status: 'suspended';
       /** The first open question of the message's tree (every open one: `pendingRequests()`). */
@@ -129,7 +132,8 @@ export interface StreamOptions {
 
 /**
  * A parent agent, as the host holds it: an actor with a mailbox. Messages are
- * processed one at a time, in order; different agents run concurrently.
+ * processed one at a time, in order; different agents run concurrently. `O`
+ * is its structured output (its replies' `output`).
  *
  * @example
  * ```ts
@@ -139,7 +143,7 @@ export interface StreamOptions {
  * await handle.stop()
  * ```
  */
-export interface AgentHandle {
+export interface AgentHandle<O = unknown> {
   readonly id: AgentId;
   readonly name: string;
   readonly conversationId: string;
@@ -154,7 +158,7 @@ export interface AgentHandle {
    * Aborting `signal` later cancels this message only (its listener is
    * removed when the message settles).
    */
-  send(message: string, options?: { readonly signal?: AbortSignal }): Promise<AgentReply>;
+  send(message: string, options?: { readonly signal?: AbortSignal }): Promise<AgentReply<O>>;
   /**
    * Like `send`, read as it is written: the tokens of this agent's model and
    * of every subagent under it, in order per run, batched across threads.
@@ -170,7 +174,7 @@ export interface AgentHandle {
   stream(
     message: string,
     options?: StreamOptions,
-  ): AsyncIterableIterator<StreamChunk> & { readonly reply: Promise<AgentReply> };
+  ): AsyncIterableIterator<StreamChunk> & { readonly reply: Promise<AgentReply<O>> };
   /**
    * Cancel the running message — its whole run tree: the reply comes once
    * every run under it has stopped — or withdraw the open request when
@@ -183,7 +187,7 @@ export interface AgentHandle {
    * not re-run — the model gets an `ERR_INTERRUPTED` error result for each —
    * unless their tool is `idempotent`. Rejects when there is nothing to resume.
    */
-  resume(options?: { readonly signal?: AbortSignal }): Promise<AgentReply>;
+  resume(options?: { readonly signal?: AbortSignal }): Promise<AgentReply<O>>;
   snapshot(): AgentSnapshot;
   /** Cancel what runs, refuse further messages, persist. Idempotent. */
   stop(): Promise<void>;

@@ -48,6 +48,8 @@ export type RunEnd =
   | {
       readonly status: 'done';
       readonly text: string;
+      /** What the agent's `output` schema returned; absent for an agent without one. */
+      readonly output?: unknown;
       readonly updates: readonly Operation[];
       readonly events: readonly SessionEvent[];
       readonly turns: number;

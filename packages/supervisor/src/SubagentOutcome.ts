@@ -25,13 +25,28 @@ interface Accounted extends OutcomeBase {
   readonly turns: number;
 }
 
+/** `output` when an agent's structured output is known to be there (not `undefined`, `unknown` or `any`). */
+type OutputKey<O> = unknown extends O ? never : [O] extends [undefined] ? never : 'output';
+
+/**
+ * The `output` of a `done` outcome or reply of an agent whose structured
+ * output is `O`: required when the agent has an `output` schema, absent when
+ * it has none (`O` is `undefined`), optional for an agent of any output.
+ * A mapped type, not a conditional one, so that an outcome of a known output
+ * is still an outcome of any (`SubagentOutcome<{ city: string }>` is a
+ * `SubagentOutcome`).
+ */
+export type DoneOutput<O> = { readonly [K in OutputKey<O>]: O } & { readonly output?: O };
+
 /**
  * How a subagent run ended: a union discriminated on `status`. Failures
  * (`failed`), defects (`crashed`) and interruptions (`cancelled`) are kept
  * apart.
  *
- * - `done` — the model answered; `result` is its last text, `updates` the
- *   metadata operations the run applied (merge them back through the reducer).
+ * - `done` — the model answered; `result` is its last text, `output` what the
+ *   agent's `output` schema made of it (typed `O`, when the agent has one),
+ *   `updates` the metadata operations the run applied (merge them back
+ *   through the reducer).
  * - `failed` — a tool failure the model could not recover from, a model
  *   error, or a tool that overran its timeout without yielding (a forced
  *   `ToolTimeoutError`).
@@ -57,8 +72,9 @@ interface Accounted extends OutcomeBase {
  * }
  * ```
  */
-export type SubagentOutcome =
-  | (Accounted & { readonly status: 'done'; readonly result: string; readonly updates: readonly Operation[] })
+export type SubagentOutcome<O = unknown> =
+  | (Accounted &
+      DoneOutput<O> & { readonly status: 'done'; readonly result: string; readonly updates: readonly Operation[] })
   | (Accounted & { readonly status: 'failed'; readonly error: Error })
   | (OutcomeBase & { readonly status: 'crashed'; readonly error: WorkerCrashedError; readonly exitCode: number | null })
   | (OutcomeBase & { readonly status: 'cancelled'; readonly reason: CancelReason; readonly forced: boolean })

@@ -178,11 +178,11 @@ export class Supervisor<S = unknown, I = S> extends VersionedEmitter {
    * (with the scope given now: scope is never saved), including an open
    * request, which is listed by `pendingRequests()` again.
    */
-  startAgent<SA = unknown, TC extends object = Record<never, never>>(
-    agent: Agent<unknown extends S ? SA : S, TC>,
+  startAgent<SA = unknown, TC extends object = Record<never, never>, O = unknown>(
+    agent: Agent<unknown extends S ? SA : S, TC, O>,
     options: StartAgentOptions<DeepReadonly<unknown extends S ? SA : I>, TC> &
       (Partial<TC> extends TC ? unknown : { readonly toolContext: TC }),
-  ): Promise<AgentHandle>;
+  ): Promise<AgentHandle<O>>;
   /** Start (or restore) an agent given in `options.agents`, by name. */
   startAgent(agent: string, options: StartAgentOptions<DeepReadonly<I>>): Promise<AgentHandle>;
   async startAgent(agent: Agent | string, options: StartAgentOptions): Promise<AgentHandle> {
@@ -358,16 +358,16 @@ export class Supervisor<S = unknown, I = S> extends VersionedEmitter {
    * Resolves with its outcome once its whole tree has ended — or suspended:
    * answer its question and `answer()` resolves with what it did then.
    */
-  spawn<SA = unknown, TC extends object = Record<never, never>>(
-    agent: Agent<unknown extends S ? SA : S, TC>,
+  spawn<SA = unknown, TC extends object = Record<never, never>, O = unknown>(
+    agent: Agent<unknown extends S ? SA : S, TC, O>,
     options: SpawnOptions<DeepReadonly<unknown extends S ? SA : I>, TC> &
       (Partial<TC> extends TC ? unknown : { readonly toolContext: TC }),
-  ): Promise<SubagentOutcome>;
-  spawn<SA = unknown, TC extends object = Record<never, never>>(
-    agent: Agent<unknown extends S ? SA : S, TC>,
+  ): Promise<SubagentOutcome<O>>;
+  spawn<SA = unknown, TC extends object = Record<never, never>, O = unknown>(
+    agent: Agent<unknown extends S ? SA : S, TC, O>,
     options: SpawnOptions<DeepReadonly<unknown extends S ? SA : I>, TC> &
       (Partial<TC> extends TC ? unknown : { readonly toolContext: TC }),
-  ): Promise<SubagentOutcome>;
+  ): Promise<SubagentOutcome<O>>;
   // Not an async function: a spawn of a loaded agent (the norm) starts its run
   // synchronously and its promise is settled by the run tree directly, with no
   // async frame and no await hop on every run's way back. Every throw before

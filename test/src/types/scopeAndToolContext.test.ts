@@ -93,13 +93,13 @@ export function toolContextTypes(): void {
 }
 
 export function agentTypes(): void {
-  // An agent needs what all its tools and subagents read, intersected.
+  // An agent needs what all its tools and subagents read, intersected (and has no structured output: `undefined`).
   const both = defineAgent({ name: 'both', instructions: '', tools: [tenantOnly, orgReader], model: model() });
-  expectType<Equal<typeof both, Agent<{ tenantId: string } & { orgId: string }, Record<never, never>>>>();
+  expectType<Equal<typeof both, Agent<{ tenantId: string } & { orgId: string }, Record<never, never>, undefined>>>();
   const parent = defineAgent({ name: 'parent', instructions: '', subagents: [orders], model: model() });
-  expectType<Equal<typeof parent, Agent<TenantScope, { requestId: string }>>>();
+  expectType<Equal<typeof parent, Agent<TenantScope, { requestId: string }, undefined>>>();
   const bare = defineAgent({ name: 'bare', instructions: '', model: model() });
-  expectType<Equal<typeof bare, Agent<unknown, Record<never, never>>>>();
+  expectType<Equal<typeof bare, Agent<unknown, Record<never, never>, undefined>>>();
   // Held to a declared shape: an agent whose tools read more does not compile.
   const declared: Agent<TenantScope, { requestId: string }> = orders;
   // @ts-expect-error its tools read requestId, which this shape does not provide

@@ -13,23 +13,7 @@
 import './assertSupportedNode.js';
 
 export { findAgentExport } from '../Agent.js';
-export type { LoopEvents } from '../AgentLoop.js';
-export {
-  abandonPendingTurn,
-  type CheckpointCall,
-  DEFAULT_MAX_FAILED_TURNS,
-  initialLoopState,
-  type LoopEventSink,
-  type LoopOutcome,
-  openCalls,
-  type PendingCall,
-  type RunAgentLoopOptions,
-  renameRequest,
-  resolveDelegatedCall,
-  runAgentLoop,
-  sealMessage,
-  type TurnCheckpoints,
-} from '../AgentLoop.js';
+export { runAgentLoop } from '../AgentLoop.js';
 export { cloneableSizeBound, irregularKeys } from '../assertCloneable.js';
 export { CancelSlots, type CancelSlotsOptions, type SlotHandle } from '../CancelSlots.js';
 export { localRunCancellation } from '../CancelSource.js';
@@ -58,6 +42,17 @@ export {
   telemetryBit,
 } from '../HostProtocol.js';
 export { subagentId } from '../Id.js';
+export type { LoopEventSink, LoopEvents } from '../LoopEvents.js';
+export {
+  abandonPendingTurn,
+  initialLoopState,
+  type LoopOutcome,
+  openCalls,
+  type PendingCall,
+  renameRequest,
+  resolveDelegatedCall,
+  sealMessage,
+} from '../LoopState.js';
 export {
   AgentRef,
   CAPABILITY_LENGTH,
@@ -95,3 +90,5 @@ export { createTaskTool, DEFERRED_TASK_KIND, type TaskSpawner } from '../TaskToo
 export { buildToolContext, type CallContext, type RunContext } from '../ToolContext.js';
 export { type ScrubbedToolExceptionEvent, scrub } from '../ToolEvents.js';
 export { describeValue } from './describeValue.js';
+export { DEFAULT_MAX_FAILED_TURNS, type RunAgentLoopOptions } from './RunAgentLoopOptions.js';
+export type { CheckpointCall, TurnCheckpoints } from './TurnCheckpoints.js';

@@ -1,4 +1,5 @@
 import type { AssistantMessage, Message, Model, ModelRequest, ModelResponse, ToolMessage } from '../Model.js';
+import type { OutputSpec } from '../OutputSpec.js';
 import type { ToolSpec } from '../Tool.js';
 import { TroupeError } from '../TroupeError.js';
 import type { Usage } from '../Usage.js';
@@ -23,16 +24,22 @@ export interface ScriptInput {
   /** Every tool result so far. */
   readonly toolResults: readonly ToolMessage[];
   readonly signal: AbortSignal;
+  /** The structured output the agent asks for (`ModelRequest.output`), if any. */
+  readonly output: OutputSpec | undefined;
 }
 
 /**
- * A scripted answer: plain text, or text and tool calls (ids default to `call_<turn>_<i>`).
+ * A scripted answer: plain text, or text and tool calls (ids default to
+ * `call_<turn>_<i>`), or a structured `output`, answered as its JSON text
+ * (for an agent with an `output` schema; the loop checks it like a real
+ * model's answer).
  *
  * @example
  * ```ts
  * const replies: ScriptedReply[] = [
  *   'plain text',
  *   { text: 'looking it up', toolCalls: [{ name: 'search', arguments: { query: 'oslo' } }], usage: { inputTokens: 10, outputTokens: 4 } },
+ *   { output: { city: 'Oslo', tempC: 4 } },
  * ]
  * ```
  */
@@ -40,6 +47,8 @@ export type ScriptedReply =
   | string
   | {
       readonly text?: string;
+      /** A structured answer: the reply's text is its JSON (`text` is then ignored). */
+      readonly output?: unknown;
       readonly toolCalls?: readonly { readonly id?: string; readonly name: string; readonly arguments?: unknown }[];
       readonly usage?: Usage;
     };
@@ -142,6 +151,7 @@ export class ScriptedModel implements Model {
             get signal() {
               return request.signal;
             },
+            output: request.output,
           })
         : step;
     return toResponse(reply, turn);
@@ -150,12 +160,13 @@ export class ScriptedModel implements Model {
 
 function toResponse(reply: ScriptedReply, turn: number): ModelResponse {
   if (typeof reply === 'string') return { message: { role: 'assistant', content: reply } };
+  const content = reply.output !== undefined ? JSON.stringify(reply.output) : (reply.text ?? '');
   const message: AssistantMessage =
     reply.toolCalls === undefined || reply.toolCalls.length === 0
-      ? { role: 'assistant', content: reply.text ?? '' }
+      ? { role: 'assistant', content }
       : {
           role: 'assistant',
-          content: reply.text ?? '',
+          content,
           toolCalls: reply.toolCalls.map((c, i) => ({
             id: c.id ?? `call_${turn}_${i}`,
             name: c.name,

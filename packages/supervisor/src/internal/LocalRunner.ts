@@ -119,7 +119,16 @@ function endOfLoop(outcome: LoopOutcome): RunEnd {
   const state = outcome.state;
   switch (outcome.status) {
     case 'done':
-      return { status: 'done', text: outcome.text, updates: state.updates, events: state.events, turns: state.turns };
+      return outcome.output === undefined
+        ? { status: 'done', text: outcome.text, updates: state.updates, events: state.events, turns: state.turns }
+        : {
+            status: 'done',
+            text: outcome.text,
+            output: outcome.output,
+            updates: state.updates,
+            events: state.events,
+            turns: state.turns,
+          };
     case 'failed':
       return { status: 'failed', error: outcome.error, events: state.events, turns: state.turns };
     case 'incomplete':

@@ -424,7 +424,10 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
         this.#keep(state);
         if (end.status === 'done') {
           emitMessageOutcome(events, ref, { status: 'done', turns: state.turns });
-          reply = { status: 'done', text: end.text, turns: state.turns, usage, totalUsage: total };
+          reply =
+            end.output === undefined
+              ? { status: 'done', text: end.text, turns: state.turns, usage, totalUsage: total }
+              : { status: 'done', text: end.text, output: end.output, turns: state.turns, usage, totalUsage: total };
         } else if (end.status === 'incomplete') {
           emitMessageOutcome(events, ref, { status: 'incomplete', turns: state.turns });
           reply = { status: 'incomplete', turns: state.turns, usage, totalUsage: total };

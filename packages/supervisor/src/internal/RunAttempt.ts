@@ -157,6 +157,7 @@ function encodeTaskResult(result: TaskResult): HostTaskResult {
       return {
         status: 'done',
         result: result.result,
+        ...(result.output === undefined ? {} : { output: result.output }),
         events: [...result.events],
         ...(result.updates === undefined ? {} : { updates: [...result.updates] }),
         ...(result.usage === undefined ? {} : { usage: result.usage }),

@@ -244,7 +244,16 @@ export function taskResultOf(child: RunNode, merge: boolean): TaskResult {
   const usage = totalOf(child);
   switch (end.status) {
     case 'done':
-      return { status: 'done', result: end.text, updates: merge ? end.updates : undefined, events: end.events, usage };
+      return end.output === undefined
+        ? { status: 'done', result: end.text, updates: merge ? end.updates : undefined, events: end.events, usage }
+        : {
+            status: 'done',
+            result: end.text,
+            output: end.output,
+            updates: merge ? end.updates : undefined,
+            events: end.events,
+            usage,
+          };
     case 'failed':
       return { status: 'error', error: end.error, events: end.events, usage };
     case 'crashed':

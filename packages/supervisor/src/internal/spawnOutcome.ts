@@ -32,17 +32,30 @@ export function spawnOutcome(root: RunNode, tree: RunTree): SubagentOutcome {
   const end = root.end;
   switch (end?.status) {
     case 'done':
-      return {
-        agentId,
-        runId,
-        usage,
-        totalUsage,
-        status: 'done',
-        result: end.text,
-        updates: end.updates,
-        events: end.events,
-        turns: end.turns,
-      };
+      return end.output === undefined
+        ? {
+            agentId,
+            runId,
+            usage,
+            totalUsage,
+            status: 'done',
+            result: end.text,
+            updates: end.updates,
+            events: end.events,
+            turns: end.turns,
+          }
+        : {
+            agentId,
+            runId,
+            usage,
+            totalUsage,
+            status: 'done',
+            result: end.text,
+            output: end.output,
+            updates: end.updates,
+            events: end.events,
+            turns: end.turns,
+          };
     case 'failed':
       return {
         agentId,

@@ -30,7 +30,10 @@ export function workerEnd(r: SubagentResult, held = false): WorkerEnd {
         usage,
         sent,
         tail,
-        end: { status: 'done', text: r.text, updates: r.updates ?? NO_UPDATES, events, turns },
+        end:
+          r.output === undefined
+            ? { status: 'done', text: r.text, updates: r.updates ?? NO_UPDATES, events, turns }
+            : { status: 'done', text: r.text, output: r.output, updates: r.updates ?? NO_UPDATES, events, turns },
       };
     case 'failed':
       return { usage, sent, tail, end: { status: 'failed', error: decodeError(r.error), events, turns } };

@@ -299,7 +299,9 @@ function outcomeJson(node: RunNode): unknown {
   if (end === undefined) return undefined;
   switch (end.status) {
     case 'done':
-      return { status: 'done', text: end.text, turns: end.turns };
+      return end.output === undefined
+        ? { status: 'done', text: end.text, turns: end.turns }
+        : { status: 'done', text: end.text, output: end.output, turns: end.turns };
     case 'failed':
     case 'crashed':
       return {
