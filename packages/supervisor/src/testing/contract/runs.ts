@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { withStore } from './contract.js';
-import { call, ctx, envelope, type MakeStore, rejectsWith, request, run, type TestScope } from './records.js';
+import { type MakeStore, PersistenceFixtures, type TestScope } from '../PersistenceFixtures.js';
+
+const { call, ctx, envelope, rejectsWith, request, run, withStore } = PersistenceFixtures;
 
 /** Runs (RunTree nodes), fencing, interruption, tool calls, deletion and retention. */
 export function contractRuns(name: string, make: MakeStore, scope: TestScope): void {
