@@ -14,7 +14,10 @@ function serverBin() {
   const given = process.env.TROUPE_POSTGRES_BIN;
   const dirs = given ? [given] : [];
   if (existsSync(DEBIAN)) {
-    for (const v of readdirSync(DEBIAN).filter((d) => /^\d+$/.test(d)).sort((a, b) => b - a)) dirs.push(join(DEBIAN, v, 'bin'));
+    for (const v of readdirSync(DEBIAN)
+      .filter((d) => /^\d+$/.test(d))
+      .sort((a, b) => b - a))
+      dirs.push(join(DEBIAN, v, 'bin'));
   }
   return dirs.find((d) => existsSync(join(d, 'postgres')) && existsSync(join(d, 'initdb')));
 }

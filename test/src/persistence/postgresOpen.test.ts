@@ -74,7 +74,9 @@ describe('PostgresPersistence: opening', () => {
     await rejectsWith(
       postgresPersistence({ connectionString: s.url, schema }),
       'ERR_STORE_VERSION',
-      new RegExp(`schema version ${SCHEMA_VERSION + 1}, newer than this Troupe's ${SCHEMA_VERSION}: nothing was changed`),
+      new RegExp(
+        `schema version ${SCHEMA_VERSION + 1}, newer than this Troupe's ${SCHEMA_VERSION}: nothing was changed`,
+      ),
     );
     assert.deepEqual((await s.sql(`SELECT count(*)::int AS n FROM ${schema}.owners`)).rows[0], before);
   });
@@ -85,7 +87,9 @@ describe('PostgresPersistence: opening', () => {
     await (await postgresPersistence({ connectionString: s.url, schema })).close();
     const role = `reader_${process.pid}`;
     await s.sql(`CREATE ROLE ${role} LOGIN`);
-    await s.sql(`GRANT USAGE ON SCHEMA ${schema} TO ${role}; GRANT SELECT ON ALL TABLES IN SCHEMA ${schema} TO ${role}`);
+    await s.sql(
+      `GRANT USAGE ON SCHEMA ${schema} TO ${role}; GRANT SELECT ON ALL TABLES IN SCHEMA ${schema} TO ${role}`,
+    );
     await rejectsWith(
       postgresPersistence({ connectionString: `postgres://${role}@127.0.0.1:${s.port}/${s.database}`, schema }),
       'ERR_STORE_WRITE',

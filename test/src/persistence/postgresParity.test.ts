@@ -50,7 +50,7 @@ const awkward = {
   fraction: 0.1 + 0.2,
   zeta: 'last key first',
   alpha: { z: 1, a: 2, m: [3, { y: true, b: null }] },
-  'ключ': 'кириллица',
+  ключ: 'кириллица',
   '': 'empty key',
 };
 
@@ -69,7 +69,11 @@ describe('PostgreSQL ↔ SQLite parity', () => {
       { role: 'user', content: 'é'.repeat(1500) }, // more than a chunk's 2 KiB in UTF-8, fewer in characters
     ];
     await both(async (store) => {
-      await store.startToolCalls(scope, [call('r1', 'k1', { startedAt: 1.5 }), call('r1', 'k2', { idempotent: true })], c);
+      await store.startToolCalls(
+        scope,
+        [call('r1', 'k1', { startedAt: 1.5 }), call('r1', 'k2', { idempotent: true })],
+        c,
+      );
       await store.commit(
         scope,
         {
@@ -77,7 +81,9 @@ describe('PostgreSQL ↔ SQLite parity', () => {
           messages,
           runs: [run(c, 'r1', { status: 'suspended', state: awkward, updatedAt: 1e15 + 0.5 })],
           committedToolCalls: [{ runId: 'r1', toolCallId: 'k1', attempt: 1 }],
-          openedRequests: [request(c, 'q1', { request: { id: 'ask', kind: 'input', prompt: '\u0000?', data: awkward } })],
+          openedRequests: [
+            request(c, 'q1', { request: { id: 'ask', kind: 'input', prompt: '\u0000?', data: awkward } }),
+          ],
           at: 2.25,
           basedOn: 0,
         },
@@ -86,7 +92,10 @@ describe('PostgreSQL ↔ SQLite parity', () => {
       return null;
     });
     const loaded = await both((store) => store.loadState(scope, c));
-    assert.equal(JSON.stringify((JSON.parse(loaded) as { state: { metadata: unknown } }).state.metadata), JSON.stringify(awkward));
+    assert.equal(
+      JSON.stringify((JSON.parse(loaded) as { state: { metadata: unknown } }).state.metadata),
+      JSON.stringify(awkward),
+    );
     await both((store) => store.loadMessages(scope, c));
     assert.deepEqual(await postgres.loadMessages(scope, c), messages);
     await both((store) => store.loadRuns(scope, c));
@@ -147,7 +156,10 @@ describe('PostgreSQL ↔ SQLite parity', () => {
           kind === 'requests'
             ? await store.listRequests(scope, { limit: 3, after })
             : await store.listConversations(scope, { limit: 3, after });
-        out.push({ items: page.items.map((i) => ('requestId' in i ? i.requestId : i.conversationId)), next: page.next });
+        out.push({
+          items: page.items.map((i) => ('requestId' in i ? i.requestId : i.conversationId)),
+          next: page.next,
+        });
         after = page.next;
       } while (after !== undefined);
       return out;
