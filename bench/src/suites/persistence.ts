@@ -20,6 +20,7 @@ import Database from 'better-sqlite3';
 import { refundDesk, refundOffice } from '../agents/durable.js';
 import type { Figure, Suite } from '../Suite.js';
 import { median, nowNs, quantile, round } from '../stats.js';
+import { postgresFigures } from './persistencePostgres.js';
 
 const MiB = 1024 * 1024;
 const scope = Object.freeze({ tenant: 'bench' });
@@ -622,7 +623,7 @@ async function supervisorRssGrowth(n: number, from: number, progress: (m: string
 export const persistenceSuite: Suite = {
   name: 'persistence',
   description:
-    'SQLite turn commit p50/p99, saveMessage rate, restoring 1,000 suspended conversations, resident heap, RSS while conversations pass through',
+    'SQLite turn commit p50/p99, saveMessage rate, restoring 1,000 suspended conversations, resident heap, RSS while conversations pass through; the same of PostgreSQL (a server it starts) and the takeover of a killed API host',
   placementSensitive: false,
   inDefaultRun: true,
   async run({ quick, progress }) {
@@ -753,6 +754,9 @@ export const persistenceSuite: Suite = {
       nested_answer_driven: nested.answered,
       nested_answer_driven_ms_per_1000: round((nested.answerDrivenMs * 1000) / nested.answered),
     });
+
+    // The PostgreSQL store (a server this suite starts and stops), its figures named postgres.*.
+    figures.push(...(await postgresFigures(quick, progress)));
     return figures;
   },
 };

@@ -260,11 +260,7 @@ export class PostgresPersistence implements PersistenceAdapter {
    * True when the row was new (its conversation did not exist).
    */
   async #lockConversation(q: Query, tenant: string, conv: string): Promise<boolean> {
-    for (;;) {
-      if ((await q('touchConversation', [tenant, conv])).rowCount === 1) return true;
-      // It exists: lock it. Deleted between the two (its deletion committed): insert again.
-      if ((await q('lockConversation', [tenant, conv])).rowCount === 1) return false;
-    }
+    return (await q('touchConversation', [tenant, conv])).rowCount === 1;
   }
 
   async persistState(scope: unknown, data: AgentStateEnvelope, context: PersistenceContext): Promise<void> {

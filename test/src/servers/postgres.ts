@@ -1,5 +1,6 @@
 // A real PostgreSQL server for tests: initdb into a temporary directory, `postgres` on 127.0.0.1 on a
-// free port, fsync off. It dies with the test process: it runs with a parent-death signal
+// free port, fsync off (a commit is written to the OS at once, so a killed or restarted server keeps
+// every commit it acknowledged; only a power loss could lose them). It dies with the test process: it runs with a parent-death signal
 // (SIGQUIT, an immediate shutdown, when the process that started it is gone, however it died), and
 // `stop()` (or the process's exit) removes its directory. Never skipped when the binaries are
 // missing: it fails saying how to get them.
@@ -156,8 +157,6 @@ export async function startPostgres(options: { label?: string } = {}): Promise<P
         '',
         '-c',
         'fsync=off',
-        '-c',
-        'synchronous_commit=off',
         '-c',
         'full_page_writes=off',
         '-c',

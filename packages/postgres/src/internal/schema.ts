@@ -1,7 +1,7 @@
 import { TroupeError } from '@troupe/core';
 import type pg from 'pg';
 import { MIGRATIONS, SCHEMA_VERSION } from './migrations.js';
-import { quoteIdent } from './statements.js';
+import { quoteIdent, statementsFor } from './statements.js';
 import { describeAddress, type StoreAddress } from './storeError.js';
 
 /** What marks a schema as Troupe's (in `troupe_meta`), as in the SQLite store. */
@@ -76,9 +76,34 @@ export async function migrate(client: pg.ClientBase, address: StoreAddress): Pro
         await client.query('INSERT INTO schema_version (version, applied_at) VALUES ($1, $2)', [m.version, Date.now()]);
       }
     }
+    await checkStatements(client, address);
     await client.query('COMMIT');
   } catch (error) {
     await client.query('ROLLBACK').catch(() => {});
     throw error;
+  }
+}
+
+/**
+ * Prepare (and drop) every statement the store runs, inside the open's transaction: a table, a
+ * column or a function the store relies on that is missing (the schema changed by something other
+ * than Troupe) is refused at open as `ERR_STORE_CORRUPT`, not at the first write that needs it.
+ */
+async function checkStatements(client: pg.ClientBase, address: StoreAddress): Promise<void> {
+  const statements = statementsFor(address.schema);
+  for (const [name, text] of Object.entries(statements)) {
+    try {
+      await client.query(`PREPARE troupe_check AS ${text}`);
+      await client.query('DEALLOCATE troupe_check');
+    } catch (error) {
+      const code = (error as { code?: string }).code ?? '';
+      if (code.startsWith('42')) {
+        throw new TroupeError(
+          `${describeAddress(address)}: the store's schema is damaged (${name}: ${(error as Error).message}): restore it from a backup, or pass another schema`,
+          { code: 'ERR_STORE_CORRUPT', cause: error },
+        );
+      }
+      throw error;
+    }
   }
 }

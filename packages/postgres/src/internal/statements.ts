@@ -20,10 +20,11 @@ export function quoteIdent(name: string): string {
 export function statementsFor(schema: string) {
   const S = `${quoteIdent(schema)}.`;
   return {
-    // Insert the conversation's row, or nothing: `inserted` says whether it was new (then this
-    // transaction holds it until it ends).
-    touchConversation: `INSERT INTO ${S}conversations (tenant, conversation_id) VALUES ($1, $2)
-       ON CONFLICT (tenant, conversation_id) DO NOTHING RETURNING 1 AS inserted`,
+    // Insert the conversation's row, or lock it: a row it inserts is returned (the conversation
+    // was new); an existing one is left as it is, not returned, and locked all the same (an
+    // ON CONFLICT DO UPDATE whose WHERE is false locks the row it meets) — one round trip.
+    touchConversation: `INSERT INTO ${S}conversations AS c (tenant, conversation_id) VALUES ($1, $2)
+       ON CONFLICT (tenant, conversation_id) DO UPDATE SET tenant = excluded.tenant WHERE false RETURNING 1 AS inserted`,
     lockConversation: `SELECT 1 FROM ${S}conversations WHERE tenant = $1 AND conversation_id = $2 FOR NO KEY UPDATE`,
     summarizeConversation: `INSERT INTO ${S}conversations (tenant, conversation_id, agent_id, agent_name, status, updated_at)
        VALUES ($1, $2, $3, $4, $5, $6)

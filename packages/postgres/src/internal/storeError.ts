@@ -1,6 +1,15 @@
 import { isTroupeError, TroupeError } from '@troupe/core';
 
-/** Where the store is, for an error: never the password. */
+/**
+ * Where a PostgreSQL store is — host, port, database, user and schema — as its errors name it
+ * (never the password).
+ *
+ * @example
+ * ```ts
+ * const store = await postgresPersistence({ connectionString: 'postgres://troupe:secret@db.internal:5432/app' })
+ * const where: StoreAddress = store.address // { host: 'db.internal', port: 5432, database: 'app', user: 'troupe', schema: 'public' }
+ * ```
+ */
 export interface StoreAddress {
   readonly host: string;
   readonly port: number | undefined;
