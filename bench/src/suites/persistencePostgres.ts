@@ -101,39 +101,46 @@ async function storeOn(server: PostgresServer, label: string, leaseMs?: number):
   });
 }
 
-/** µs of each turn commit: a 10 KB state, two display messages, the run's row; based on the revision held. */
-async function turnLatency(store: PostgresPersistence, turns: number): Promise<number[]> {
+/** One turn commit, timed in µs; `close` ends what it holds. */
+interface Turns {
+  turn(t: number): Promise<number>;
+  close(): Promise<void>;
+}
+
+/** Turn commits through the store: a 10 KB state, two display messages, the run's row; based on the revision held. */
+function storeTurns(store: PostgresPersistence): Turns {
   const states = Array.from({ length: CONVERSATIONS }, (_, i) => loopState(ctx(i).agentId, 10 * 1024));
   const revisions = new Array<number>(CONVERSATIONS).fill(0);
-  const samples: number[] = [];
-  for (let t = 0; t < turns + 500; t++) {
-    const i = t % CONVERSATIONS;
-    const c = ctx(i);
-    const batch = {
-      envelope: envelope(c, states[i] as LoopState, t),
-      messages: turnMessages(t),
-      runs: [runRow(c, 'done', t)],
-      basedOn: (revisions[i] as number)++,
-    };
-    const start = nowNs();
-    await store.commit(scope, batch, c);
-    if (t >= 500) samples.push((nowNs() - start) / 1000);
-  }
-  return samples;
+  return {
+    async turn(t) {
+      const i = t % CONVERSATIONS;
+      const c = ctx(i);
+      const batch = {
+        envelope: envelope(c, states[i] as LoopState, t),
+        messages: turnMessages(t),
+        runs: [runRow(c, 'done', t)],
+        basedOn: (revisions[i] as number)++,
+      };
+      const start = nowNs();
+      await store.commit(scope, batch, c);
+      return (nowNs() - start) / 1000;
+    },
+    close: () => store.close(),
+  };
 }
 
 /**
- * The floor under {@link turnLatency}: the statements a turn commit runs — BEGIN, the conversation's
+ * The floor under {@link storeTurns}: the statements a turn commit runs — BEGIN, the conversation's
  * upsert (which locks its row), the state's fenced update (its messages unchanged: they stay in
  * their chunks), two display messages appended to the transcript's last chunk, the run's fenced
  * upsert, COMMIT — as named prepared statements over one `pg` client, every JSON text encoded
  * before the clock starts, in a schema the store made. What is left between the two is the store's
  * own work: checking the batch, encoding, taking a client from its pool.
  */
-async function rawTurnLatency(server: PostgresServer, turns: number): Promise<number[]> {
-  const store = await storeOn(server, 'raw');
-  const schema = store.address.schema;
-  await store.close();
+async function rawTurns(server: PostgresServer): Promise<Turns> {
+  const made = await storeOn(server, 'raw');
+  const schema = made.address.schema;
+  await made.close();
   const client = new pg.Client({ connectionString: server.url });
   await client.connect();
   const S = `"${schema}".`;
@@ -163,10 +170,9 @@ async function rawTurnLatency(server: PostgresServer, turns: number): Promise<nu
        WHERE r.conversation_id = excluded.conversation_id AND r.attempt <= excluded.attempt
          AND NOT (r.attempt = excluded.attempt AND r.status = 'running' AND r.owner_id <> excluded.owner_id)`,
   };
-  try {
-    const states = Array.from({ length: CONVERSATIONS }, (_, i) => loopState(ctx(i).agentId, 10 * 1024));
-    const samples: number[] = [];
-    for (let t = 0; t < turns + 500; t++) {
+  const states = Array.from({ length: CONVERSATIONS }, (_, i) => loopState(ctx(i).agentId, 10 * 1024));
+  return {
+    async turn(t) {
       const i = t % CONVERSATIONS;
       const c = ctx(i);
       const state = states[i] as LoopState;
@@ -193,12 +199,31 @@ async function rawTurnLatency(server: PostgresServer, turns: number): Promise<nu
       }
       await q('r', sql.run, ['bench', `run-${c.conversationId}`, c.conversationId, 'done', 1, t, 'raw', runJson]);
       await client.query('COMMIT');
-      if (t >= 500) samples.push((nowNs() - start) / 1000);
+      return (nowNs() - start) / 1000;
+    },
+    close: () => client.end(),
+  };
+}
+
+/**
+ * The store's turns and the raw floor's, interleaved in blocks of 100 (each block of one, then the
+ * same of the other), so that both meet the same load of a shared machine; 500 of each to warm up.
+ */
+async function pairedTurns(store: Turns, raw: Turns, turns: number): Promise<{ store: number[]; raw: number[] }> {
+  const out = { store: [] as number[], raw: [] as number[] };
+  for (let block = 0; block * 100 < turns + 500; block++) {
+    for (const [turns_, into] of [
+      [raw, out.raw],
+      [store, out.store],
+    ] as const) {
+      for (let k = 0; k < 100; k++) {
+        const t = block * 100 + k;
+        const us = await turns_.turn(t);
+        if (t >= 500) into.push(us);
+      }
     }
-    return samples;
-  } finally {
-    await client.end();
   }
+  return out;
 }
 
 /** saveMessage calls per second: `inFlight` callers at once over 50 conversations (1: one after another). */
@@ -322,13 +347,12 @@ async function takeover(server: PostgresServer, leaseMs: number, rounds: number)
 /** The PostgreSQL figures (suite `persistence`, names `postgres.*`). */
 export async function postgresFigures(quick: boolean, progress: (message: string) => void): Promise<Figure[]> {
   const figures: Figure[] = [];
-  const add = (name: string, value: number, unit: string, detail?: Figure['detail'], baseline?: Figure['baseline']) =>
+  const add = (name: string, value: number, unit: string, detail?: Figure['detail']) =>
     figures.push({
       suite: 'persistence',
       name,
       value: round(value),
       unit,
-      ...(baseline === undefined ? {} : { baseline, ratio: round(value / baseline.value) }),
       ...(detail === undefined ? {} : { detail }),
     });
   progress('persistence: starting a PostgreSQL server (127.0.0.1, a temporary directory)');
@@ -337,23 +361,18 @@ export async function postgresFigures(quick: boolean, progress: (message: string
     const turns = quick ? 2_000 : 10_000;
     progress('persistence: PostgreSQL turn commit, and the raw pg floor');
     const store = await storeOn(server, 'turn');
-    const raw = await rawTurnLatency(server, turns);
-    const samples = await turnLatency(store, turns);
+    const rawTurnsOf = await rawTurns(server);
+    const { store: samples, raw } = await pairedTurns(storeTurns(store), rawTurnsOf, turns);
+    await rawTurnsOf.close();
     const p50 = quantile(samples, 0.5);
     const rawP50 = quantile(raw, 0.5);
-    add(
-      'postgres.turn_p50_ratio',
-      p50 / rawP50,
-      '×',
-      {
-        turn_p50_us: round(p50),
-        raw_pg_p50_us: round(rawP50),
-        turn_p90_us: round(quantile(samples, 0.9)),
-        raw_pg_p99_us: round(quantile(raw, 0.99)),
-        turns,
-      },
-      { name: 'raw_pg_p50_us', value: round(rawP50) },
-    );
+    add('postgres.turn_p50_ratio', p50 / rawP50, '×', {
+      turn_p50_us: round(p50),
+      raw_pg_p50_us: round(rawP50),
+      turn_p90_us: round(quantile(samples, 0.9)),
+      raw_pg_p99_us: round(quantile(raw, 0.99)),
+      turns,
+    });
     add('postgres.turn_p99_ms', quantile(samples, 0.99) / 1000, 'ms', {
       p999_ms: round(quantile(samples, 0.999) / 1000),
       raw_pg_p99_ms: round(quantile(raw, 0.99) / 1000),

@@ -29,7 +29,7 @@ import pg from 'pg';
 import { appendChunks } from './internal/chunks.js';
 import { OwnerLease } from './internal/OwnerLease.js';
 import { migrate } from './internal/schema.js';
-import { type StatementName, type Statements, statementsFor } from './internal/statements.js';
+import { MESSAGE_CHUNK_BYTES, type StatementName, type Statements, statementsFor } from './internal/statements.js';
 import { describeAddress, isConnectionError, type StoreAddress, storeError } from './internal/storeError.js';
 import {
   type PostgresPersistenceOptions,
@@ -72,6 +72,17 @@ function readStateMessage(json: string, where: string): unknown {
     throw R.corrupt(where, new Error('a message must have a string role'));
   }
   return sealMessage(message as Message);
+}
+
+/** A batch of display messages and nothing else. */
+function alone(batch: TurnBatch): boolean {
+  return (
+    batch.envelope === undefined &&
+    (batch.runs?.length ?? 0) === 0 &&
+    (batch.committedToolCalls?.length ?? 0) === 0 &&
+    (batch.openedRequests?.length ?? 0) === 0 &&
+    (batch.withdrawnRequests?.length ?? 0) === 0
+  );
 }
 
 /** A bigint column as pg returns it (a string), as a number. */
@@ -182,6 +193,10 @@ export class PostgresPersistence implements PersistenceAdapter {
         connectionString: resolved.connectionString,
         max: resolved.maxConnections,
         connectionTimeoutMillis: 10_000,
+        // Connections stay open while the store is (no idle timer set and cleared on every
+        // statement), and hold no process open while idle.
+        idleTimeoutMillis: 0,
+        allowExitOnIdle: true,
       });
     // An idle client whose server went away emits 'error' on the pool; without a listener it would
     // be thrown. The pool drops that client; the next call gets a new connection.
@@ -216,12 +231,12 @@ export class PostgresPersistence implements PersistenceAdapter {
     return (name, values) => client.query({ name: this.#names[name], text: this.#sql[name], values });
   }
 
-  /** One statement outside a transaction (a read). */
-  async #read<T>(operation: string, fn: (q: Query) => Promise<T>): Promise<T> {
+  /** One statement outside a transaction (a read, or a write that is one statement). */
+  async #read<T>(operation: string, fn: (q: Query) => Promise<T>, kind: 'read' | 'write' = 'read'): Promise<T> {
     try {
       return await fn(this.#query(this.#pool));
     } catch (error) {
-      throw storeError(error, this.address, operation, 'read');
+      throw storeError(error, this.address, operation, kind);
     }
   }
 
@@ -370,6 +385,18 @@ export class PostgresPersistence implements PersistenceAdapter {
       json: R.encode({ ...r, status: 'open' }, `request ${r.requestId}`),
     }));
     const owner = this.#owner;
+    if (alone(batch) && messages.length > 0) {
+      // Display messages alone (saveMessage), fitting one chunk: one statement, no transaction around it.
+      const text = `${messages.join('\n')}\n`;
+      if (Buffer.byteLength(text) <= MESSAGE_CHUNK_BYTES) {
+        await this.#read(
+          'saving a message',
+          (q) => q('appendMessagesAlone', [tenant, conv, agent, text, messages.length]),
+          'write',
+        );
+        return;
+      }
+    }
     try {
       await this.#transaction('saving a turn', async (q) => {
         const rows = async (name: StatementName, values: unknown[]) => (await q(name, values)).rowCount ?? 0;

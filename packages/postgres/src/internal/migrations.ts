@@ -21,7 +21,8 @@ export interface Migration {
  * - every id and key is `text COLLATE "C"`: compared and ordered by code point, as SQLite's BINARY
  *   collation does, so paging cursors page the same;
  * - times are `double precision` (SQLite's REAL); counters and attempts `bigint` (SQLite's INTEGER);
- * - `owners` holds a lease on the database clock instead of a process id: liveness across hosts.
+ * - `owners` holds a lease on the database clock instead of a process id: liveness across hosts;
+ * - one function, `append_messages`, saves a display message alone in one round trip.
  *
  * Every table is keyed by `tenant` first; the scope has no column anywhere. Rows hang off their
  * conversation so a deletion cascades.
@@ -89,6 +90,31 @@ export const MIGRATIONS: readonly Migration[] = [
   CREATE INDEX requests_open ON requests (tenant, status, opened_at, request_id);
   CREATE INDEX requests_by_conversation ON requests (tenant, conversation_id, status);
   CREATE INDEX requests_closed ON requests (closed_at) WHERE status <> 'open';
+  -- A display message saved alone (saveMessage) in one statement, one round trip: lock (or create)
+  -- the conversation's row, as every writer of it does first, then append to the agent's last
+  -- chunk while it stays within 2,048 bytes, else start the next chunk. True when the conversation
+  -- was new. Its tables are this schema's, whatever the caller's search_path.
+  CREATE FUNCTION append_messages(p_tenant text, p_conversation text, p_agent text, p_text text, p_count bigint)
+  RETURNS boolean LANGUAGE plpgsql AS $fn$
+  DECLARE created boolean;
+  BEGIN
+    INSERT INTO conversations AS c (tenant, conversation_id) VALUES (p_tenant, p_conversation)
+      ON CONFLICT (tenant, conversation_id) DO UPDATE SET tenant = excluded.tenant WHERE false
+      RETURNING true INTO created;
+    UPDATE messages SET json = json || p_text, count = count + p_count
+      WHERE tenant = p_tenant AND conversation_id = p_conversation AND agent_id = p_agent
+        AND chunk = (SELECT max(chunk) FROM messages
+          WHERE tenant = p_tenant AND conversation_id = p_conversation AND agent_id = p_agent)
+        AND octet_length(json) + octet_length(p_text) <= 2048;
+    IF NOT FOUND THEN
+      INSERT INTO messages (tenant, conversation_id, agent_id, chunk, count, json)
+        VALUES (p_tenant, p_conversation, p_agent, coalesce((SELECT max(chunk) FROM messages
+          WHERE tenant = p_tenant AND conversation_id = p_conversation AND agent_id = p_agent), 0) + 1, p_count, p_text);
+    END IF;
+    RETURN coalesce(created, false);
+  END
+  $fn$;
+  ALTER FUNCTION append_messages(text, text, text, text, bigint) SET search_path FROM CURRENT;
   `,
   },
 ];

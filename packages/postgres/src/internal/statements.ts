@@ -65,6 +65,8 @@ export function statementsFor(schema: string) {
     addMessages: `INSERT INTO ${S}messages (tenant, conversation_id, agent_id, chunk, count, json)
        VALUES ($1, $2, $3, coalesce((SELECT max(chunk) FROM ${S}messages
            WHERE tenant = $1 AND conversation_id = $2 AND agent_id = $3), 0) + 1, $5, $4)`,
+    // A batch of display messages alone that fits one chunk: one statement (see migration 6).
+    appendMessagesAlone: `SELECT ${S}append_messages($1, $2, $3, $4, $5) AS created`,
     getMessages: `SELECT chunk, count, json FROM ${S}messages WHERE tenant = $1 AND conversation_id = $2 AND agent_id = $3
        ORDER BY chunk`,
     getRunHead: `SELECT conversation_id AS "conversationId", attempt, status, owner_id AS "ownerId" FROM ${S}runs
