@@ -534,7 +534,11 @@ export class PostgresPersistence implements PersistenceAdapter {
     const stopped = [...this.#unsaved.entries()].filter(([, end]) => tenant === null || end.tenant === tenant);
     const rows = await this.#transaction('marking interrupted runs', async (q) => {
       await q('dropExpiredOwners', []);
-      const found = (await q('orphanedRuns', [tenant])).rows as { tenant: string; runId: string; json: string }[];
+      const found = (await q('orphanedRuns', [tenant, this.#owner])).rows as {
+        tenant: string;
+        runId: string;
+        json: string;
+      }[];
       for (const [, end] of stopped) {
         const row = (await q('unsavedRun', [end.tenant, end.runId, this.#owner, end.attempt])).rows[0];
         if (row !== undefined) found.push(row as { tenant: string; runId: string; json: string });
@@ -743,7 +747,7 @@ export class PostgresPersistence implements PersistenceAdapter {
     const conv = context.conversationId;
     const deleted = await this.#transaction('deleting a conversation', async (q) => {
       if ((await q('lockConversation', [tenant, conv])).rowCount === 0) return false;
-      const running = (await q('runningRuns', [tenant, conv])).rows as {
+      const running = (await q('runningRuns', [tenant, conv, this.#owner])).rows as {
         runId: string;
         ownerId: string;
         attempt: string;

@@ -9,6 +9,8 @@
 // - `answer-and-hold`: answer request HOST_ARG (restoring its conversation from the store); the re-run
 //   tool does its side effect, says `in-effect` and never returns (the test kills the host there:
 //   mid-answer, inside a tool call).
+// - `send-on-signal`: start conversation HOST_ARG (its saved state loaded): `loaded`; on SIGUSR2 send
+//   "from A": `replied <status> <error code or ->`, then exits.
 // - `answer`: answer request HOST_ARG (restoring its conversation from the store): `answered <status>`
 //   or `refused <code>`; then exits.
 import { isTroupeError, type Request } from '@troupe/core';
@@ -42,6 +44,14 @@ if (action === 'suspend') {
     { ok: true },
     { scope, toolContext: { effects: env.HOST_EFFECTS, holdAfterEffect: true } },
   );
+} else if (action === 'send-on-signal') {
+  const agent = await supervisor.startAgent(depot, { scope, agentId: arg, toolContext: { effects: env.HOST_EFFECTS } });
+  process.once('SIGUSR2', async () => {
+    const reply = await agent.send('from A');
+    say(`replied ${reply.status} ${reply.status === 'failed' ? (reply.error as { code?: string }).code : '-'}`);
+    await supervisor.close();
+  });
+  say('loaded');
 } else if (action === 'answer') {
   try {
     const reply = await supervisor.answer(arg, { ok: true }, { scope, toolContext: { effects: env.HOST_EFFECTS } });

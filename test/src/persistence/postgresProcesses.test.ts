@@ -7,7 +7,7 @@ import { once } from 'node:events';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { freshSchema, openStore, server } from './postgresStores.js';
-import { ctx, envelope, request, run, scopeOf, tenantKey } from './records.js';
+import { ctx, envelope, rejectsWith, request, run, scopeOf, tenantKey } from './records.js';
 
 const CHILD = fileURLToPath(new URL('./postgresChild.js', import.meta.url));
 const scope = scopeOf('t1');
@@ -99,6 +99,33 @@ describe('PostgresPersistence across processes', () => {
     } finally {
       holder.proc.kill();
       await store.close();
+    }
+  });
+
+  it('liveness is the lease: a store whose lease ran out (a stalled host) loses its runs to another, never to itself', async () => {
+    const s = await server();
+    const schema = freshSchema('lease');
+    // A lease of an hour: renewed every 20 minutes, so no renewal falls inside this test.
+    const stalled = await openStore({ schema, tenantKey, leaseMs: 3_600_000 });
+    const other = await openStore({ schema, tenantKey });
+    try {
+      const c = ctx('c1');
+      await stalled.commit(scope, { runs: [run(c, 'r1')] }, c);
+      assert.deepEqual(await other.markInterrupted(), [], 'a live lease keeps its runs');
+      // The stalled host's lease runs out (as if it had not renewed it), on the database clock.
+      await s.sql(`UPDATE ${schema}.owners SET lease_until = clock_timestamp() - interval '1 second'`);
+      assert.deepEqual(await stalled.markInterrupted(), [], 'a store never takes its own runs for a dead host’s');
+      assert.deepEqual(
+        (await other.markInterrupted()).map((r) => [r.runId, r.status]),
+        [['r1', 'interrupted']],
+      );
+      // The stalled host's next write of the run at its attempt takes it back (no other attempt
+      // started); a resumed attempt (2) elsewhere would fence it.
+      await other.commit(scope, { runs: [run(c, 'r1', { attempt: 2 })] }, c);
+      await rejectsWith(stalled.commit(scope, { runs: [run(c, 'r1')] }, c), 'ERR_STORE_FENCED', /attempt 1 is stale/);
+    } finally {
+      await stalled.close();
+      await other.close();
     }
   });
 });

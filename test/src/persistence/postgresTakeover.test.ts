@@ -19,7 +19,8 @@ import { freshSchema, server } from './postgresStores.js';
 import { tempDir } from './sqliteFiles.js';
 
 const CHILD = fileURLToPath(new URL('./postgresHostChild.js', import.meta.url));
-const LEASE_MS = 1000;
+// Long enough that a host on a loaded machine renews it in time (it is renewed every third of it).
+const LEASE_MS = 3000;
 const SECRET = `scope-secret-${process.pid}-${Date.now()}`;
 const scope = { org: 'acme', userId: 'host', secret: SECRET };
 const schema = freshSchema('hosts');
@@ -152,6 +153,32 @@ describe('PostgresPersistence: several API hosts, liveness by lease', () => {
     const b = await thisHost();
     try {
       assert.equal((await b.store.getRequest(scope, requestId))?.status, 'answered');
+    } finally {
+      await b.supervisor.close();
+    }
+  });
+
+  it('two hosts send to one conversation at once: one wins, the other is fenced and writes nothing', async () => {
+    const b = await thisHost();
+    try {
+      const mine = await b.supervisor.startAgent(depot, { scope, agentId: 'depot-3', toolContext: { effects } });
+      assert.equal((await mine.send('hello')).status, 'done');
+      const a = await host('send-on-signal', 'depot-3');
+      await Promise.race([a.line(/^loaded$/), a.exited]);
+      assert.ok(a.lines.includes('loaded'), a.stderr());
+      // Both hold the conversation as saved (revision r); both send now.
+      a.child.kill('SIGUSR2');
+      const [theirs, ours] = await Promise.all([a.line(/^replied (.*)$/), mine.send('from B')]);
+      const oursCode = ours.status === 'failed' ? (ours.error as { code?: string }).code : '-';
+      const outcomes = [theirs[1] as string, `${ours.status} ${oursCode}`];
+      assert.equal(outcomes.filter((o) => o === 'done -').length, 1, outcomes.join(', '));
+      assert.match(outcomes.find((o) => o !== 'done -') ?? '', /^failed ERR_(STORE_FENCED|CONVERSATION_BUSY)$/);
+      const said = (await b.store.loadMessages(scope, { agentId: mine.id, conversationId: 'depot-3' })).map(
+        (m) => m.content,
+      );
+      const winner = outcomes[0] === 'done -' ? 'from A' : 'from B';
+      const loser = winner === 'from A' ? 'from B' : 'from A';
+      assert.ok(said.includes(winner) && !said.includes(loser), `the loser wrote: ${said.join(' | ')}`);
     } finally {
       await b.supervisor.close();
     }

@@ -86,11 +86,11 @@ export function statementsFor(schema: string) {
     liveAndInterruptedRuns: `SELECT json FROM ${S}runs WHERE tenant = $1 AND conversation_id = $2
          AND status IN ('running', 'suspended', 'interrupted')
        ORDER BY updated_at, run_id`,
-    // Runs left running by an owner whose lease ran out (or that is gone), locked for this
-    // transaction; a row another transaction is writing right now is skipped: its writer is live,
+    // Runs left running by an owner whose lease ran out (or that is gone) — never the asking
+    // store's own ($2: it is alive, however late its renewal) — locked for this transaction; a row another transaction is writing right now is skipped: its writer is live,
     // and its write says what the row becomes.
     orphanedRuns: `SELECT tenant, run_id AS "runId", json FROM ${S}runs r
-       WHERE status = 'running' AND ($1::text IS NULL OR tenant = $1)
+       WHERE status = 'running' AND ($1::text IS NULL OR tenant = $1) AND owner_id <> $2
          AND NOT EXISTS (SELECT 1 FROM ${S}owners o WHERE o.owner_id = r.owner_id AND o.lease_until > clock_timestamp())
        FOR UPDATE SKIP LOCKED`,
     // One run a store of this process stopped running (its end could not be saved).
@@ -101,7 +101,8 @@ export function statementsFor(schema: string) {
        FROM unnest($2::text[], $3::text[], $4::text[]) AS u(tenant, run_id, json)
        WHERE r.tenant = u.tenant AND r.run_id = u.run_id AND r.status = 'running'`,
     runningRuns: `SELECT run_id AS "runId", owner_id AS "ownerId", attempt,
-         EXISTS (SELECT 1 FROM ${S}owners o WHERE o.owner_id = r.owner_id AND o.lease_until > clock_timestamp()) AS live
+         (r.owner_id = $3 OR EXISTS (SELECT 1 FROM ${S}owners o
+           WHERE o.owner_id = r.owner_id AND o.lease_until > clock_timestamp())) AS live
        FROM ${S}runs r
        WHERE tenant = $1 AND conversation_id = $2 AND status IN ('running', 'suspended', 'interrupted')
          AND status = 'running' ORDER BY updated_at, run_id`,
