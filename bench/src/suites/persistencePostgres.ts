@@ -344,6 +344,23 @@ async function takeover(server: PostgresServer, leaseMs: number, rounds: number)
   return samples;
 }
 
+/** The median µs of a round trip (`SELECT 1`, a named statement, one client): the floor of any statement here. */
+async function roundTripUs(server: PostgresServer, n: number): Promise<number> {
+  const client = new pg.Client({ connectionString: server.url });
+  await client.connect();
+  try {
+    const samples: number[] = [];
+    for (let i = 0; i < n + 200; i++) {
+      const start = nowNs();
+      await client.query({ name: 'rtt', text: 'SELECT 1', values: [] });
+      if (i >= 200) samples.push((nowNs() - start) / 1000);
+    }
+    return median(samples);
+  } finally {
+    await client.end();
+  }
+}
+
 /** The PostgreSQL figures (suite `persistence`, names `postgres.*`). */
 export async function postgresFigures(quick: boolean, progress: (message: string) => void): Promise<Figure[]> {
   const figures: Figure[] = [];
@@ -379,11 +396,16 @@ export async function postgresFigures(quick: boolean, progress: (message: string
     });
     progress('persistence: PostgreSQL saveMessage rate');
     const count = quick ? 5_000 : 30_000;
+    const rttBefore = await roundTripUs(server, 2000);
     const sequential = await saveMessageRate(store, count, 1);
     const concurrent = await saveMessageRate(store, count, 8);
+    const rtt = (rttBefore + (await roundTripUs(server, 2000))) / 2;
     add('postgres.save_message_per_s', concurrent, '/s', {
       in_flight: 8,
       one_at_a_time_per_s: round(sequential),
+      // One statement a call: one round trip is its floor, measured beside it.
+      round_trip_us: round(rtt),
+      round_trip_floor_per_s: round(1e6 / rtt),
       calls: count,
     });
     await store.close();
@@ -399,6 +421,7 @@ export async function postgresFigures(quick: boolean, progress: (message: string
     }
     add('postgres.restore_1000_ms', median(restoreMs), 'ms', {
       runs: restores,
+      round_trip_us: round(await roundTripUs(server, 2000)),
       samples_ms: restoreMs.map((v) => round(v)).join(' '),
       open_ms: round(openMs),
       how: 'open the store + markInterrupted + listRequests + loadState and loadRuns of each',
