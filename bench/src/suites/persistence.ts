@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { parseArgs } from 'node:util';
 import type { Agent, AgentId, LoopState, Message } from '@troupe/core';
 import { sealMessage } from '@troupe/core/internal';
 import { sqlitePersistence } from '@troupe/sqlite';
@@ -18,8 +19,10 @@ import {
 } from '@troupe/supervisor';
 import Database from 'better-sqlite3';
 import { refundDesk, refundOffice } from '../agents/durable.js';
+import { BenchInputError } from '../BenchInputError.js';
 import type { Figure, Suite } from '../Suite.js';
 import { median, nowNs, quantile, round } from '../stats.js';
+import { postgresFigures } from './persistencePostgres.js';
 
 const MiB = 1024 * 1024;
 const scope = Object.freeze({ tenant: 'bench' });
@@ -622,11 +625,18 @@ async function supervisorRssGrowth(n: number, from: number, progress: (m: string
 export const persistenceSuite: Suite = {
   name: 'persistence',
   description:
-    'SQLite turn commit p50/p99, saveMessage rate, restoring 1,000 suspended conversations, resident heap, RSS while conversations pass through',
+    'SQLite turn commit p50/p99, saveMessage rate, restoring 1,000 suspended conversations, resident heap, RSS while conversations pass through; the same of PostgreSQL (a server it starts) and the takeover of a killed API host',
   placementSensitive: false,
   inDefaultRun: true,
-  async run({ quick, progress }) {
+  async run({ quick, progress, args }) {
     const figures: Figure[] = [];
+    // `--store sqlite|postgres`: one store's figures only (default: both).
+    const { values } = parseArgs({ args: [...args], options: { store: { type: 'string' } }, strict: true });
+    const only = values.store;
+    if (only !== undefined && only !== 'sqlite' && only !== 'postgres') {
+      throw new BenchInputError(`--store must be sqlite or postgres, not ${only}`);
+    }
+    if (only === 'postgres') return postgresFigures(quick, progress);
     const add = (name: string, value: number, unit: string, detail?: Figure['detail']) =>
       figures.push({
         suite: 'persistence',
@@ -753,6 +763,9 @@ export const persistenceSuite: Suite = {
       nested_answer_driven: nested.answered,
       nested_answer_driven_ms_per_1000: round((nested.answerDrivenMs * 1000) / nested.answered),
     });
+
+    // The PostgreSQL store (a server this suite starts and stops), its figures named postgres.*.
+    if (only === undefined) figures.push(...(await postgresFigures(quick, progress)));
     return figures;
   },
 };

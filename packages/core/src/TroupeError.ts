@@ -95,6 +95,8 @@ export type ErrorCode =
   | 'ERR_CONVERSATION_BUSY'
   /** A write to the store failed (read-only file, full disk): nothing was advanced past it. */
   | 'ERR_STORE_WRITE'
+  /** The store's server could not be reached, refused the login, or went away mid-call (a database server's store). */
+  | 'ERR_STORE_UNREACHABLE'
   /** A tool's side effect started but its result was never saved (the process died): not re-run. */
   | 'ERR_INTERRUPTED'
   /** A subagent reached its turn limit without an answer. */

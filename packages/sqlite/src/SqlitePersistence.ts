@@ -534,6 +534,10 @@ export class SqlitePersistence implements PersistenceAdapter {
         if (owner !== undefined && owner !== conv) {
           throw new InvalidArgumentError(`run ${c.runId} belongs to conversation ${owner}, not ${conv}`);
         }
+        // Fenced in this transaction: a run saved at a later attempt was taken over by another
+        // writer (resumed after an answer, a restart); this attempt's side effects must not start.
+        const head = s.getRunHead.get(tenant, c.runId) as RunHead | undefined;
+        if (head !== undefined && head.attempt > c.attempt) throw R.fenced(c.runId, c.attempt, head.attempt);
         if (s.getCallStatus.get(tenant, c.runId, c.toolCallId, c.attempt) === 'committed') throw R.alreadyCommitted(c);
         s.startCall.run(tenant, c.runId, c.toolCallId, c.attempt, conv, c.toolName, c.idempotent ? 1 : 0, c.startedAt);
       }

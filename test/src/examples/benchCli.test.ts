@@ -41,6 +41,12 @@ describe('pnpm bench: bad input', () => {
     }
   });
 
+  it('persistence --store names the stores it knows', () => {
+    const { code, out } = bench('persistence', '--store', 'mysql');
+    assert.equal(code, 2);
+    assert.match(out, /--store must be sqlite or postgres, not mysql/);
+  });
+
   it('a scope file that is missing or not JSON is named, with what to do', () => {
     const missing = join(dir, 'missing.json');
     const gone = bench('scope', '--file', missing);

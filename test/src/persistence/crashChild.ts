@@ -1,7 +1,12 @@
-// A supervisor on SQLite doing durable work until crash.test.ts kills it with SIGKILL.
+// A supervisor on SQLite (or PostgreSQL) doing durable work until crash.test.ts (postgresCrash.test.ts)
+// kills it with SIGKILL.
 //
 //   CRASH_FILE=<db> CRASH_EFFECTS=<log> CRASH_SEED=<n> [CRASH_MODE=final] node crashChild.js
+//   CRASH_PG_URL=<url> CRASH_PG_SCHEMA=<schema> CRASH_EFFECTS=... node crashChild.js
 //
+// On PostgreSQL a killed process's runs are another's once its lease has run out: until then its
+// conversations are refused here (ERR_CONVERSATION_BUSY), and this process retries, as a host
+// taking over does.
 // First it restores what the last process left (every conversation in the store; interrupted
 // messages resumed, open requests answered), then it works — conversations sending messages that
 // charge (not idempotent), look up (idempotent), delegate a charge to a worker, and ask a question
@@ -18,8 +23,9 @@
 //                                              the process after a random number of these
 //   final <conversations> <open requests> <interrupted>
 import { isTroupeError } from '@troupe/core';
+import { postgresPersistence } from '@troupe/postgres';
 import { sqlitePersistence } from '@troupe/sqlite';
-import { type AgentHandle, createSupervisor } from '@troupe/supervisor';
+import { type AgentHandle, createSupervisor, type PersistenceAdapter } from '@troupe/supervisor';
 import { office } from '../fixtures/agents/durable.js';
 
 const file = process.env.CRASH_FILE as string;
@@ -38,7 +44,27 @@ function random(): number {
 
 const scope = { org: 'acme', userId: 'crash' };
 const toolContext = { effects, pauseMs: 3 };
-const store = sqlitePersistence({ file, tenantKey: (s) => (s as { org: string }).org });
+const tenantKey = (s: unknown) => (s as { org: string }).org;
+const store: PersistenceAdapter =
+  process.env.CRASH_PG_URL === undefined
+    ? sqlitePersistence({ file, tenantKey })
+    : await postgresPersistence({
+        connectionString: process.env.CRASH_PG_URL,
+        schema: process.env.CRASH_PG_SCHEMA as string,
+        leaseMs: 300,
+        tenantKey,
+      });
+
+/** `fn`, again while a dead process's lease still holds the conversation (never on SQLite: pids). */
+async function taking<T>(fn: () => Promise<T>): Promise<T> {
+  for (;;) {
+    try {
+      return await fn();
+    } catch (error) {
+      if (process.env.CRASH_PG_URL === undefined || !isTroupeError(error, 'ERR_CONVERSATION_BUSY')) throw error;
+    }
+  }
+}
 const supervisor = createSupervisor({ agents: [office], persistence: store, pool: { threads: 1, graceMs: 200 } });
 const handles = new Map<string, AgentHandle>();
 // The points the test picks its kill from: one line per step of the work, in order.
@@ -90,7 +116,7 @@ async function counts(id: string): Promise<string> {
 async function handle(id: string): Promise<AgentHandle> {
   let h = handles.get(id);
   if (h === undefined) {
-    h = await supervisor.startAgent(office, { scope, agentId: id, conversationId: id, toolContext });
+    h = await taking(() => supervisor.startAgent(office, { scope, agentId: id, conversationId: id, toolContext }));
     handles.set(id, h);
     if (h.status === 'interrupted') {
       say(`interrupted ${id}`);
@@ -131,7 +157,9 @@ async function restore(): Promise<void> {
   for (let after: string | undefined, more = true; more; ) {
     const page = await supervisor.listRequests(scope, { after, limit: 100 });
     for (const r of page.items) {
-      const reply = await supervisor.answer(r.request.id, { ok: true, data: { env: 'eu' } }, { scope, toolContext });
+      const reply = await taking(() =>
+        supervisor.answer(r.request.id, { ok: true, data: { env: 'eu' } }, { scope, toolContext }),
+      );
       say(`answered ${r.request.id} ${reply.status}`);
     }
     after = page.next;

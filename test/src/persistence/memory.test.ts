@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import { defineAgent, isTroupeError } from '@troupe/core';
 import { ScriptedModel } from '@troupe/core/testing';
 import { createSupervisor, MemoryPersistence } from '@troupe/supervisor';
-import { runPersistenceContract } from './contract.js';
+import { runPersistenceContract } from '@troupe/supervisor/testing';
 import { ctx, envelope, request, scopeOf } from './records.js';
 
 runPersistenceContract('MemoryPersistence', async (options) => ({

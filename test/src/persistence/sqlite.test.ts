@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { sqlitePersistence } from '@troupe/sqlite';
-import { runPersistenceContract } from './contract.js';
+import { runPersistenceContract } from '@troupe/supervisor/testing';
 import { tempDir } from './sqliteFiles.js';
 
 runPersistenceContract('SqlitePersistence', async (options) => {

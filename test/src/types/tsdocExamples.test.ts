@@ -28,6 +28,7 @@ const entries = [
   ['@troupe/ai-sdk', 'packages/ai-sdk/src/index.ts'],
   ['@troupe/mcp', 'packages/mcp/src/index.ts'],
   ['@troupe/sqlite', 'packages/sqlite/src/index.ts'],
+  ['@troupe/postgres', 'packages/postgres/src/index.ts'],
   ['@troupe/otel', 'packages/otel/src/index.ts'],
   ['@troupe/bullmq', 'packages/bullmq/src/index.ts'],
   ['@troupe/bullmq/testing', 'packages/bullmq/src/testing/index.ts'],

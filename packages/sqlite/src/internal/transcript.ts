@@ -48,32 +48,8 @@ export function appendChunks(
   }
 }
 
-/**
- * The JSON texts of a list's chunks, in order. Chunks numbered other than 1…n, or whose count is
- * not their number of lines, are `ERR_STORE_CORRUPT` named by `whereOf` (the message's position),
- * never a shorter list.
- */
-export function readChunks(rows: readonly ChunkRow[], list: string, whereOf: (n: number) => string): string[] {
-  const out: string[] = [];
-  for (const [i, row] of rows.entries()) {
-    if (row.chunk !== i + 1) {
-      throw R.corrupt(
-        whereOf(out.length + 1),
-        new Error(`${list}'s chunk ${i + 1} is missing (the next is ${String(row.chunk)})`),
-      );
-    }
-    const lines = typeof row.json === 'string' ? row.json.split('\n') : undefined;
-    if (lines === undefined || !(row.count >= 1) || lines.length !== row.count + 1 || lines[row.count] !== '') {
-      const held = lines === undefined ? 'no text' : `${lines.length - 1} complete lines`;
-      throw R.corrupt(
-        whereOf(out.length + 1),
-        new Error(`chunk ${row.chunk} of ${list} says it holds ${row.count} messages, and holds ${held}`),
-      );
-    }
-    for (let k = 0; k < row.count; k++) out.push(lines[k] as string);
-  }
-  return out;
-}
+/** The JSON texts of a list's chunks, in order ({@link R.readChunks}: shared by every store that chunks). */
+export const readChunks = R.readChunks;
 
 /** The messages of an agent's transcript from its chunks, in order; a damaged chunk is `ERR_STORE_CORRUPT`. */
 export function readTranscript(rows: readonly ChunkRow[], agent: string, file: string): unknown[] {

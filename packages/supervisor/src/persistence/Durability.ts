@@ -24,7 +24,7 @@ export interface Conversation {
  * run rows (the nodes: status, state, attempt as a fencing token), requests
  * when they open and close, and — with a durable store — a checkpoint of
  * every turn, tool calls marked started before their side effects and
- * committed with the state they produced. Writes of one node go in order
+ * committed with the state they produced. Writes of one tree go in order
  * (each waits for the one before); a failed write rejects its caller.
  *
  * Never saves the scope: it is only handed to the store as the first
@@ -33,7 +33,15 @@ export interface Conversation {
 export class Durability {
   readonly store: PersistenceAdapter;
   readonly #clock: Clock;
-  /** The last write of each node, so its writes keep their order. */
+  /**
+   * The last write of each tree (by its root), so the writes of one conversation keep their order:
+   * a parent's save (what its reply waits for) goes after the writes its subagents asked for
+   * before it — a subagent's question opened, its run suspended. A store that writes as it is
+   * called (SQLite) did those before the reply anyway; one on a server (PostgreSQL) would
+   * otherwise acknowledge the parent's `suspended` while the question it names is not saved yet
+   * (an answer with { scope } then finds no such request, and the subagent's row still `running`).
+   * A store on a server takes the conversation's writes one at a time all the same (one row lock).
+   */
   readonly #last = new WeakMap<RunNode, Promise<unknown>>();
   /** Nodes a row of which was saved (so their end is saved too). */
   readonly #persisted = new WeakSet<RunNode>();
@@ -80,12 +88,13 @@ export class Durability {
     return record;
   }
 
-  // Writes of one node in order: each starts once the previous settled.
+  // Writes of one tree (one conversation) in order: each starts once the previous settled.
   #chain<T>(node: RunNode, write: () => Promise<T>): Promise<T> {
-    const before = this.#last.get(node);
+    const tree = node.root;
+    const before = this.#last.get(tree);
     const next = before === undefined ? write() : before.then(write, write);
     this.#last.set(
-      node,
+      tree,
       next.catch(() => {}),
     );
     return next;
@@ -288,9 +297,9 @@ export class Durability {
     return this.#chain(node, () => this.store.withdrawRequest(node.scope, requestId, this.#clock.now()));
   }
 
-  /** Resolves once every write of `node` made so far has settled. */
+  /** Resolves once every write of `node`'s tree made so far has settled. */
   settled(node: RunNode): Promise<unknown> {
-    return this.#last.get(node) ?? Promise.resolve();
+    return this.#last.get(node.root) ?? Promise.resolve();
   }
 }
 

@@ -339,6 +339,9 @@ export class MemoryPersistence implements PersistenceAdapter {
           `run ${call.runId} belongs to conversation ${owner.id}, not ${context.conversationId}`,
         );
       }
+      // A run saved at a later attempt was taken over: this attempt's side effects must not start.
+      const saved = existing?.runs.get(call.runId)?.attempt;
+      if (saved !== undefined && saved > call.attempt) throw R.fenced(call.runId, call.attempt, saved);
       if (existing?.toolCalls.get(call.runId)?.get(callKey(call))?.status === 'committed')
         throw R.alreadyCommitted(call);
     }

@@ -467,13 +467,16 @@ export interface MarkInterruptedOptions {
  * in and out: a value given to a store can be changed afterwards without
  * changing what was saved.
  *
- * Two implementations pass one contract suite: `MemoryPersistence` (bounded,
- * for tests and scripts) and `SqlitePersistence` from `@troupe/sqlite` (the
- * default for daemons). Every method is async and rejects (never throws) with
+ * Three implementations pass one contract suite (`runPersistenceContract` from
+ * `@troupe/supervisor/testing`, which checks a store of yours too):
+ * `MemoryPersistence` (bounded, for tests and scripts), `SqlitePersistence`
+ * from `@troupe/sqlite` (the default for daemons) and `PostgresPersistence`
+ * from `@troupe/postgres` (several API hosts on one database). Every method is async and rejects (never throws) with
  * a `TroupeError`: `ERR_INVALID_ARGUMENT` for a malformed record,
  * `ERR_NOT_JSON` for a value JSON cannot carry, `ERR_STORE_VERSION` for data
  * written by a newer Troupe, `ERR_STORE_WRITE` when the write failed (nothing
  * of it is visible afterwards), `ERR_STORE_LOCKED` when the file stays busy,
+ * `ERR_STORE_UNREACHABLE` when a store's server cannot be reached,
  * `ERR_STORE_FENCED` when a run is fenced by a newer attempt or an envelope
  * by a newer revision (`TurnBatch.basedOn`), `ERR_STORE_CORRUPT` for a saved
  * record that cannot be read back, `ERR_CLOSED` after `close()`.

@@ -36,10 +36,22 @@ function bad(message: string): InvalidArgumentError {
   return new InvalidArgumentError(message);
 }
 
+/**
+ * A lone surrogate (half of a UTF-16 pair): a key holding one has no UTF-8 form, so a store would
+ * save another key than the one given (U+FFFD in its place), and two such keys could meet.
+ */
+const LONE_SURROGATE = /\p{Surrogate}/u;
+
 function id(value: unknown, what: string): string {
-  if (typeof value !== 'string' || value.length === 0 || value.length > 512 || value.includes('\u0000')) {
+  if (
+    typeof value !== 'string' ||
+    value.length === 0 ||
+    value.length > 512 ||
+    value.includes('\u0000') ||
+    LONE_SURROGATE.test(value)
+  ) {
     throw bad(
-      `${what} must be a non-empty string of at most 512 characters without NUL, got ${JSON.stringify(value) ?? typeof value}`,
+      `${what} must be a non-empty string of at most 512 characters without NUL or a lone surrogate, got ${JSON.stringify(value) ?? typeof value}`,
     );
   }
   return value;
@@ -234,9 +246,15 @@ export const PersistenceRules = Object.freeze({
         cause: error,
       });
     }
-    if (typeof key !== 'string' || key.length === 0 || key.length > 512 || key.includes('\u0000')) {
+    if (
+      typeof key !== 'string' ||
+      key.length === 0 ||
+      key.length > 512 ||
+      key.includes('\u0000') ||
+      LONE_SURROGATE.test(key)
+    ) {
       throw bad(
-        'tenantKey(scope) must return a non-empty string of at most 512 characters without NUL: fix the tenantKey hook',
+        'tenantKey(scope) must return a non-empty string of at most 512 characters without NUL or a lone surrogate: fix the tenantKey hook',
       );
     }
     return key;
@@ -532,6 +550,44 @@ export const PersistenceRules = Object.freeze({
       `${where} is damaged (${reason}): restore the store from a backup, or delete the conversation it belongs to`,
       { code: 'ERR_STORE_CORRUPT', cause: error },
     );
+  },
+
+  /**
+   * The JSON texts of a list kept in chunks (a transcript's, a state's messages: rows of one JSON
+   * text per line, numbered 1…n, each with its `count` of lines), in order. Chunks numbered other
+   * than 1…n, or whose count is not their number of lines, are `ERR_STORE_CORRUPT` named by
+   * `whereOf` (the message's position), never a shorter list. For a store that keeps lists so.
+   *
+   * @example
+   * ```ts
+   * PersistenceRules.readChunks([{ chunk: 1, count: 2, json: '{"a":1}\n{"b":2}\n' }], 'the transcript', (n) => `message ${n}`)
+   * // ['{"a":1}', '{"b":2}']
+   * ```
+   */
+  readChunks(
+    rows: readonly { readonly chunk: number; readonly count: number; readonly json: unknown }[],
+    list: string,
+    whereOf: (n: number) => string,
+  ): string[] {
+    const out: string[] = [];
+    for (const [i, row] of rows.entries()) {
+      if (row.chunk !== i + 1) {
+        throw PersistenceRules.corrupt(
+          whereOf(out.length + 1),
+          new Error(`${list}'s chunk ${i + 1} is missing (the next is ${String(row.chunk)})`),
+        );
+      }
+      const lines = typeof row.json === 'string' ? row.json.split('\n') : undefined;
+      if (lines === undefined || !(row.count >= 1) || lines.length !== row.count + 1 || lines[row.count] !== '') {
+        const held = lines === undefined ? 'no text' : `${lines.length - 1} complete lines`;
+        throw PersistenceRules.corrupt(
+          whereOf(out.length + 1),
+          new Error(`chunk ${row.chunk} of ${list} says it holds ${row.count} messages, and holds ${held}`),
+        );
+      }
+      for (let k = 0; k < row.count; k++) out.push(lines[k] as string);
+    }
+    return out;
   },
 
   /** {@link PersistenceRules.encode} of one message, cached as {@link PersistenceRules.encodeWithState} caches. */

@@ -5,4 +5,11 @@
  */
 
 export { conformanceAgents } from './conformanceAgents.js';
+export {
+  type MakeStore,
+  PersistenceFixtures,
+  type StoreUnderTest,
+  type TestScope,
+} from './PersistenceFixtures.js';
+export { runPersistenceContract } from './runPersistenceContract.js';
 export { runTransportConformance, type TransportConformanceOptions } from './runTransportConformance.js';

@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { PersistenceAdapter } from '@troupe/supervisor';
-import { withStore } from './contract.js';
-import { call, ctx, envelope, type MakeStore, rejectsWith, request, run, scopeOf, type TestScope } from './records.js';
+import type { PersistenceAdapter } from '../../persistence/Persistence.js';
+import { type MakeStore, PersistenceFixtures, type TestScope } from '../PersistenceFixtures.js';
+
+const { call, ctx, envelope, rejectsWith, request, run, scopeOf, withStore } = PersistenceFixtures;
 
 const c = ctx('shared-conversation', 'shared-agent');
 

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { withStore } from './contract.js';
-import { ctx, envelope, type MakeStore, rejectsWith, request, type TestScope } from './records.js';
+import { type MakeStore, PersistenceFixtures, type TestScope } from '../PersistenceFixtures.js';
+
+const { ctx, envelope, rejectsWith, request, withStore } = PersistenceFixtures;
 
 /** Requests (answered by compare-and-set) and listings. */
 export function contractRequests(name: string, make: MakeStore, scope: TestScope): void {

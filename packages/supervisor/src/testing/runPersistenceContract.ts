@@ -1,30 +1,33 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { PersistenceAdapter, TenantKey } from '@troupe/supervisor';
-import { contractRequests } from './contractRequests.js';
-import { contractRuns } from './contractRuns.js';
-import { contractTenants } from './contractTenants.js';
-import { ctx, envelope, loopState, type MakeStore, rejectsWith, run, scopeOf, tenantKey } from './records.js';
+import type { PersistenceAdapter } from '../persistence/Persistence.js';
+import { contractRequests } from './contract/requests.js';
+import { contractRuns } from './contract/runs.js';
+import { contractTenants } from './contract/tenants.js';
+import { type MakeStore, PersistenceFixtures } from './PersistenceFixtures.js';
 
-/** Open a store, run `fn` against it, then close it and remove what it left. */
-export async function withStore(
-  make: MakeStore,
-  fn: (store: PersistenceAdapter) => Promise<void>,
-  options: { tenantKey?: TenantKey } = { tenantKey },
-): Promise<void> {
-  const { store, cleanup } = await make(options);
-  try {
-    await fn(store);
-  } finally {
-    await store.close?.();
-    await cleanup();
-  }
-}
+const { ctx, envelope, loopState, rejectsWith, run, scopeOf, tenantKey, withStore } = PersistenceFixtures;
 
 /**
- * The persistence contract: every rule of `PersistenceAdapter`, one test
- * each, run against a store made by `make`. `memory.test.ts` and
- * `sqlite.test.ts` run it against both stores.
+ * The persistence contract: every rule of {@link PersistenceAdapter}, one `node:test` test each,
+ * run against a fresh store made by `make` for every test (closed and cleaned up after it). Call it
+ * at the top level of a test file run by `node --test`; it declares the suites, named after `name`.
+ * This repository runs it against `MemoryPersistence`, `@troupe/sqlite` and `@troupe/postgres`:
+ * a store of your own that passes it refuses, fences, answers once and keeps tenants apart as they do.
+ *
+ * What it cannot check alone: what only several processes show (two hosts racing on one
+ * conversation, a writer killed mid-turn, liveness of another process). Test those with your
+ * store's own processes, as this repository's store tests do.
+ *
+ * @example
+ * ```ts
+ * import { MemoryPersistence } from '@troupe/supervisor'
+ *
+ * runPersistenceContract('MemoryPersistence', async (options) => ({
+ *   store: new MemoryPersistence(options),
+ *   cleanup: async () => {},
+ * }))
+ * ```
  */
 export function runPersistenceContract(name: string, make: MakeStore): void {
   const scope = scopeOf('t1');

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { withStore } from './contract.js';
-import { call, ctx, envelope, type MakeStore, rejectsWith, request, run, type TestScope } from './records.js';
+import { type MakeStore, PersistenceFixtures, type TestScope } from '../PersistenceFixtures.js';
+
+const { call, ctx, envelope, rejectsWith, request, run, withStore } = PersistenceFixtures;
 
 /** Runs (RunTree nodes), fencing, interruption, tool calls, deletion and retention. */
 export function contractRuns(name: string, make: MakeStore, scope: TestScope): void {
@@ -143,6 +144,34 @@ export function contractRuns(name: string, make: MakeStore, scope: TestScope): v
         assert.deepEqual(
           (await store.loadToolCalls(scope, 'r1')).map((t) => t.attempt),
           [2],
+        );
+      });
+    });
+
+    it('fences tool-call starts by the run’s attempt: an attempt lower than the saved one records nothing', async () => {
+      await withStore(make, async (store) => {
+        const c = ctx('c1');
+        await store.commit(scope, { runs: [run(c, 'r1')] }, c);
+        await store.startToolCalls(scope, [call('r1', 'k1')], c); // attempt 1, current: taken
+        // Another writer resumed the run (attempt 2): the first attempt's next call must not start.
+        await store.commit(scope, { runs: [run(c, 'r1', { attempt: 2 })] }, c);
+        await rejectsWith(
+          store.startToolCalls(scope, [call('r1', 'k2'), call('r1', 'k3', { attempt: 2 })], c),
+          'ERR_STORE_FENCED',
+          /saved at attempt 2; .*attempt 1 is stale/,
+        );
+        assert.deepEqual(
+          (await store.loadToolCalls(scope, 'r1')).map((t) => [t.toolCallId, t.attempt]),
+          [['k1', 1]],
+        );
+        // The current attempt's starts are taken.
+        await store.startToolCalls(scope, [call('r1', 'k3', { attempt: 2 })], c);
+        assert.deepEqual(
+          (await store.loadToolCalls(scope, 'r1')).map((t) => [t.toolCallId, t.attempt]),
+          [
+            ['k1', 1],
+            ['k3', 2],
+          ],
         );
       });
     });
