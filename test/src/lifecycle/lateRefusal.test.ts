@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { createSupervisor } from '@troupe/supervisor';
-import { type SubPlan, sub1 } from './agents.js';
+import { type SubPlan, sub1 } from '../fuzz/agents.js';
 
 async function destroyDuringNestedTask(): Promise<string[]> {
   const supervisor = createSupervisor({ pool: { threads: 2, graceMs: 100 } });

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { type ModelDelta, type ModelRequest, TroupeError } from '@troupe/core';
 import { openaiModel } from '@troupe/openai';
-import { ChatServer, finishChunk, json, textChunk } from '../openai/chatServer.js';
+import { ChatServer, finishChunk, json, textChunk } from './chatServer.js';
 
 const KEY = 'azure-key-REVIEW-SECRET-5521';
 

@@ -6,18 +6,18 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { createSupervisor, type StreamChunk, type Supervisor } from '@troupe/supervisor';
-import { ChatServer, event, finishChunk, startSse, textChunk } from '../openai/chatServer.js';
+import { ChatServer, event, finishChunk, startSse, textChunk } from './chatServer.js';
 
 const BASE_URL_VARIABLE = 'FRONTCHECK_BASE_URL';
 
 describe('the real-model path: deadlines, cancels, close and a slow consumer', () => {
   let server: ChatServer;
   let supervisor: Supervisor;
-  let agents: typeof import('./agents.js');
+  let agents: typeof import('./serverAgents.js');
   before(async () => {
     server = await ChatServer.start();
     process.env[BASE_URL_VARIABLE] = server.baseURL;
-    agents = await import('./agents.js');
+    agents = await import('./serverAgents.js');
     supervisor = createSupervisor({ pool: { threads: 2 } });
   });
   after(async () => {

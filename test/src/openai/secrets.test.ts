@@ -8,7 +8,7 @@ import { after, before, describe, it } from 'node:test';
 import { type Model, type ModelRequest, TroupeError } from '@troupe/core';
 import { openaiModel } from '@troupe/openai';
 import { createSupervisor, type Supervisor, type SupervisorEvents } from '@troupe/supervisor';
-import { ChatServer, json } from '../openai/chatServer.js';
+import { ChatServer, json } from './chatServer.js';
 
 const BASE_URL_VARIABLE = 'FRONTCHECK_BASE_URL';
 const KEY = 'sk-frontcheck-SECRET-7731';
@@ -63,11 +63,11 @@ describe('openaiModel: no secret in an error message', () => {
 describe('openaiModel in a worker: the key a server echoes reaches no outcome or event', () => {
   let server: ChatServer;
   let supervisor: Supervisor;
-  let agents: typeof import('./agents.js');
+  let agents: typeof import('./serverAgents.js');
   before(async () => {
     server = await ChatServer.start();
     process.env[BASE_URL_VARIABLE] = server.baseURL;
-    agents = await import('./agents.js');
+    agents = await import('./serverAgents.js');
     assert.equal(agents.SECRET_KEY, KEY);
     supervisor = createSupervisor({ pool: { threads: 1 } });
   });

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { type ModelDelta, type ModelRequest, TroupeError } from '@troupe/core';
 import { openaiModel } from '@troupe/openai';
-import { ChatServer, event, json, startSse, textChunk } from '../openai/chatServer.js';
+import { ChatServer, event, json, startSse, textChunk } from './chatServer.js';
 
 const request = (deltas: ModelDelta[] = []): ModelRequest => ({
   messages: [{ role: 'user', content: 'hi' }],

@@ -8,7 +8,7 @@ import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { GenAi, instrument, TroupeAttr } from '@troupe/otel';
 import { createSupervisor, type Supervisor } from '@troupe/supervisor';
 import { ChatServer, event, finishChunk, json, type Received, startSse, textChunk } from '../openai/chatServer.js';
-import { memoryTracing, renderTree, useAsyncContext } from '../otel/traceTree.js';
+import { memoryTracing, renderTree, useAsyncContext } from './traceTree.js';
 
 const BASE_URL_VARIABLE = 'FRONTCHECK_BASE_URL';
 const KEY = 'sk-frontcheck-SECRET-7731';
@@ -77,12 +77,12 @@ function route(workerText: (instructions: string) => string) {
 describe('@troupe/otel with a real model server', () => {
   let server: ChatServer;
   let supervisor: Supervisor;
-  let agents: typeof import('./agents.js');
+  let agents: typeof import('../openai/serverAgents.js');
   before(async () => {
     useAsyncContext();
     server = await ChatServer.start();
     process.env[BASE_URL_VARIABLE] = server.baseURL;
-    agents = await import('./agents.js');
+    agents = await import('../openai/serverAgents.js');
     supervisor = createSupervisor({ pool: { threads: 2 } });
   });
   after(async () => {

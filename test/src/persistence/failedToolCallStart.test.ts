@@ -14,7 +14,7 @@ import { TroupeError } from '@troupe/core';
 import { SqlitePersistence } from '@troupe/sqlite';
 import { createSupervisor, type PersistenceContext, type ToolCallStart } from '@troupe/supervisor';
 import { office } from '../fixtures/agents/durable.js';
-import { tempDir } from '../persistence/sqliteFiles.js';
+import { tempDir } from './sqliteFiles.js';
 
 const dirs: { remove(): void }[] = [];
 after(() => {

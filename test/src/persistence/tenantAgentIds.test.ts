@@ -10,7 +10,7 @@ import { isTroupeError } from '@troupe/core';
 import { sqlitePersistence } from '@troupe/sqlite';
 import { createSupervisor } from '@troupe/supervisor';
 import { office } from '../fixtures/agents/durable.js';
-import { tempDir } from '../persistence/sqliteFiles.js';
+import { tempDir } from './sqliteFiles.js';
 
 const dirs: { remove(): void }[] = [];
 after(() => {

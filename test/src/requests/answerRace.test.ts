@@ -6,8 +6,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Supervisor } from '@troupe/supervisor';
-import { lead } from './agents.js';
-import { withStoredQuestion } from './harness.js';
+import { lead } from '../fuzz/agents.js';
+import { withStoredQuestion } from '../fuzz/harness.js';
 
 const scope = { tenantId: 't1' };
 

@@ -7,8 +7,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { createSupervisor } from '@troupe/supervisor';
-import { type LeadPlan, lead } from './agents.js';
-import { withStoredQuestion } from './harness.js';
+import { type LeadPlan, lead } from '../fuzz/agents.js';
+import { withStoredQuestion } from '../fuzz/harness.js';
 
 describe('answer() then stopAgent() in the same tick', () => {
   it('the answer is not refused as an unknown request', async () => {

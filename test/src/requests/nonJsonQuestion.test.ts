@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import { createSupervisor, MemoryPersistence, type PersistenceContext, type TurnBatch } from '@troupe/supervisor';
 import { office } from '../fixtures/agents/durable.js';
-import { dateAsker, dateAskerLead } from './agents.js';
+import { dateAsker, dateAskerLead } from '../fixtures/agents/edges.js';
 
 for (const [where, agentDef] of [
   ['asked by a parent agent', dateAsker],

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { createSupervisor } from '@troupe/supervisor';
-import { type LeadPlan, lead } from './agents.js';
+import { type LeadPlan, lead } from '../fuzz/agents.js';
 
 describe('pendingRequests() after answer()', () => {
   it('does not list a request once answer() has taken it', async () => {

@@ -38,7 +38,7 @@ import {
   Runs,
   seedLead,
   turnCanceller,
-} from './seedAgents.js';
+} from './contextAgents.js';
 
 const scope = Object.freeze({ userId: 'u-seed', orgId: 'org-7f3a9', role: 'member' });
 

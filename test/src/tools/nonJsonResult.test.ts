@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import { createSupervisor } from '@troupe/supervisor';
-import { stamper } from './agents.js';
+import { stamper } from '../fixtures/agents/edges.js';
 
 it('a tool returning a Date does not fail the message under the default store (the model saw its result and answered)', async () => {
   const supervisor = createSupervisor({ pool: { threads: 1 } });

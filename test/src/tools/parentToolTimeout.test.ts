@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import { createSupervisor } from '@troupe/supervisor';
-import { overrunner } from './agents.js';
+import { overrunner } from '../fixtures/agents/edges.js';
 
 const TIMED_OUT = /ERR_TOOL_TIMEOUT/;
 

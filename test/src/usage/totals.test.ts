@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import { createSupervisor } from '@troupe/supervisor';
-import { askingLead, cachedAnswerer, delegator, failingDelegator, steadyDelegator } from './agents.js';
+import { askingLead, cachedAnswerer, delegator, failingDelegator, steadyDelegator } from '../fixtures/agents/edges.js';
 
 it("a cancelled message's subagent tokens stay in the conversation's totalUsage (the reply counts them)", async () => {
   const supervisor = createSupervisor({ pool: { threads: 1 } });
