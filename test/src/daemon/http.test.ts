@@ -18,7 +18,7 @@ after(() => {
   for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
 });
 function dataDir(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'troupe-daemoncheck-'));
+  const dir = mkdtempSync(join(tmpdir(), 'troupe-daemon-'));
   dirs.push(dir);
   return dir;
 }
@@ -99,7 +99,7 @@ function replyOf(r: Reply): { status: string; text?: string; turns?: number; req
 
 const count = (lines: readonly string[], pattern: RegExp) => lines.filter((l) => pattern.test(l)).length;
 
-describe('daemoncheck: bad HTTP input gets a clear 4xx and leaves the daemon usable', { timeout: 60_000 }, () => {
+describe('bad HTTP input gets a clear 4xx and leaves the daemon usable', { timeout: 60_000 }, () => {
   it('a body over the limit: 413, and the next request on the same keep-alive connection is served', async (t) => {
     const { port } = await startDaemon(t, dataDir());
     // One socket, kept alive: what any HTTP client library does between requests to one host.
@@ -187,7 +187,7 @@ describe('daemoncheck: bad HTTP input gets a clear 4xx and leaves the daemon usa
   });
 });
 
-describe('daemoncheck: what an operator relies on across restarts and load', { timeout: 120_000 }, () => {
+describe('what an operator relies on across restarts and load', { timeout: 120_000 }, () => {
   it('TROUPE_SUBAGENT_TIMEOUT_MS is every subagent run’s deadline: a slow one is cancelled (deadline), the conversation goes on (holds)', async (t) => {
     const { process: daemon, port } = await startDaemon(t, dataDir(), { TROUPE_SUBAGENT_TIMEOUT_MS: '300' });
     const r = replyOf(await say(port, 'c-1', 'fetcher: 30000'));

@@ -1,4 +1,5 @@
-// Agents for the public-API fuzz (test/src/apifuzz/*.test.ts). Every run reads
+// Agents for the public-API fuzz (test/src/fuzz/*.fuzz.test.ts) and the
+// regression tests it found (requests/, lifecycle/). Every run reads
 // what to do from its last user message, a JSON plan: a parent agent (`lead`,
 // on the supervisor thread) delegates to subagents on worker threads (`sub1`,
 // which may delegate once more to `sub2`) and may ask a question or an approval

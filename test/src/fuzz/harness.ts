@@ -1009,7 +1009,7 @@ export function fuzzOptions(runs: number): { numRuns: number; seed?: number; end
 
 /** Play one scenario in a temp directory and fail on any violation, printing its trace (and with TROUPE_FUZZ_VERBOSE=1, every trace). */
 export async function playChecked(scenario: Scenario): Promise<void> {
-  const dir = mkdtempSync(join(tmpdir(), 'troupe-apifuzz-'));
+  const dir = mkdtempSync(join(tmpdir(), 'troupe-fuzz-'));
   try {
     const { violations, log } = await play(scenario, { dir });
     if (violations.length > 0 || process.env.TROUPE_FUZZ_VERBOSE === '1') {
@@ -1031,7 +1031,7 @@ export async function withStoredQuestion(
   run: (second: Supervisor, id: string) => Promise<void>,
   prepare: (second: Supervisor) => Promise<void> = async () => {},
 ): Promise<void> {
-  const dir = mkdtempSync(join(tmpdir(), 'troupe-apifuzz-'));
+  const dir = mkdtempSync(join(tmpdir(), 'troupe-fuzz-'));
   const file = join(dir, 'stored.sqlite');
   const open = () =>
     createSupervisor({ agents: [lead], pool: { threads: 1 }, persistence: sqlitePersistence({ file }) });

@@ -26,7 +26,7 @@ function typed(error: unknown): boolean {
   return true;
 }
 
-describe('daemoncheck: deeply nested values get a typed error', () => {
+describe('deeply nested values get a typed error', () => {
   let supervisor: Supervisor;
   before(async () => {
     // The default store (MemoryPersistence): like SQLite, it saves an answer as JSON.

@@ -10,7 +10,7 @@ import { echo } from '../fixtures/agents/basic.js';
 
 const typed = (error: unknown): boolean => error instanceof InvalidArgumentError;
 
-describe('seedcheck — metadata that is not an object', () => {
+describe('metadata that is not an object', () => {
   it('spawn({ metadata: [1] }) is refused at the edge with an InvalidArgumentError (not an ERR_PROTOCOL from the worker)', async () => {
     const supervisor = createSupervisor({ pool: { threads: 1 } });
     try {
@@ -67,7 +67,7 @@ describe('seedcheck — metadata that is not an object', () => {
   }
 });
 
-describe('seedcheck — metadata that JSON cannot hold', () => {
+describe('metadata that JSON cannot hold', () => {
   // ContextUpdate.set refuses these (assertJson); metadata is persisted as JSON.
   for (const [label, metadata] of [
     ['a bigint', { b: 1n }],
@@ -88,7 +88,7 @@ describe('seedcheck — metadata that JSON cannot hold', () => {
   }
 });
 
-describe('seedcheck — channels that cannot be cloned', () => {
+describe('channels that cannot be cloned', () => {
   it('a frozen metadata holding a function is refused before anything is sent, naming its path', async () => {
     const supervisor = createSupervisor({ pool: { threads: 1 } });
     try {
@@ -103,7 +103,7 @@ describe('seedcheck — channels that cannot be cloned', () => {
   });
 });
 
-describe('seedcheck — a signal that is not an AbortSignal', () => {
+describe('a signal that is not an AbortSignal', () => {
   it('spawn({ signal: {} }) and send(message, { signal: {} }) are refused with an InvalidArgumentError, not a TypeError', async () => {
     const supervisor = createSupervisor({ pool: { threads: 1 } });
     try {

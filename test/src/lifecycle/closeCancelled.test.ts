@@ -15,7 +15,7 @@ const SCOPE = { tenantId: 't1', userId: 'u1' };
 
 describe('close() cancels a running message for good', () => {
   it('a message close() cancelled is not restored interrupted, and never ends done', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'troupe-apifuzz-'));
+    const dir = mkdtempSync(join(tmpdir(), 'troupe-fuzz-'));
     const file = join(dir, 'fuzz.sqlite');
     const open = () =>
       createSupervisor({

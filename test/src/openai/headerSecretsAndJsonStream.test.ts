@@ -1,4 +1,4 @@
-// reviewcheck: the openai adapter's error redaction (b2947a7) and its JSON-answer-to-a-stream
+// the openai adapter's error redaction (b2947a7) and its JSON-answer-to-a-stream
 // path (7950204), attacked through openaiModel as a user configures it.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -25,7 +25,7 @@ async function failure(p: Promise<unknown>): Promise<TroupeError> {
   assert.fail('the call should have failed');
 }
 
-describe('reviewcheck: no secret in an openaiModel error', () => {
+describe('no secret in an openaiModel error', () => {
   let server: ChatServer;
   before(async () => {
     server = await ChatServer.start();
@@ -57,7 +57,7 @@ describe('reviewcheck: no secret in an openaiModel error', () => {
   });
 });
 
-describe('reviewcheck: a stream labelled application/json', () => {
+describe('a stream labelled application/json', () => {
   let server: ChatServer;
   before(async () => {
     server = await ChatServer.start();

@@ -8,7 +8,7 @@ import { after, before, describe, it } from 'node:test';
 import { createSupervisor, type StreamChunk, type Supervisor } from '@troupe/supervisor';
 import { ChatServer, event, finishChunk, startSse, textChunk } from './chatServer.js';
 
-const BASE_URL_VARIABLE = 'FRONTCHECK_BASE_URL';
+const BASE_URL_VARIABLE = 'TROUPE_TEST_CHAT_BASE_URL';
 
 describe('the real-model path: deadlines, cancels, close and a slow consumer', () => {
   let server: ChatServer;

@@ -10,8 +10,8 @@ import { openaiModel } from '@troupe/openai';
 import { createSupervisor, type Supervisor, type SupervisorEvents } from '@troupe/supervisor';
 import { ChatServer, json } from './chatServer.js';
 
-const BASE_URL_VARIABLE = 'FRONTCHECK_BASE_URL';
-const KEY = 'sk-frontcheck-SECRET-7731';
+const BASE_URL_VARIABLE = 'TROUPE_TEST_CHAT_BASE_URL';
+const KEY = 'sk-troupe-SECRET-7731';
 
 const request = (): ModelRequest => ({
   messages: [{ role: 'user', content: 'hi' }],

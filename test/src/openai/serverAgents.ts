@@ -1,13 +1,13 @@
-// Agents on openaiModel for the front-door checks. Each thread builds its
+// Agents on openaiModel for the tests against a chat server on 127.0.0.1. Each thread builds its
 // models when it evaluates this module, from its environment: set
-// FRONTCHECK_BASE_URL before importing it and before the pool starts.
+// TROUPE_TEST_CHAT_BASE_URL before importing it and before the pool starts.
 import { defineAgent, defineTool } from '@troupe/core';
 import { openaiModel } from '@troupe/openai';
 import { z } from 'zod';
 
-export const BASE_URL_VARIABLE = 'FRONTCHECK_BASE_URL';
+export const BASE_URL_VARIABLE = 'TROUPE_TEST_CHAT_BASE_URL';
 /** The key every model here sends: it must never show in an error, an event or a span. */
-export const SECRET_KEY = 'sk-frontcheck-SECRET-7731';
+export const SECRET_KEY = 'sk-troupe-SECRET-7731';
 
 const baseURL = process.env[BASE_URL_VARIABLE] ?? 'http://127.0.0.1:9/v1';
 const model = (name: string) =>

@@ -10,8 +10,8 @@ import { createSupervisor, type Supervisor } from '@troupe/supervisor';
 import { ChatServer, event, finishChunk, json, type Received, startSse, textChunk } from '../openai/chatServer.js';
 import { memoryTracing, renderTree, useAsyncContext } from './traceTree.js';
 
-const BASE_URL_VARIABLE = 'FRONTCHECK_BASE_URL';
-const KEY = 'sk-frontcheck-SECRET-7731';
+const BASE_URL_VARIABLE = 'TROUPE_TEST_CHAT_BASE_URL';
+const KEY = 'sk-troupe-SECRET-7731';
 const scope = Object.freeze({ tenantId: 'tenant-OTEL-5512', userId: 'user-OTEL-PRIVATE' });
 const toolContext = Object.freeze({ requestId: 'req-OTEL-8812', flag: 'flag-OTEL-ZEBRA' });
 const secrets = [KEY, ...Object.values(scope), ...Object.values(toolContext)];

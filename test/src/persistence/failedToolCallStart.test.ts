@@ -35,7 +35,7 @@ class OnceFullStore extends SqlitePersistence {
   }
 }
 
-describe('daemoncheck: a tool-call start that failed to save', () => {
+describe('a tool-call start that failed to save', () => {
   it('the tool does not run, the run fails with ERR_STORE_WRITE, and its end is saved once the disk is back', async () => {
     const d = tempDir('failed-start');
     dirs.push(d);

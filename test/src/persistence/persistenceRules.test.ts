@@ -1,4 +1,4 @@
-// reviewcheck: PersistenceRules.encodeWithState / encodeMessage must write what encode() writes
+// PersistenceRules.encodeWithState / encodeMessage must write what encode() writes
 // (JSON.stringify of the value) and refuse what encode() refuses, with the same error, for any
 // envelope or run record a store is given (PersistenceRules is public: custom stores call it).
 import assert from 'node:assert/strict';
@@ -42,7 +42,7 @@ function nested(depth: number): unknown {
   return v;
 }
 
-describe('reviewcheck: encodeWithState refuses exactly what encode() refuses', () => {
+describe('encodeWithState refuses exactly what encode() refuses', () => {
   it('a message nested just under the depth bound on its own, past it inside the envelope', () => {
     // A tool's result 998 lists deep: 1,002 levels below the envelope (state.messages[0].content…).
     const tool = { role: 'tool', toolCallId: 'c', name: 't', content: nested(998), isError: false };
@@ -80,7 +80,7 @@ describe('reviewcheck: encodeWithState refuses exactly what encode() refuses', (
   });
 });
 
-describe('reviewcheck: encodeWithState writes what JSON.stringify writes', () => {
+describe('encodeWithState writes what JSON.stringify writes', () => {
   it('a state or a messages list with a toJSON JSON.stringify calls', () => {
     const a = envelopeOf([{ role: 'user', content: 'hi' }]);
     Object.defineProperty(a.state, 'toJSON', { value: () => ({ redacted: true }), enumerable: false });
@@ -101,7 +101,7 @@ describe('reviewcheck: encodeWithState writes what JSON.stringify writes', () =>
   });
 });
 
-describe('reviewcheck: encodeWithState on odd values that held', () => {
+describe('encodeWithState on odd values that held', () => {
   it('a frozen message with a getter, a shared list, an own __proto__ key, a message changed between saves', () => {
     let n = 0;
     const ticking = Object.freeze(

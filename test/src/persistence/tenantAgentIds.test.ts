@@ -29,7 +29,7 @@ function opener(file: string) {
     });
 }
 
-describe('daemoncheck: tenants with the same agent id in one supervisor', () => {
+describe('tenants with the same agent id in one supervisor', () => {
   it('a tenant’s open request, listed for it, is refused with ERR_AGENT_ID_IN_USE while another tenant’s agent of the same id is held, and answerable once it is stopped', async () => {
     const d = tempDir('tenant-ids');
     dirs.push(d);

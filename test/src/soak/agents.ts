@@ -1,4 +1,4 @@
-// Agents for the soak checks (test/src/soakcheck/*.test.ts). The parent `boss`
+// Agents for the soak tests (test/src/soak/*.test.ts). The parent `boss`
 // (supervisor thread) reads a plan from its last user message: `sub` = what its
 // one subagent (worker thread) does, `own` = whether the parent asks a person
 // itself. Both models stream a few text deltas. Workers import this file by URL.

@@ -42,7 +42,7 @@ it("the persistence hint in the supervisor's error names an option sqlitePersist
   }
   const hinted = /sqlitePersistence\(\{ (\w+) \}\)/.exec(message)?.[1];
   if (hinted === undefined) return;
-  const dir = mkdtempSync(join(tmpdir(), 'troupe-seedcheck-'));
+  const dir = mkdtempSync(join(tmpdir(), 'troupe-options-'));
   try {
     const store = sqlitePersistence({ [hinted]: join(dir, 'store.sqlite') } as never);
     await store.close?.();
