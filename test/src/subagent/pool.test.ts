@@ -391,16 +391,6 @@ describe('Supervisor.spawn: bad input', () => {
   });
   after(() => supervisor.destroy());
 
-  it('validates pool options at construction, naming the option', () => {
-    assert.throws(
-      () => createSupervisor({ pool: { threads: 0 } }),
-      (e) => isTroupeError(e, 'ERR_INVALID_ARGUMENT') && /pool\.threads/.test((e as Error).message),
-    );
-    assert.throws(() => createSupervisor({ pool: { maxQueue: -1 } }), /pool\.maxQueue/);
-    assert.throws(() => createSupervisor({ pool: { graceMs: Number.NaN } }), /pool\.graceMs/);
-    assert.throws(() => createSupervisor({ pool: { bogus: 1 } as never }), /bogus|Unrecognized/i);
-  });
-
   it('refuses an unknown module or a module without the agent, before posting', async () => {
     const before = supervisor.stats().pool.completed;
     const model = ScriptedModel.answering('x');
