@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import type { Worker } from 'node:worker_threads';
 import {
   type Agent,
   defineAgent,
@@ -8,7 +9,7 @@ import {
   TroupeError,
   WorkerCrashedError,
 } from '@troupe/core';
-import { slotRunCancellation } from '@troupe/core/internal';
+import { slotRunCancellation, WORKER_READY } from '@troupe/core/internal';
 import { ScriptedModel } from '@troupe/core/testing';
 import { createSupervisor, type SpawnOptions, type Supervisor } from '@troupe/supervisor';
 import { RunTree } from '@troupe/supervisor/internal';
@@ -66,8 +67,42 @@ describe('Supervisor.spawn: a subagent run on the pool', () => {
   });
   after(() => supervisor.destroy());
 
-  it('is warm: every thread is started before the first run', () => {
-    assert.equal(supervisor.stats().pool.threads, 2);
+  it('is warm: every thread has booted (loaded the subagent runtime) when ready() resolves, before the first run', async () => {
+    // Observed from outside the pool: every Worker this process starts (process 'worker'), and
+    // the boot signal each posts once the runtime is loaded. A count of the pool's threads would
+    // hold as soon as they are constructed, booted or not.
+    const started: Worker[] = [];
+    const booted = new Set<number>();
+    const onWorker = (worker: Worker) => {
+      started.push(worker);
+      worker.on('message', (message: unknown) => {
+        if (
+          typeof message === 'object' &&
+          message !== null &&
+          (message as Record<string, unknown>)[WORKER_READY] === true
+        ) {
+          booted.add(worker.threadId);
+        }
+      });
+    };
+    process.on('worker', onWorker);
+    const fresh = createSupervisor({ pool: { threads: 2 }, persistence: null });
+    try {
+      await fresh.ready();
+      const bootedAtReady = [...booted].sort();
+      assert.equal(started.length, 2, 'the pool started its two threads');
+      assert.deepEqual(bootedAtReady, started.map((w) => w.threadId).sort(), 'each had booted when ready() resolved');
+      const placed: (number | undefined)[] = [];
+      fresh.on('subagent.done', (e) => placed.push(e.threadId));
+      await Promise.all([fresh.spawn(echo, { input: 'a', scope }), fresh.spawn(echo, { input: 'b', scope })]);
+      assert.equal(placed.length, 2);
+      for (const thread of placed)
+        assert.ok(thread !== undefined && bootedAtReady.includes(thread), `run on thread ${thread}`);
+      assert.equal(started.length, 2, 'the runs started no thread');
+    } finally {
+      process.off('worker', onWorker);
+      await fresh.destroy();
+    }
   });
 
   it('runs an agent module to `done` with its answer, turns and events', async () => {
