@@ -993,7 +993,8 @@ function checkLog(
 }
 
 /**
- * fast-check's options for a fuzz file: `TROUPE_FUZZ_RUNS` sequences (default `runs`), a fixed seed
+ * fast-check's options for a fuzz file: `TROUPE_FUZZ_RUNS` sequences (default `runs`, which the file
+ * takes from TROUPE_TEST_DEPTH: fewer in `pnpm test`, all of them in the deep tier), a fixed seed
  * by default (CI runs the same sequences each time; `TROUPE_FUZZ_SEED=random` explores, a number
  * replays), shrinking only with `TROUPE_FUZZ_SHRINK=1`.
  */

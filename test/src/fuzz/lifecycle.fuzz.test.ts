@@ -4,6 +4,7 @@
 // crashing workers, on the memory store, no store, or SQLite with restarts.
 import { after, describe, it } from 'node:test';
 import fc from 'fast-check';
+import { byDepth } from '../fixtures/testDepth.js';
 import { fuzzOptions, playChecked, scenarioArb, stopWatchdog } from './harness.js';
 
 after(() => stopWatchdog());
@@ -20,7 +21,7 @@ describe('public API fuzz, lifecycle', () => {
         }),
         (scenario) => playChecked(scenario),
       ),
-      fuzzOptions(50),
+      fuzzOptions(byDepth({ quick: 12, deep: 50 })),
     );
   });
 });

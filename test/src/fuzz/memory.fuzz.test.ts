@@ -3,6 +3,7 @@
 // agents and a close or destroy at the end (see harness.ts for what is checked).
 import { after, describe, it } from 'node:test';
 import fc from 'fast-check';
+import { byDepth } from '../fixtures/testDepth.js';
 import { fuzzOptions, playChecked, scenarioArb, stopWatchdog } from './harness.js';
 
 after(() => stopWatchdog());
@@ -18,7 +19,7 @@ describe('public API fuzz, memory store', () => {
         }),
         (scenario) => playChecked(scenario),
       ),
-      fuzzOptions(60),
+      fuzzOptions(byDepth({ quick: 15, deep: 60 })),
     );
   });
 });

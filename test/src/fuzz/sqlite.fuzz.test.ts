@@ -5,6 +5,7 @@
 // interrupted conversations (see harness.ts for what is checked).
 import { after, describe, it } from 'node:test';
 import fc from 'fast-check';
+import { byDepth } from '../fixtures/testDepth.js';
 import { fuzzOptions, playChecked, scenarioArb, stopWatchdog } from './harness.js';
 
 after(() => stopWatchdog());
@@ -15,7 +16,7 @@ describe('public API fuzz, SQLite store with restarts', () => {
       fc.asyncProperty(scenarioArb('sqlite', { stop: 1, restart: 1.5, subs: { spin: 0.3, exit: 0.3 } }), (scenario) =>
         playChecked(scenario),
       ),
-      fuzzOptions(50),
+      fuzzOptions(byDepth({ quick: 12, deep: 50 })),
     );
   });
 });

@@ -19,6 +19,7 @@ import { brokenModel, contextProbe, echo, looper, scopeIdentity, sloppy } from '
 import { politeTimeout, poller, spinner, stubborn, waiter } from '../fixtures/agents/cancellable.js';
 import { exiter, hog, thrower } from '../fixtures/agents/crashy.js';
 import { newGate, parker, release } from '../fixtures/agents/lifecycle.js';
+import { byDepth } from '../fixtures/testDepth.js';
 
 const basic = new URL('../fixtures/agents/basic.js', import.meta.url).href;
 const scope = Object.freeze({ userId: 'u1', orgId: 'o1', role: 'admin' });
@@ -394,10 +395,11 @@ describe('Supervisor.spawn: crash containment', () => {
     });
   });
 
-  it('100 crashes in a row leave the pool serving normally', async () => {
+  const crashes = byDepth({ quick: 30, deep: 100 });
+  it(`${crashes} crashes in a row leave the pool serving normally`, async () => {
     const supervisor = createSupervisor({ pool: { threads: 2 }, persistence: null });
     try {
-      for (let i = 0; i < 100; i++) {
+      for (let i = 0; i < crashes; i++) {
         const o = await supervisor.spawn(exiter, { input: 'x', scope });
         assert.equal(o.status, 'crashed');
       }
