@@ -151,7 +151,8 @@ describe('examples/daemon: lifecycle', { timeout: 60_000 }, () => {
     assert.deepEqual(await daemon.exited, { code: 0, signal: null }, daemon.stderr());
     const lines = daemon.lines;
     assert.ok(
-      indexOf(lines, /-sub-1 cancelled \(parent\)/) > indexOf(lines, /SIGTERM: shutting down/),
+      // Cooperatively, or forced after the grace when the machine is too busy for the tool to see it in time.
+      indexOf(lines, /-sub-1 cancelled \(parent(, forced)?\)/) > indexOf(lines, /SIGTERM: shutting down/),
       lines.join('\n'),
     );
     assert.ok(indexOf(lines, /supervisor closed in \d+ ms: 0 threads, 0 running/) >= 0, lines.join('\n'));
