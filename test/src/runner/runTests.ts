@@ -3,7 +3,8 @@
 //
 // 1. Together: the files that can share the machine, TROUPE_TEST_CONCURRENCY
 //    at a time (default 3: most files wait on threads, child processes and
-//    sockets more than they compute).
+//    sockets more than they compute), the long runs (files that call byDepth)
+//    first.
 // 2. Alone, one after the other: the files whose source says `// runs alone:`
 //    with the reason (a file that rebuilds the packages every other file
 //    imports, one that holds figures to what bare threads get in the same
@@ -103,6 +104,8 @@ const depth = await import('../fixtures/testDepth.js').then(
 );
 const together: string[] = [];
 const alone: string[] = [];
+/** Files that call byDepth: the long fuzz, property and stress runs. */
+const long = new Set<string>();
 for (const source of sources(srcRoot)) {
   if (!selected(source, paths)) continue;
   const compiled = join(distRoot, relative(srcRoot, source)).replace(/\.ts$/, '.js');
@@ -111,7 +114,10 @@ for (const source of sources(srcRoot)) {
   const text = readFileSync(source, 'utf8');
   if (deepOnly && !DEPTH.test(text)) continue;
   (ALONE.test(text) ? alone : together).push(compiled);
+  if (DEPTH.test(text)) long.add(compiled);
 }
+// The long runs start first, so the last files to finish are short ones.
+together.sort((a, b) => Number(long.has(b)) - Number(long.has(a)));
 if (together.length + alone.length === 0) {
   fail(`no test file${deepOnly ? ' that calls byDepth' : ''}${paths.length > 0 ? ` under ${paths.join(', ')}` : ''}`);
 }
