@@ -63,7 +63,9 @@ async function onFreshPool(threads: number, test: (supervisor: Supervisor) => Pr
 describe('Supervisor.spawn: a subagent run on the pool', () => {
   let supervisor: Supervisor;
   before(async () => {
-    supervisor = createSupervisor({ pool: { threads: 2, graceMs: 100 }, persistence: null });
+    // The grace is what a cooperative cancel may take before the worker is killed: long enough for a
+    // polling tool to see it on a busy machine (the tests of a forced kill wait it out once each).
+    supervisor = createSupervisor({ pool: { threads: 2, graceMs: 1000 }, persistence: null });
     await supervisor.ready();
   });
   after(() => supervisor.destroy());
