@@ -1,5 +1,5 @@
-// A daemon's day on one supervisor (memory store, maxIdleAgents 3): 4,000
-// cycles of messages with subagents on worker threads, questions answered,
+// A daemon’s day on one supervisor (memory store, maxIdleAgents 3): 4,000
+// (2,000 at the default TROUPE_TEST_DEPTH) cycles of messages with subagents on worker threads, questions answered,
 // declined, expired and withdrawn, cancels fired from events, tool timeouts
 // and retries, a worker killed by process.exit every 97 cycles, conversations
 // started, stopped, let go and reloaded, streams read fully or abandoned, the
@@ -9,12 +9,16 @@
 // stats(), open file descriptors. (Held: this passes; it guards the daemon path.)
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { byDepth } from '../fixtures/testDepth.js';
 import { describeSamples, memoryOpen, perCycle, type Sample, soak } from './soak.js';
 
+/** 4,000 cycles in the deep tier (TROUPE_TEST_DEPTH=deep), 2,000 in pnpm test: growth is measured from cycle 1,000 on. */
+const CYCLES = byDepth({ quick: 2000, deep: 4000 });
+
 describe('daemon soak, memory store', () => {
-  it('nothing grows per cycle between cycle 1,000 and 4,000', async () => {
+  it(`nothing grows per cycle between cycle 1,000 and ${CYCLES.toLocaleString('en')}`, async () => {
     const run = await soak({
-      cycles: 4000,
+      cycles: CYCLES,
       sampleEvery: 1000,
       open: memoryOpen(3),
       restartEvery: 0,
