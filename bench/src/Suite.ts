@@ -1,4 +1,5 @@
 import type { TopLevelSpec } from 'vega-lite';
+import type { FlagValues, SuiteFlags } from './SuiteFlags.js';
 
 /** One measured figure, as written to the bench JSON. */
 export interface Figure {
@@ -24,8 +25,8 @@ export interface SuiteContext {
   readonly placement: 'pinned' | 'unpinned';
   /** Report progress (a line when not a TTY). */
   progress(message: string): void;
-  /** Extra arguments after the suite name (e.g. `--file my-scope.json`). */
-  readonly args: readonly string[];
+  /** The values of the suite's own {@link Suite.flags} given on the command line (e.g. `--file my-scope.json`). */
+  readonly flags: FlagValues;
 }
 
 /** A chart of a suite's figures: a Vega-Lite spec, rendered to `bench/results/<name>.svg`. */
@@ -41,9 +42,14 @@ export interface Suite {
   readonly description: string;
   /**
    * Latency suites are run under both placements (or pinned only with `--pin`).
-   * A function decides from the suite's own arguments (e.g. a one-off `--file` measurement runs once).
+   * A function decides from the suite's own flags (e.g. a one-off `--file` measurement runs once).
    */
-  readonly placementSensitive: boolean | ((args: readonly string[]) => boolean);
+  readonly placementSensitive: boolean | ((flags: FlagValues) => boolean);
+  /**
+   * Flags the suite takes after its name (`pnpm bench scope --file x.json`); any
+   * other flag is refused before anything runs, and these are refused without the suite named.
+   */
+  readonly flags?: SuiteFlags;
   /** Whether `pnpm bench` with no suite named runs it. */
   readonly inDefaultRun: boolean;
   run(context: SuiteContext): Promise<Figure[]>;

@@ -1,14 +1,17 @@
 // `pnpm bench [suite ...] [--quick] [--pin] [--json <file>]` — the one entry for every benchmark.
+// Flags are parsed strictly (parseBenchArgs): a misspelt one is an error, not ignored.
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { dirname, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { BenchInputError } from './BenchInputError.js';
+import { type BenchArgs, HARNESS_FLAGS, parseBenchArgs } from './parseBenchArgs.js';
 import { renderCharts } from './renderCharts.js';
 import type { Figure, Suite } from './Suite.js';
+import { flagTokens, type SuiteFlag } from './SuiteFlags.js';
 import { round } from './stats.js';
-import { findSuite, suites } from './suites/index.js';
+import { suites } from './suites/index.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const repoRoot = resolve(here, '..', '..');
@@ -18,77 +21,25 @@ function chartDir(quick: boolean): string {
   return resolve(repoRoot, 'bench', 'results', ...(quick ? ['quick'] : []));
 }
 
-interface Options {
-  readonly quick: boolean;
-  readonly pin: boolean;
-  readonly json: string | undefined;
-  /** Re-render the charts of a saved `--json` file instead of measuring. */
-  readonly chartsFrom: string | undefined;
-  readonly selected: readonly Suite[];
-  readonly suiteArgs: readonly string[];
-}
-
 function usage(): string {
+  const flag = (name: string, f: SuiteFlag) =>
+    `  --${`${name}${f.value === undefined ? '' : ` ${f.value}`}`.padEnd(28)} ${f.description}`;
   return [
     'usage: pnpm bench [suite ...] [--quick] [--pin] [--json <file>]',
-    '       pnpm bench scope --file my-scope.json [--hops n] [--samples n] [--new-scope-samples n] [--budget bytes]',
-    '       pnpm bench ab --against <built checkout> [--blocks n]',
-    '  --quick   reduced run (under a minute)',
-    '  --pin     run latency suites pinned to one CPU only (default: pinned and unpinned)',
-    '  --json    write machine-readable figures to <file>',
-    '  --file    (scope) measure your own scope: per-hop cost, what a new scope costs, size against the budget, heaviest keys',
-    '  --against (ab) the root of another built checkout to measure side by side with this one (. = the noise floor)',
-    '  --charts-from <file>  re-render the charts of a saved --json file (no measuring)',
+    ...suites
+      .filter((s) => s.flags !== undefined)
+      .map(
+        (s) =>
+          `       pnpm bench ${s.name} ${Object.entries(s.flags ?? {})
+            .map(([name, f]) => `[--${name}${f.value === undefined ? '' : ` ${f.value}`}]`)
+            .join(' ')}`,
+      ),
+    ...Object.entries(HARNESS_FLAGS).map(([name, f]) => flag(name, f)),
+    ...suites.flatMap((s) => Object.entries(s.flags ?? {}).map(([name, f]) => `${flag(name, f)} (${s.name})`)),
     `charts: SVG files in ${chartDir(false)} (full runs) or ${chartDir(true)} (--quick)`,
     'suites:',
     ...suites.map((s) => `  ${s.name.padEnd(8)} ${s.description}`),
   ].join('\n');
-}
-
-function parse(argv: readonly string[]): Options {
-  let quick = false;
-  let pin = false;
-  let json: string | undefined;
-  let chartsFrom: string | undefined;
-  const names: string[] = [];
-  const suiteArgs: string[] = [];
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i] as string;
-    if (a === '--') continue;
-    if (a === '--quick') quick = true;
-    else if (a === '--pin') pin = true;
-    else if (a === '--json') {
-      json = argv[++i];
-      if (json === undefined) throw new Error('--json needs a file name');
-    } else if (a === '--charts-from') {
-      chartsFrom = argv[++i];
-      if (chartsFrom === undefined) throw new Error('--charts-from needs the file a --json run wrote');
-    } else if (a === '--help' || a === '-h') {
-      console.log(usage());
-      process.exit(0);
-    } else if (a.startsWith('--')) {
-      // Suite-specific flag with its value (e.g. `scope --file x.json`).
-      suiteArgs.push(a);
-      const next = argv[i + 1];
-      if (next !== undefined && !next.startsWith('--')) suiteArgs.push(argv[++i] as string);
-    } else names.push(a);
-  }
-  const selected: Suite[] = [];
-  for (const name of names) {
-    const suite = findSuite(name);
-    if (suite === undefined) {
-      throw new Error(`unknown suite "${name}"; the suites are: ${suites.map((s) => s.name).join(', ')}`);
-    }
-    selected.push(suite);
-  }
-  return {
-    quick,
-    pin,
-    json,
-    chartsFrom,
-    selected: selected.length > 0 ? selected : suites.filter((s) => s.inDefaultRun),
-    suiteArgs,
-  };
 }
 
 const hasTaskset = spawnSync('taskset', ['-c', '0', 'true']).status === 0;
@@ -125,11 +76,11 @@ function clearProgress(): void {
   }
 }
 
-function runChild(suite: Suite, placement: 'pinned' | 'unpinned', options: Options): Promise<Figure[]> {
+function runChild(suite: Suite, placement: 'pinned' | 'unpinned', options: BenchArgs): Promise<Figure[]> {
   const entry = resolve(here, 'runSuite.js');
   const nodeArgs = ['--enable-source-maps', '--expose-gc', entry, suite.name, placement];
   if (options.quick) nodeArgs.push('--quick');
-  nodeArgs.push(...options.suiteArgs);
+  nodeArgs.push(...flagTokens(options.suiteFlags.get(suite.name) ?? {}));
   const [cmd, args] =
     placement === 'pinned' && hasTaskset
       ? ['taskset', ['-c', '0', process.execPath, ...nodeArgs]]
@@ -199,12 +150,17 @@ function printTable(figures: readonly Figure[]): void {
 }
 
 async function main(): Promise<void> {
-  let options: Options;
+  let options: BenchArgs;
   try {
-    options = parse(process.argv.slice(2));
+    options = parseBenchArgs(process.argv.slice(2), suites);
   } catch (error) {
-    console.error(`${(error as Error).message}\n\n${usage()}`);
+    if (!(error instanceof BenchInputError)) throw error;
+    console.error(`${error.message}\n\n${usage()}`);
     process.exitCode = 2;
+    return;
+  }
+  if (options.help) {
+    console.log(usage());
     return;
   }
   if (options.chartsFrom !== undefined) {
@@ -224,7 +180,7 @@ async function main(): Promise<void> {
   for (const suite of options.selected) {
     const sensitive =
       typeof suite.placementSensitive === 'function'
-        ? suite.placementSensitive(options.suiteArgs)
+        ? suite.placementSensitive(options.suiteFlags.get(suite.name) ?? {})
         : suite.placementSensitive;
     const placements: ('pinned' | 'unpinned')[] = !sensitive
       ? ['unpinned']

@@ -1,12 +1,13 @@
 // Child-process entry: run one suite and send its figures to the harness over IPC.
 // Each suite runs in its own process so heaps, pools and CPU placement do not leak between suites.
+// Its command line is the harness's: `<suite> <placement> [--quick] [the suite's flags]`, parsed as strictly.
+import { parseArgs } from 'node:util';
 import { BenchInputError } from './BenchInputError.js';
 import type { Figure } from './Suite.js';
+import { type FlagValues, parseArgsOptions } from './SuiteFlags.js';
 import { findSuite } from './suites/index.js';
 
 const [name, placement, ...rest] = process.argv.slice(2);
-const quick = rest.includes('--quick');
-const args = rest.filter((a) => a !== '--quick');
 const suite = name === undefined ? undefined : findSuite(name);
 const send = (message: unknown): void => {
   if (process.send !== undefined) process.send(message);
@@ -18,10 +19,16 @@ if (suite === undefined) {
   process.exitCode = 2;
 } else {
   try {
+    const { values } = parseArgs({
+      args: rest,
+      options: { ...parseArgsOptions(suite.flags ?? {}), quick: { type: 'boolean' } },
+      strict: true,
+    });
+    const { quick, ...flags } = values;
     const figures: Figure[] = await suite.run({
-      quick,
+      quick: quick === true,
       placement: placement === 'pinned' ? 'pinned' : 'unpinned',
-      args,
+      flags: flags as FlagValues,
       progress: (message) => send({ type: 'progress', message }),
     });
     send({ type: 'figures', figures });

@@ -4,6 +4,7 @@ import { isTroupeError } from '@troupe/core';
 import { MAX_MEASURED_HOPS, measureScopeCost } from '@troupe/supervisor';
 import { BenchInputError } from '../BenchInputError.js';
 import type { Figure } from '../Suite.js';
+import { type FlagValues, intFlag, stringFlag } from '../SuiteFlags.js';
 import { median, round } from '../stats.js';
 
 /** `1.5 KiB`, `18.2 KiB`, `1.0 MiB`, `200 B`. */
@@ -17,30 +18,18 @@ function formatUs(us: number): string {
   return us >= 10_000 ? `${(us / 1000).toFixed(1)} ms` : `${round(us)} µs`;
 }
 
-function intFlag(args: readonly string[], name: string, fallback: number, min: number, max: number): number {
-  const i = args.indexOf(name);
-  if (i < 0) return fallback;
-  const raw = args[i + 1];
-  const value = Number(raw);
-  if (raw === undefined || !Number.isSafeInteger(value) || value < min || value > max) {
-    throw new BenchInputError(`${name} needs an integer from ${min} to ${max}, got ${raw ?? 'nothing'}`);
-  }
-  return value;
-}
-
 /**
  * `pnpm bench scope --file my-scope.json [--hops n] [--samples n] [--new-scope-samples n] [--budget bytes]`:
  * measure an integrator's own scope with `measureScopeCost` and print the
  * per-hop cost, the size against the budget and the heaviest top-level keys.
  */
-export async function measureScopeFile(args: readonly string[], progress: (m: string) => void): Promise<Figure[]> {
-  const at = args.indexOf('--file');
-  const name = args[at + 1];
-  if (name === undefined || name.startsWith('--')) throw new BenchInputError('--file needs the path of a JSON file');
-  const hops = intFlag(args, '--hops', 1, 1, MAX_MEASURED_HOPS);
-  const samples = intFlag(args, '--samples', 300, 1, 100_000);
-  const newScopeSamples = intFlag(args, '--new-scope-samples', 20, 0, 100_000);
-  const budgetBytes = intFlag(args, '--budget', 4096, 1, 2 ** 31);
+export async function measureScopeFile(flags: FlagValues, progress: (m: string) => void): Promise<Figure[]> {
+  const name = stringFlag(flags, 'file');
+  if (name === undefined || name === '') throw new BenchInputError('--file needs the path of a JSON file');
+  const hops = intFlag(flags, 'hops', 1, 1, MAX_MEASURED_HOPS);
+  const samples = intFlag(flags, 'samples', 300, 1, 100_000);
+  const newScopeSamples = intFlag(flags, 'new-scope-samples', 20, 0, 100_000);
+  const budgetBytes = intFlag(flags, 'budget', 4096, 1, 2 ** 31);
   // pnpm runs scripts from the workspace root; a relative path means the caller's directory.
   const file = resolve(process.env.INIT_CWD ?? process.cwd(), name);
   let text: string;

@@ -7,6 +7,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { Agent } from '@troupe/core';
 import { BenchInputError } from '../BenchInputError.js';
 import type { Figure, Suite, SuiteContext } from '../Suite.js';
+import { type FlagValues, intFlag, stringFlag } from '../SuiteFlags.js';
 import { CopyBaselines } from '../scope/CopyBaselines.js';
 import { generateLeanUser } from '../scope/generateUserGraph.js';
 import { median, nowNs, round } from '../stats.js';
@@ -44,22 +45,10 @@ const FILES = {
   agents: 'bench/dist/agents/overhead.js',
 } as const;
 
-function parseArgs(args: readonly string[]): { against: string; blocks: number | undefined } {
-  let against: string | undefined;
-  let blocks: number | undefined;
-  for (let i = 0; i < args.length; i++) {
-    const a = args[i];
-    if (a === '--against') against = args[++i];
-    else if (a === '--blocks') {
-      const raw = args[++i];
-      const n = Number(raw);
-      if (!Number.isSafeInteger(n) || n < 2 || n > 200) {
-        throw new BenchInputError(`--blocks needs an integer from 2 to 200, got ${raw ?? 'nothing'}`);
-      }
-      blocks = n;
-    } else throw new BenchInputError(`ab: unknown flag ${a}; use --against <dir> [--blocks n]`);
-  }
-  if (against === undefined || against.startsWith('--')) {
+function abArgs(flags: FlagValues): { against: string; blocks: number | undefined } {
+  const against = stringFlag(flags, 'against');
+  const blocks = flags.blocks === undefined ? undefined : intFlag(flags, 'blocks', 0, 2, 200);
+  if (against === undefined || against === '') {
     throw new BenchInputError(
       'ab needs --against <dir>: a checkout to compare this build with, built first (git worktree add ../base <rev> && cd ../base && pnpm install && npx tsc -b); --against . measures this build against itself (the noise floor)',
     );
@@ -139,8 +128,8 @@ function paired(name: string, unit: string, base: number[], ours: number[], agai
   };
 }
 
-async function run({ quick, progress, args }: SuiteContext): Promise<Figure[]> {
-  const { against, blocks: blocksArg } = parseArgs(args);
+async function run({ quick, progress, flags }: SuiteContext): Promise<Figure[]> {
+  const { against, blocks: blocksArg } = abArgs(flags);
   const here = fileURLToPath(new URL('../../..', import.meta.url));
   const base = await loadBuild(against);
   const ours = await loadBuild(here);
@@ -231,5 +220,13 @@ export const abSuite: Suite = {
     'this build vs another built checkout (--against <dir>), blocks interleaved in one process: lean hop own cost, nested hop, fan-out turn; paired differences',
   placementSensitive: true,
   inDefaultRun: false,
+  flags: {
+    against: {
+      type: 'string',
+      value: '<dir>',
+      description: 'the root of another built checkout to measure side by side with this one (. = the noise floor)',
+    },
+    blocks: { type: 'string', value: 'n', description: 'interleaved blocks per build, 2 to 200 (default 12, 4 quick)' },
+  },
   run,
 };

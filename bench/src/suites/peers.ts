@@ -18,10 +18,7 @@ import {
   neverYielding,
   peerTrivial,
 } from '../agents/peerAgents.js';
-import { aiSdkPeer } from '../peers/aiSdk.js';
 import { burn, calibrate, epochMs } from '../peers/burn.js';
-import { langGraphPeer } from '../peers/langGraph.js';
-import { openaiAgentsPeer } from '../peers/openaiAgents.js';
 import type { Peer, ToolStop } from '../peers/Peer.js';
 import type { Figure, Suite, SuiteContext } from '../Suite.js';
 import { median, nowNs, quantile, round } from '../stats.js';
@@ -30,7 +27,11 @@ const suite = 'peers';
 const scope = Object.freeze({ userId: 'u_1', orgId: 'o_1', role: 'admin' });
 const emptyTask = fileURLToPath(new URL('../workers/emptyTask.js', import.meta.url));
 const burnTask = fileURLToPath(new URL('../workers/burnTask.js', import.meta.url));
-const PEERS: readonly Peer[] = [openaiAgentsPeer, aiSdkPeer, langGraphPeer];
+/**
+ * The peers, imported when the suite runs (loadPeers): their frameworks take about a second to
+ * import, and the harness imports every suite to read its name and flags.
+ */
+let PEERS: readonly Peer[] = [];
 const FANOUT_CALLS = 8;
 const BURN_MS = 20;
 const CANCEL_AFTER_MS = 50;
@@ -526,6 +527,15 @@ function markdown(figures: readonly Figure[], versions: Record<string, string>):
   ].join('\n');
 }
 
+async function loadPeers(): Promise<readonly Peer[]> {
+  const [{ openaiAgentsPeer }, { aiSdkPeer }, { langGraphPeer }] = await Promise.all([
+    import('../peers/openaiAgents.js'),
+    import('../peers/aiSdk.js'),
+    import('../peers/langGraph.js'),
+  ]);
+  return [openaiAgentsPeer, aiSdkPeer, langGraphPeer];
+}
+
 /** Issue 16.7's table: Troupe and its peers on the same scripted workloads. */
 export const peersSuite: Suite = {
   name: 'peers',
@@ -534,6 +544,7 @@ export const peersSuite: Suite = {
   placementSensitive: false,
   inDefaultRun: false,
   async run(ctx) {
+    PEERS = await loadPeers();
     const versions: Record<string, string> = { troupe: troupeVersion() };
     for (const p of PEERS) versions[key(p.name)] = p.version;
     ctx.progress('peers: calibrating the CPU loop');

@@ -1,5 +1,6 @@
 import { deepFreeze } from '@troupe/core';
 import { createSupervisor, measureScopeCost, type Supervisor } from '@troupe/supervisor';
+import { BenchInputError } from '../BenchInputError.js';
 import type { Figure, Suite } from '../Suite.js';
 import { CopyBaselines } from '../scope/CopyBaselines.js';
 import {
@@ -234,11 +235,35 @@ async function sharedStretch(
 export const scopeSuite: Suite = {
   name: 'scope',
   description: 'scope copy per hop (lean…1 MiB, 1–8 hops) vs structuredClone, postMessage, piscina, memcpy',
-  placementSensitive: (args) => !args.includes('--file'),
+  placementSensitive: (flags) => flags.file === undefined,
+  flags: {
+    file: {
+      type: 'string',
+      value: '<file>',
+      description:
+        'measure your own scope (a JSON file): per-hop cost, what a new scope costs, size against the budget, heaviest keys',
+    },
+    hops: { type: 'string', value: 'n', description: 'with --file: a chain of n subagents (default 1)' },
+    samples: { type: 'string', value: 'n', description: 'with --file: runs measured (default 300)' },
+    'new-scope-samples': {
+      type: 'string',
+      value: 'n',
+      description: 'with --file: runs with a scope never seen (default 20)',
+    },
+    budget: {
+      type: 'string',
+      value: 'bytes',
+      description: 'with --file: the scope budget to hold it against (default 4096)',
+    },
+  },
   inDefaultRun: true,
   charts: scopeCharts,
-  async run({ quick, progress, args }) {
-    if (args.includes('--file')) return measureScopeFile(args, progress);
+  async run({ quick, progress, flags }) {
+    if (flags.file !== undefined) return measureScopeFile(flags, progress);
+    for (const name of ['hops', 'samples', 'new-scope-samples', 'budget']) {
+      if (flags[name] !== undefined)
+        throw new BenchInputError(`--${name} measures a scope file: pass --file <file> too`);
+    }
     const figures: Figure[] = [];
     const rounds = quick ? 1 : 3;
     const hopBudgetMs = quick ? 100 : 900;

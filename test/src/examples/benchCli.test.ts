@@ -74,6 +74,59 @@ describe('pnpm bench: bad input', () => {
     }
   });
 
+  it('a misspelt flag is refused, naming the nearest one, before anything runs', () => {
+    for (const [args, message] of [
+      [['--quik'], /^unknown flag --quik \(did you mean --quick\?\)$/m],
+      [['scope', '--fiel', 'x.json'], /^unknown flag --fiel \(did you mean --file\?\)$/m],
+      [['core', '--verbose'], /^unknown flag --verbose$/m],
+      [['-q'], /^unknown flag -q$/m],
+    ] as const) {
+      const { code, out } = bench(...args);
+      assert.equal(code, 2, `${args.join(' ')}: ${out}`);
+      assert.match(out, message);
+      assert.match(out, /usage: pnpm bench/, 'the usage follows the error');
+      assert.doesNotMatch(out, /figures in/, 'nothing was measured');
+    }
+  });
+
+  it("a suite's flag without its suite named says which suite takes it", () => {
+    const { code, out } = bench('--against', '.');
+    assert.equal(code, 2, out);
+    assert.match(out, /--against is a flag of the ab suite: name it, as in pnpm bench ab --against \./);
+    const hops = bench('scope', '--hops', '2');
+    assert.equal(hops.code, 2, hops.out);
+    assert.match(hops.out, /--hops measures a scope file: pass --file <file> too/);
+  });
+
+  it('a flag without its value, or a switch given one, is refused', () => {
+    const json = bench('core', '--json');
+    assert.equal(json.code, 2, json.out);
+    assert.match(json.out, /--json <value>' argument missing/);
+    const pin = bench('core', '--pin=yes');
+    assert.equal(pin.code, 2, pin.out);
+    assert.match(pin.out, /'--pin' does not take an argument/);
+  });
+
+  it("--help lists every flag, the suites' own included", () => {
+    const { code, out } = bench('--help');
+    assert.equal(code, 0, out);
+    for (const flag of [
+      '--quick',
+      '--pin',
+      '--json',
+      '--charts-from',
+      '--file',
+      '--hops',
+      '--samples',
+      '--new-scope-samples',
+      '--budget',
+      '--against',
+      '--blocks',
+    ]) {
+      assert.ok(out.includes(`  ${flag} `), `${flag} is listed:\n${out}`);
+    }
+  });
+
   it('ab needs a built checkout to compare with, and says how to make one', () => {
     const none = bench('ab');
     assert.equal(none.code, 2, none.out);

@@ -151,7 +151,8 @@ describe('examples/daemon: lifecycle', { timeout: 60_000 }, () => {
     assert.deepEqual(await daemon.exited, { code: 0, signal: null }, daemon.stderr());
     const lines = daemon.lines;
     assert.ok(
-      indexOf(lines, /-sub-1 cancelled \(parent\)/) > indexOf(lines, /SIGTERM: shutting down/),
+      // Cooperatively, or forced after the grace when the machine is too busy for the tool to see it in time.
+      indexOf(lines, /-sub-1 cancelled \(parent(, forced)?\)/) > indexOf(lines, /SIGTERM: shutting down/),
       lines.join('\n'),
     );
     assert.ok(indexOf(lines, /supervisor closed in \d+ ms: 0 threads, 0 running/) >= 0, lines.join('\n'));
@@ -283,7 +284,8 @@ describe('examples/daemon: conversations and questions', { timeout: 60_000 }, ()
     client.abort();
     await assert.rejects(hanging, { name: 'AbortError' });
     await daemon.line(/http-1 client disconnected: cancelling acme\.c-1/);
-    await daemon.line(/acme\.c-1-sub-1 cancelled \(parent\)/);
+    // Cooperatively, or forced after the grace when the machine is too busy for the tool to see it in time.
+    await daemon.line(/acme\.c-1-sub-1 cancelled \(parent(, forced)?\)/);
     await daemon.line(/http-1 cancelled in \d+ ms/);
     const health = await call(port, '/health');
     assert.equal((health.body.pool as { running: number }).running, 0, JSON.stringify(health.body));

@@ -4,6 +4,10 @@
 // run restores the first's conversation); bad input; live tokens from a model
 // server on 127.0.0.1 (the whole demo on a model adapter is demoModel.test.ts);
 // and a terminal, through script(1), when it is there.
+//
+// runs alone: it runs the whole demo, whose claims are held to what this
+// machine measures in the same run (a cancel seen within 5 ms, the fan-out's
+// speed-up against bare threads); test files beside it take the cores it measures.
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';

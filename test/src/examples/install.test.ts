@@ -20,6 +20,9 @@
 // resolution: if it picks another better-sqlite3 version, or the binary does
 // not load, the name does not match or the check fails and npm builds from
 // source as a user's install would; the test says which happened.
+//
+// runs alone: packing runs each package's prepack, which deletes and rebuilds
+// packages/*/dist, the code every other test file imports.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';

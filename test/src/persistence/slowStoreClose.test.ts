@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { sqlitePersistence } from '@troupe/sqlite';
 import { createSupervisor, type PersistenceAdapter } from '@troupe/supervisor';
-import { type LeadPlan, lead } from '../apifuzz/agents.js';
+import { type LeadPlan, lead } from '../fuzz/agents.js';
 
 const SCOPE = { tenantId: 't1', userId: 'u1' };
 

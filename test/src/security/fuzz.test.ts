@@ -11,11 +11,12 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { echo } from '../fixtures/agents/basic.js';
 import { FuzzBoard, fuzzer } from '../fixtures/agents/hostileFuzz.js';
+import { byDepth } from '../fixtures/testDepth.js';
 import { hostileSupervisor, newBoard, processFaults } from './hostileSupervisor.js';
 
 const PORTS = ['host', 'parent', 'piscina'] as const;
-/** Messages each port must have been sent. */
-const PER_PORT = 10_000;
+/** Messages each port must have been sent (all of them in the deep tier, TROUPE_TEST_DEPTH=deep). */
+const PER_PORT = byDepth({ quick: 3_000, deep: 10_000 });
 /**
  * Messages a burst draws (it counts what it posted: a burst the supervisor
  * cut short by terminating its thread counts less).

@@ -39,18 +39,7 @@ function runsCounter(): Int32Array {
   return new Int32Array(new SharedArrayBuffer(16));
 }
 
-describe('createSupervisor', () => {
-  it('validates options at the edge with errors that say what to change', () => {
-    assert.throws(() => createSupervisor({ mailboxSize: 0 }), /mailboxSize must be a positive integer/);
-    assert.throws(() => createSupervisor({ restart: { maxRestarts: -1 } }), /maxRestarts/);
-    assert.throws(
-      () => createSupervisor({ persistence: {} as never }),
-      /persistence does not implement persistState, loadState/,
-    );
-    assert.throws(() => createSupervisor({ pool: { threads: 0 } }), /threads/);
-    assert.throws(() => createSupervisor({ approval: 'yes' as never }), /approval must be a function/);
-  });
-});
+// createSupervisor's options, one test per rule: options.test.ts.
 
 describe('Supervisor: parent agents, delegation, propagation', () => {
   let supervisor: Supervisor;
