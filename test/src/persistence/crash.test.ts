@@ -11,10 +11,12 @@ import { fileURLToPath } from 'node:url';
 import { sqlitePersistence } from '@troupe/sqlite';
 import Database from 'better-sqlite3';
 import { startProcess } from '../examples/startProcess.js';
+import { byDepth } from '../fixtures/testDepth.js';
 import { tempDir } from './sqliteFiles.js';
 
 const CHILD = fileURLToPath(new URL('./crashChild.js', import.meta.url));
-const ROUNDS = Number(process.env.TROUPE_CRASH_ROUNDS ?? 50);
+// 50 rounds in the deep tier (TROUPE_TEST_DEPTH=deep), 12 in pnpm test.
+const ROUNDS = Number(process.env.TROUPE_CRASH_ROUNDS ?? byDepth({ quick: 12, deep: 50 }));
 const scope = { org: 'acme', userId: 'crash' };
 
 const dirs: { remove(): void }[] = [];
