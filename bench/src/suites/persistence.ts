@@ -1,7 +1,6 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
 import type { Agent, AgentId, LoopState, Message } from '@troupe/core';
 import { sealMessage } from '@troupe/core/internal';
 import { sqlitePersistence } from '@troupe/sqlite';
@@ -21,6 +20,7 @@ import Database from 'better-sqlite3';
 import { refundDesk, refundOffice } from '../agents/durable.js';
 import { BenchInputError } from '../BenchInputError.js';
 import type { Figure, Suite } from '../Suite.js';
+import { stringFlag } from '../SuiteFlags.js';
 import { median, nowNs, quantile, round } from '../stats.js';
 import { postgresFigures } from './persistencePostgres.js';
 
@@ -628,11 +628,12 @@ export const persistenceSuite: Suite = {
     'SQLite turn commit p50/p99, saveMessage rate, restoring 1,000 suspended conversations, resident heap, RSS while conversations pass through; the same of PostgreSQL (a server it starts) and the takeover of a killed API host',
   placementSensitive: false,
   inDefaultRun: true,
-  async run({ quick, progress, args }) {
+  flags: {
+    store: { type: 'string', value: 'sqlite|postgres', description: "one store's figures only (default: both)" },
+  },
+  async run({ quick, progress, flags }) {
     const figures: Figure[] = [];
-    // `--store sqlite|postgres`: one store's figures only (default: both).
-    const { values } = parseArgs({ args: [...args], options: { store: { type: 'string' } }, strict: true });
-    const only = values.store;
+    const only = stringFlag(flags, 'store');
     if (only !== undefined && only !== 'sqlite' && only !== 'postgres') {
       throw new BenchInputError(`--store must be sqlite or postgres, not ${only}`);
     }

@@ -5,9 +5,11 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { sqlitePersistence } from '@troupe/sqlite';
 import Database from 'better-sqlite3';
+import { byDepth } from '../fixtures/testDepth.js';
 import { crashRounds } from './crashRounds.js';
 
-const ROUNDS = Number(process.env.TROUPE_CRASH_ROUNDS ?? 50);
+// 50 rounds in the deep tier (TROUPE_TEST_DEPTH=deep), 12 in pnpm test.
+const ROUNDS = Number(process.env.TROUPE_CRASH_ROUNDS ?? byDepth({ quick: 12, deep: 50 }));
 const tenantKey = (s: unknown) => (s as { org: string }).org;
 
 describe('restore after a crash (SIGKILL)', () => {

@@ -5,6 +5,7 @@ import type { Message } from '@troupe/core';
 import { sealMessage } from '@troupe/core/internal';
 import { sqlitePersistence } from '@troupe/sqlite';
 import type { AgentStateEnvelope, PersistenceContext } from '@troupe/supervisor';
+import { byDepth } from '../fixtures/testDepth.js';
 import { ctx, envelope, loopState, request, scopeOf, tenantKey } from './records.js';
 import { tempDir } from './sqliteFiles.js';
 
@@ -35,7 +36,8 @@ function withMessages(c: PersistenceContext, messages: readonly Message[], saved
 }
 
 describe('schema 6 review: state messages under random turns', () => {
-  for (const seed of [1, 2, 3, 4, 5, 6]) {
+  // Six seeds in the deep tier (TROUPE_TEST_DEPTH=deep), one in pnpm test.
+  for (const seed of byDepth({ quick: [1], deep: [1, 2, 3, 4, 5, 6] })) {
     it(`seed ${seed}: every load is exactly the last saved list`, async () => {
       const d = tempDir('review-state');
       dirs.push(d);
