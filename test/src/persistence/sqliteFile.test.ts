@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { isTroupeError } from '@troupe/core';
 import { SCHEMA_VERSION, sqlitePersistence } from '@troupe/sqlite';
@@ -104,6 +104,46 @@ describe('SqlitePersistence: opening a file', () => {
     const again = new Database(path, { readonly: true });
     assert.equal(again.prepare('SELECT count(*) FROM invoices').pluck().get(), 1, 'the foreign file is left as it was');
     again.close();
+  });
+
+  // Issue 31, item 7: the refusal came after `journal_mode = WAL`, which rewrote the file's header
+  // and left -wal/-shm beside it. Every file in the directory, byte for byte, is compared.
+  describe('a refused file is left byte-for-byte as it was, with no -wal or -shm made', () => {
+    function snapshot(path: string): Map<string, string> {
+      const dir = dirname(path);
+      return new Map(readdirSync(dir).map((name) => [name, readFileSync(join(dir, name)).toString('base64')]));
+    }
+    function refusedAsItWas(path: string, code: string, pattern: RegExp): void {
+      const before = snapshot(path);
+      opens(path, code, pattern);
+      const after = snapshot(path);
+      assert.deepEqual([...after.keys()].sort(), [...before.keys()].sort(), 'no file made or removed beside it');
+      for (const [name, bytes] of before) assert.ok(after.get(name) === bytes, `${name} changed`);
+    }
+    for (const mode of ['DELETE', 'TRUNCATE', 'PERSIST', 'WAL']) {
+      it(`another application's database in journal_mode ${mode}`, () => {
+        const path = file('app.db');
+        const other = new Database(path);
+        other.pragma(`journal_mode = ${mode}`);
+        other.exec('CREATE TABLE invoices (id INTEGER PRIMARY KEY, total REAL); INSERT INTO invoices VALUES (1, 9.5)');
+        other.close();
+        refusedAsItWas(path, 'ERR_STORE_CORRUPT', /not a Troupe store.*invoices/);
+      });
+    }
+    it('a Troupe store of a newer schema', async () => {
+      const path = file();
+      await sqlitePersistence({ file: path }).close();
+      const raw = new Database(path);
+      raw.pragma('journal_mode = DELETE');
+      raw.prepare('INSERT INTO schema_version (version, applied_at) VALUES (?, 0)').run(SCHEMA_VERSION + 1);
+      raw.close();
+      refusedAsItWas(path, 'ERR_STORE_VERSION', /newer than this Troupe's/);
+    });
+    it('an SQLite header with garbage after it', () => {
+      const path = file();
+      writeFileSync(path, Buffer.concat([Buffer.from('SQLite format 3\u0000', 'latin1'), randomBytes(8192)]));
+      refusedAsItWas(path, 'ERR_STORE_CORRUPT', /damaged|not a/);
+    });
   });
 
   it('refuses a schema newer than this code with ERR_STORE_VERSION', async () => {

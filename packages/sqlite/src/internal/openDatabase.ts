@@ -4,7 +4,7 @@ import { InvalidArgumentError, TroupeError } from '@troupe/core';
 import { describeValue } from '@troupe/core/internal';
 import Database from 'better-sqlite3';
 import type { SqlitePersistenceOptions } from '../SqlitePersistenceOptions.js';
-import { checkHeader, migrate } from './schema.js';
+import { checkHeader, migrate, readSchemaVersion } from './schema.js';
 import { storeError } from './storeError.js';
 
 function isStoreError(error: unknown): boolean {
@@ -14,8 +14,9 @@ function isStoreError(error: unknown): boolean {
 
 /**
  * Check the file options, then open the database: refuse a file that is not
- * a Troupe store, set WAL, `synchronous` and foreign keys, and migrate the
- * schema. Throws a typed error naming the file.
+ * a Troupe store (before anything is written to it: a refused file is left
+ * byte-for-byte as it was), set WAL, `synchronous` and foreign keys, and
+ * migrate the schema. Throws a typed error naming the file.
  */
 export function openDatabase(
   options: SqlitePersistenceOptions,
@@ -57,6 +58,9 @@ export function openDatabase(
   let db: Database.Database | undefined;
   try {
     db = new Database(file, { timeout: busy });
+    // Identify the file by reading it before the first pragma that writes (journal_mode = WAL
+    // rewrites the header and makes -wal/-shm): another application's database is refused as it was.
+    readSchemaVersion(db, file);
     if (db.readonly) throw new TroupeError('read-only', { code: 'ERR_STORE_WRITE' });
     const mode = db.pragma('journal_mode = WAL', { simple: true });
     if (mode !== 'wal') throw new TroupeError(`journal_mode is ${String(mode)}, not wal`, { code: 'ERR_STORE_WRITE' });

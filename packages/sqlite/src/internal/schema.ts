@@ -41,42 +41,56 @@ export function checkHeader(file: string): void {
 }
 
 /**
+ * Identify an open database by reading it only: the schema version of a
+ * Troupe store, 0 for an empty database, or a typed refusal — a non-Troupe
+ * database (`ERR_STORE_CORRUPT`), a damaged `schema_version`
+ * (`ERR_STORE_CORRUPT`), a schema newer than this code (`ERR_STORE_VERSION`).
+ *
+ * {@link openDatabase} calls it before it sets any pragma, so a refused file
+ * is left byte-for-byte as it was (no journal mode switched to WAL, no
+ * `-wal`/`-shm` left behind: a connection that only read removes the ones it
+ * made when it closes), and again inside the migration's transaction, where
+ * the answer cannot change under it.
+ */
+export function readSchemaVersion(db: Database.Database, file: string): number {
+  const tables = new Set(
+    (db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").pluck().all() as string[]).filter(
+      (n) => !n.startsWith('sqlite_'),
+    ),
+  );
+  if (tables.size === 0) return 0;
+  const format = tables.has('troupe_meta')
+    ? db.prepare("SELECT value FROM troupe_meta WHERE key = 'format'").pluck().get()
+    : undefined;
+  if (format !== FORMAT || !tables.has('schema_version')) {
+    throw new TroupeError(
+      `${file} is an SQLite database, but not a Troupe store (its tables: ${[...tables].slice(0, 5).join(', ')}): pass a new file or a Troupe store`,
+      { code: 'ERR_STORE_CORRUPT' },
+    );
+  }
+  const current = Number(db.prepare('SELECT max(version) FROM schema_version').pluck().get() ?? 0);
+  if (!Number.isSafeInteger(current) || current < 1) {
+    throw new TroupeError(
+      `${file} is a Troupe store whose schema_version table is empty or damaged (it says ${String(current)}): its schema cannot be known; restore it from a backup`,
+      { code: 'ERR_STORE_CORRUPT' },
+    );
+  }
+  if (current > SCHEMA_VERSION) {
+    throw new TroupeError(
+      `${file} has schema version ${current}, newer than this Troupe's ${SCHEMA_VERSION}: open it with the newer Troupe that wrote it`,
+      { code: 'ERR_STORE_VERSION' },
+    );
+  }
+  return current;
+}
+
+/**
  * Bring the schema of an open database to {@link SCHEMA_VERSION} in one
- * transaction, or refuse it: a non-Troupe database (`ERR_STORE_CORRUPT`), a
- * schema newer than this code (`ERR_STORE_VERSION`).
+ * transaction, or refuse it (see {@link readSchemaVersion}).
  */
 export function migrate(db: Database.Database, file: string): void {
   db.transaction(() => {
-    const tables = new Set(
-      (db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").pluck().all() as string[]).filter(
-        (n) => !n.startsWith('sqlite_'),
-      ),
-    );
-    let current = 0;
-    if (tables.size > 0) {
-      const format = tables.has('troupe_meta')
-        ? db.prepare("SELECT value FROM troupe_meta WHERE key = 'format'").pluck().get()
-        : undefined;
-      if (format !== FORMAT || !tables.has('schema_version')) {
-        throw new TroupeError(
-          `${file} is an SQLite database, but not a Troupe store (its tables: ${[...tables].slice(0, 5).join(', ')}): pass a new file or a Troupe store`,
-          { code: 'ERR_STORE_CORRUPT' },
-        );
-      }
-      current = Number(db.prepare('SELECT max(version) FROM schema_version').pluck().get() ?? 0);
-      if (!Number.isSafeInteger(current) || current < 1) {
-        throw new TroupeError(
-          `${file} is a Troupe store whose schema_version table is empty or damaged (it says ${String(current)}): its schema cannot be known; restore it from a backup`,
-          { code: 'ERR_STORE_CORRUPT' },
-        );
-      }
-    }
-    if (current > SCHEMA_VERSION) {
-      throw new TroupeError(
-        `${file} has schema version ${current}, newer than this Troupe's ${SCHEMA_VERSION}: open it with the newer Troupe that wrote it`,
-        { code: 'ERR_STORE_VERSION' },
-      );
-    }
+    const current = readSchemaVersion(db, file);
     if (current === 0) {
       db.exec('CREATE TABLE schema_version (version INTEGER PRIMARY KEY, applied_at REAL NOT NULL)');
     }
