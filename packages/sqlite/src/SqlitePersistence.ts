@@ -546,8 +546,7 @@ export class SqlitePersistence implements PersistenceAdapter {
 
   async loadToolCalls(scope: unknown, runId: string): Promise<readonly ToolCallRecord[]> {
     const tenant = this.#tenant(scope);
-    if (typeof runId !== 'string' || runId.length === 0)
-      throw new InvalidArgumentError('runId must be a non-empty string');
+    R.checkId(runId, 'runId');
     const rows = this.#read('loading tool calls', () => this.#s.openCalls.all(tenant, runId)) as (Omit<
       ToolCallRecord,
       'idempotent' | 'committedAt'

@@ -368,8 +368,7 @@ export class MemoryPersistence implements PersistenceAdapter {
 
   async loadToolCalls(scope: unknown, runId: string): Promise<readonly ToolCallRecord[]> {
     const tenant = this.#tenant(scope);
-    if (typeof runId !== 'string' || runId.length === 0)
-      throw new InvalidArgumentError('runId must be a non-empty string');
+    R.checkId(runId, 'runId');
     const calls = this.#t.callIndex.get(`${tenant}${SEP}${runId}`)?.toolCalls.get(runId);
     const out: ToolCallRecord[] = [];
     for (const call of calls?.values() ?? []) if (call.status === 'started') out.push({ ...call });

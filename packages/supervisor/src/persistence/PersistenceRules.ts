@@ -37,23 +37,34 @@ function bad(message: string): InvalidArgumentError {
 }
 
 /**
- * A lone surrogate (half of a UTF-16 pair): a key holding one has no UTF-8 form, so a store would
- * save another key than the one given (U+FFFD in its place), and two such keys could meet.
+ * A lone surrogate (half of a UTF-16 pair, without its other half: a pair is one code point under
+ * `u`): a key holding one has no UTF-8 form, so a store would save another key than the one given
+ * (U+FFFD in its place), and two such keys could meet.
  */
 const LONE_SURROGATE = /\p{Surrogate}/u;
 
+/**
+ * Refuse a string UTF-8 cannot carry, naming where. Every store keeps ids and tenant keys as
+ * UTF-8 text (SQLite's and PostgreSQL's TEXT, JSON on a queue, span attributes): SQLite turned a
+ * lone surrogate into U+FFFD — another id, naming no messages, that could not be deleted — while
+ * the in-memory store kept it. Refused here, the answer is the same in every store.
+ */
+function wellFormed(value: string, what: string): void {
+  const at = value.search(LONE_SURROGATE);
+  if (at === -1) return;
+  const unit = value.charCodeAt(at).toString(16).padStart(4, '0');
+  throw bad(
+    `${what} holds a lone surrogate (\\u${unit}) at index ${at}: ids and tenant keys are stored as UTF-8 text, which cannot hold one (it would come back as another id): pass a well-formed string (encode binary ids, for example as hex or base64url)`,
+  );
+}
+
 function id(value: unknown, what: string): string {
-  if (
-    typeof value !== 'string' ||
-    value.length === 0 ||
-    value.length > 512 ||
-    value.includes('\u0000') ||
-    LONE_SURROGATE.test(value)
-  ) {
+  if (typeof value !== 'string' || value.length === 0 || value.length > 512 || value.includes('\u0000')) {
     throw bad(
       `${what} must be a non-empty string of at most 512 characters without NUL or a lone surrogate, got ${JSON.stringify(value) ?? typeof value}`,
     );
   }
+  wellFormed(value, what);
   return value;
 }
 
@@ -246,21 +257,19 @@ export const PersistenceRules = Object.freeze({
         cause: error,
       });
     }
-    if (
-      typeof key !== 'string' ||
-      key.length === 0 ||
-      key.length > 512 ||
-      key.includes('\u0000') ||
-      LONE_SURROGATE.test(key)
-    ) {
+    if (typeof key !== 'string' || key.length === 0 || key.length > 512 || key.includes('\u0000')) {
       throw bad(
         'tenantKey(scope) must return a non-empty string of at most 512 characters without NUL or a lone surrogate: fix the tenantKey hook',
       );
     }
+    wellFormed(key, 'the tenant key tenantKey(scope) returned');
     return key;
   },
 
-  /** Check an id argument (a run's, a request's, a conversation's): a non-empty string of at most 512 characters without NUL. */
+  /**
+   * Check an id argument (a run's, a request's, a conversation's): a non-empty string of at most 512
+   * characters without NUL or a lone surrogate (which UTF-8 cannot carry: the error names its index).
+   */
   checkId(value: unknown, what: string): string {
     return id(value, what);
   },

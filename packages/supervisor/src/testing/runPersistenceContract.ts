@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { PersistenceAdapter } from '../persistence/Persistence.js';
+import { contractIds } from './contract/ids.js';
 import { contractRequests } from './contract/requests.js';
 import { contractRuns } from './contract/runs.js';
 import { contractTenants } from './contract/tenants.js';
@@ -334,6 +335,7 @@ export function runPersistenceContract(name: string, make: MakeStore): void {
   contractRuns(name, make, scope);
   contractRequests(name, make, scope);
   contractTenants(name, make);
+  contractIds(name, make);
 
   describe(`${name}: lifecycle`, () => {
     it('close is idempotent and every later call rejects with ERR_CLOSED', async () => {
