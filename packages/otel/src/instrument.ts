@@ -46,6 +46,8 @@ export interface InstrumentOptions {
    * Record content: model answers (`gen_ai.output.messages`) and tool-call
    * arguments (`gen_ai.tool.call.arguments`), as the model streamed them,
    * each cut to `maxLength` characters (default 1024). Off unless given.
+   * Bounded whatever a model streams: of one model call, at most 128 tool
+   * calls are captured, and every string kept (ids included) is cut.
    * Turning it on makes workers stream their models' deltas to the
    * supervisor. Reasoning text, scope and toolContext are never recorded.
    */

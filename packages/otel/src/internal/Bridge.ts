@@ -13,7 +13,7 @@ import {
 import type { Scope, Usage } from '@troupe/core';
 import type { Supervisor, SupervisorEvents } from '@troupe/supervisor';
 import { GenAi, GenAiOperation, TroupeAttr, TroupeEvent } from '../Conventions.js';
-import { ContentCapture, truncate } from './ContentCapture.js';
+import { ContentCapture, captureKey, truncate } from './ContentCapture.js';
 import { epochToHrTime } from './epochToHrTime.js';
 
 /** Options of the bridge, validated and defaulted by `instrument`. */
@@ -49,7 +49,11 @@ interface RunState {
   readonly conversationId: string | undefined;
   readonly tools: Map<string, ToolState>;
   model: ModelState | undefined;
-  /** Arguments the run's model streamed for its tool calls (content on only). */
+  /**
+   * Arguments the run's last model call streamed for its tool calls, by
+   * {@link captureKey} of their ids (content on only). Replaced by each
+   * model call: the calls of one answer run before the next model call.
+   */
   toolArgs: Map<string, string> | undefined;
 }
 
@@ -424,10 +428,14 @@ export class Bridge {
       [GenAi.toolCallId]: toolCallId,
       [GenAi.toolType]: 'function',
     };
-    const args = run.toolArgs?.get(toolCallId);
-    if (args !== undefined) {
-      attributes[GenAi.toolCallArguments] = args;
-      run.toolArgs?.delete(toolCallId);
+    const max = this.#o.maxContentLength;
+    if (run.toolArgs !== undefined && max !== undefined) {
+      const key = captureKey(toolCallId, max);
+      const args = run.toolArgs.get(key);
+      if (args !== undefined) {
+        attributes[GenAi.toolCallArguments] = args;
+        run.toolArgs.delete(key);
+      }
     }
     return this.#startSpan(`${GenAiOperation.executeTool} ${toolName}`, SpanKind.INTERNAL, at, attributes, run.context);
   }
@@ -537,10 +545,10 @@ export class Bridge {
     if (model.capture !== undefined) {
       const output = model.capture.outputMessages(e.finishReason);
       if (output !== undefined) span.setAttribute(GenAi.outputMessages, output);
-      for (const [id, args] of model.capture.toolArguments()) {
-        run.toolArgs ??= new Map();
-        run.toolArgs.set(id, args);
-      }
+      // Replaced, not merged: calls a model streamed but the loop never ran (refused, cut short)
+      // do not pile up over a long run.
+      const args = model.capture.toolArguments();
+      run.toolArgs = args.size === 0 ? undefined : args;
     }
     span.end(epochToHrTime(e.at));
   }
