@@ -148,7 +148,10 @@ export interface ModelCallInfo {
   readonly model?: string | undefined;
   /** Attempts this call made (1 without retries). */
   readonly attempts?: number | undefined;
-  /** From the request until the first streamed delta, in ms. */
+  /**
+   * From the start of the call until its first streamed delta, in ms: a call that was retried
+   * counts its failed attempts and the waits between them (what the caller waited).
+   */
   readonly timeToFirstTokenMs?: number | undefined;
   /** Why the model stopped (`stop`, `tool_calls`, `length`, ...). */
   readonly finishReason?: string | undefined;

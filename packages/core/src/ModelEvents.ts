@@ -45,7 +45,7 @@ export interface ModelStopEvent extends ModelEventBase {
   readonly usage: Usage | undefined;
   /** The model the server says answered, when it differs from the agent's. */
   readonly responseModel: string | undefined;
-  /** From the call to its first streamed delta, when it streamed. */
+  /** From the start of the call (its first attempt) to its first streamed delta, when it streamed. */
   readonly timeToFirstTokenMs: number | undefined;
   readonly attempts: number | undefined;
   readonly finishReason: string | undefined;

@@ -148,6 +148,9 @@ export function openaiModel(options: OpenAIModelOptions): OpenAIModel {
   const generate = async (request: ModelRequest): Promise<ModelResponse> => {
     const { signal, output } = request;
     if (signal.aborted) throw cancelled(signal);
+    // Time to first token counts from here, not from the attempt that answered: a retried call's
+    // caller waited for the failed attempts and the backoff too.
+    const startedAt = clock.now();
     const tools = request.tools.length === 0 ? undefined : chatTools(request.tools);
     const plain: ChatBody = {
       ...resolved.extraBody,
@@ -190,7 +193,7 @@ export function openaiModel(options: OpenAIModelOptions): OpenAIModel {
           info: {
             model: answer.model ?? resolved.model,
             attempts,
-            timeToFirstTokenMs: outcome.timeToFirstTokenMs,
+            timeToFirstTokenMs: outcome.firstDeltaAt === undefined ? undefined : outcome.firstDeltaAt - startedAt,
             finishReason: answer.finishReason,
           },
         };
@@ -213,14 +216,16 @@ export function openaiModel(options: OpenAIModelOptions): OpenAIModel {
         streamIdleTimeoutMs: resolved.streamIdleTimeoutMs,
         answering: outcome.answering,
         retryAfterMs: retryAfter,
+        maxAttempts: resolved.maxAttempts,
         secrets,
       };
-      if (!isRetryable(failure) || outcome.delivered > 0 || attempts >= resolved.maxAttempts) {
-        throw toModelError(failure, ctx);
-      }
+      if (!isRetryable(failure) || outcome.delivered > 0) throw toModelError(failure, ctx);
+      // Before the attempt budget: a server that asks for days is the explanation, whether or not
+      // an attempt was left (with maxAttempts: 1 none is).
       if (failure.kind === 'status' && retryAfter !== undefined && retryAfter > resolved.retryAfterCapMs) {
         throw overCapError(failure, retryAfter, resolved.retryAfterCapMs, ctx);
       }
+      if (attempts >= resolved.maxAttempts) throw toModelError(failure, ctx);
       const delay =
         retryAfter ?? backoffDelay(attempts, resolved.backoffBaseMs, resolved.backoffMaxMs, resolved.random);
       try {

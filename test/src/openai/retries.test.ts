@@ -5,6 +5,7 @@ import { createServer } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { isTroupeError, type Message, type ModelDelta, type ModelRequest } from '@troupe/core';
 import { decodeError, encodeError } from '@troupe/core/internal';
+import { ManualClock } from '@troupe/core/testing';
 import { ModelError, type OpenAIModelOptions, openaiModel } from '@troupe/openai';
 import { ChatServer, event, finishChunk, json, startSse, textAnswer, textChunk } from './chatServer.js';
 import { RecordingClock } from './RecordingClock.js';
@@ -72,6 +73,31 @@ describe('openaiModel: retries', () => {
     assert.equal(server.received.length, 1);
   });
 
+  it('with maxAttempts: 1, a retry-after of days still says how long, the cap, and what to raise', async () => {
+    fresh();
+    server.script((res) =>
+      json(res, 429, problem('quota exceeded', 'insufficient_quota'), { 'retry-after': '259200' }),
+    );
+    const error = await failure(model({ maxAttempts: 1 }).generate(request()));
+    assert.equal(error.code, 'ERR_MODEL_RATE_LIMITED');
+    assert.equal(error.retryAfterMs, 259_200_000);
+    assert.equal(error.attempts, 1);
+    // Issue 31, item 12: the budget was checked first, and the message lost the 3 days and the cap.
+    assert.match(
+      error.message,
+      /asked to wait 3 days before retrying \(429: quota exceeded; 1 attempt\), over the 60 s cap: try again later or raise retryAfterCapMs and maxAttempts \(1\)$/,
+    );
+    assert.equal(server.received.length, 1);
+  });
+
+  it('429 on every attempt, each asking to wait under the cap: the message says what it asked', async () => {
+    fresh();
+    for (let i = 0; i < 2; i++) server.script((res) => json(res, 429, problem('slow down'), { 'retry-after-ms': '3' }));
+    const error = await failure(model({ maxAttempts: 2 }).generate(request()));
+    assert.equal(error.attempts, 2);
+    assert.match(error.message, /rate limited the call \(429: slow down; 2 attempts; it asked to wait 3 ms\): wait/);
+  });
+
   it('429 on every attempt: ERR_MODEL_RATE_LIMITED after the budget', async () => {
     fresh();
     for (let i = 0; i < 2; i++) server.script((res) => json(res, 429, problem('slow down'), { 'retry-after-ms': '1' }));
@@ -80,6 +106,38 @@ describe('openaiModel: retries', () => {
     assert.equal(error.attempts, 2);
     assert.equal(error.retryAfterMs, 1);
     assert.equal(server.received.length, 2);
+  });
+
+  // Issue 31, item 12: measured per attempt, a retried call reported its first token 15 ms after
+  // the attempt that answered, though its caller had waited 389 ms. Time stands still on a manual
+  // clock but for the backoff the test moves it across: the first token is exactly that far in.
+  it('time to first token counts from the call, across failed attempts and the backoff', async () => {
+    server.reset();
+    const manual = new (class extends ManualClock {
+      backoff: (ms: number) => void = () => {};
+      override setTimeout(callback: () => void, ms: number) {
+        const handle = super.setTimeout(callback, ms);
+        if (ms === 5_000) this.backoff(ms);
+        return handle;
+      }
+    })();
+    const backoffSet = new Promise<number>((resolve) => {
+      manual.backoff = resolve;
+    });
+    server.script((res) => json(res, 500, problem('boom')), textAnswer('ok'));
+    const call = openaiModel({
+      model: 'm',
+      baseURL: server.baseURL,
+      apiKey: 'sk-test',
+      clock: manual,
+      random: () => 0.5,
+      backoffBaseMs: 10_000,
+    }).generate({ ...request(), onDelta: () => {} });
+    await backoffSet;
+    manual.advance(5_000);
+    const response = await call;
+    assert.equal(response.info?.attempts, 2);
+    assert.equal(response.info?.timeToFirstTokenMs, 5_000);
   });
 
   it('500 then success: one retry after a full-jitter backoff', async () => {
@@ -219,6 +277,28 @@ describe('openaiModel: retries', () => {
     const error = await failure(model().generate(request()));
     assert.equal(error.code, 'ERR_MODEL');
     assert.match(error.message, /failed inside the stream: upstream model crashed/);
+    // Issue 31, item 12: it said nothing about what to do.
+    assert.match(
+      error.message,
+      /not retried: the answer had begun\): send the message again; if the error names the request .* fix that first$/,
+    );
+    assert.equal(server.received.length, 1);
+  });
+
+  it('an event that is not JSON inside the stream is ERR_MODEL saying to check baseURL and proxies', async () => {
+    fresh();
+    server.script((res) => {
+      startSse(res);
+      event(res, textChunk('a'));
+      res.write('data: <html>gateway</html>\n\n');
+      res.end();
+    });
+    const error = await failure(model().generate(request()));
+    assert.equal(error.code, 'ERR_MODEL');
+    assert.match(
+      error.message,
+      /sent an event that is not JSON \(.*\) inside the stream: check that baseURL is an OpenAI-compatible endpoint .* no proxy rewrites its event stream$/,
+    );
   });
 
   it('an attempt past timeoutMs waiting for headers: retried, then ERR_MODEL_TIMEOUT', async () => {

@@ -20,8 +20,8 @@ export type AttemptFailure =
       readonly cause: unknown;
     }
   | { readonly kind: 'connection'; readonly detail: string; readonly cause: unknown }
-  /** The stream itself failed: an error event from the server, or data that is not JSON. */
-  | { readonly kind: 'stream'; readonly detail: string; readonly cause: unknown }
+  /** The stream itself failed: an error event from the server (`server`), or data that is not JSON (`data`). */
+  | { readonly kind: 'stream'; readonly source: 'server' | 'data'; readonly detail: string; readonly cause: unknown }
   /** A call not streamed got an answer that is not JSON (not an OpenAI-compatible endpoint). */
   | { readonly kind: 'body'; readonly detail: string; readonly cause: unknown }
   | { readonly kind: 'unknown'; readonly cause: unknown };
@@ -48,11 +48,11 @@ export function classifyFailure(error: unknown, aborted: AbortCause | undefined,
         cause: error,
       };
     }
-    return { kind: 'stream', detail: serverMessage(error), cause: error };
+    return { kind: 'stream', source: 'server', detail: serverMessage(error), cause: error };
   }
   if (error instanceof SyntaxError) {
     return streamed
-      ? { kind: 'stream', detail: `the server sent an event that is not JSON (${error.message})`, cause: error }
+      ? { kind: 'stream', source: 'data', detail: `an event that is not JSON (${error.message})`, cause: error }
       : { kind: 'body', detail: `its answer is not JSON (${error.message})`, cause: error };
   }
   // A body read cut short: `Error: aborted` (ECONNRESET) from node:http, `TypeError: terminated` from undici.

@@ -19,7 +19,12 @@ export interface AttemptInput {
 
 /** How one attempt ended. */
 export type AttemptOutcome =
-  | { readonly ok: true; readonly answer: NormalisedAnswer; readonly timeToFirstTokenMs: number | undefined }
+  | {
+      readonly ok: true;
+      readonly answer: NormalisedAnswer;
+      /** When (on the clock) the first delta was parsed, if one was: the call measures its time to first token from it. */
+      readonly firstDeltaAt: number | undefined;
+    }
   | {
       readonly ok: false;
       readonly failure: AttemptFailure;
@@ -130,11 +135,7 @@ export async function runAttempt(input: AttemptInput): Promise<AttemptOutcome> {
         delivered: acc.deltaCount,
       };
     }
-    return {
-      ok: true,
-      answer,
-      timeToFirstTokenMs: firstDeltaAt === undefined ? undefined : firstDeltaAt - startedAt,
-    };
+    return { ok: true, answer, firstDeltaAt };
   } catch (error) {
     return {
       ok: false,

@@ -12,6 +12,8 @@ export interface FailureContext {
   readonly answering: boolean;
   /** What the last answer's `retry-after(-ms)` asked for, if it said. */
   readonly retryAfterMs?: number | undefined;
+  /** The call's attempt budget (`maxAttempts`). */
+  readonly maxAttempts?: number | undefined;
   /** What no message may repeat: the API key, the base URL's user and password. */
   readonly secrets?: readonly string[] | undefined;
 }
@@ -149,11 +151,16 @@ export function toModelError(
             { ...base, code: 'ERR_MODEL_CONNECTION', cause: failure.cause },
           );
     case 'stream':
-      return new ModelError(`${at} failed inside the stream: ${failure.detail}`, {
-        ...base,
-        code: 'ERR_MODEL',
-        cause: failure.cause,
-      });
+      // An error inside a stream is never retried: the server may have begun its answer.
+      return failure.source === 'server'
+        ? new ModelError(
+            `${at} failed inside the stream: ${failure.detail} (not retried: the answer had begun): send the message again; if the error names the request (the model, the context length, a parameter), fix that first`,
+            { ...base, code: 'ERR_MODEL', cause: failure.cause },
+          )
+        : new ModelError(
+            `${at} sent ${failure.detail} inside the stream: check that baseURL is an OpenAI-compatible endpoint (usually ending in /v1) and that no proxy rewrites its event stream`,
+            { ...base, code: 'ERR_MODEL', cause: failure.cause },
+          );
     case 'body':
       return new ModelError(
         `${at} sent an answer that is not a chat completion: ${failure.detail}; check baseURL (an OpenAI-compatible endpoint, usually ending in /v1)`,
@@ -181,6 +188,8 @@ function statusError(
   const { status, detail, serverCode, cause } = failure;
   const fields = { attempts: ctx.attempts, status, serverCode, cause, retryAfterMs: ctx.retryAfterMs };
   const said = `${status}: ${detail}`;
+  // What the server asked the last attempt to wait, when it said: the time to try again after.
+  const asked = ctx.retryAfterMs === undefined ? '' : `; it asked to wait ${formatDuration(ctx.retryAfterMs)}`;
   if (status === 401 || status === 403) {
     return new ModelError(`${at} refused the credentials (${said}): check apiKey (or OPENAI_API_KEY)`, {
       ...fields,
@@ -194,7 +203,7 @@ function statusError(
     );
   }
   if (status === 429) {
-    return new ModelError(`${at} rate limited the call (${said}; ${after}): wait, or lower the request rate`, {
+    return new ModelError(`${at} rate limited the call (${said}; ${after}${asked}): wait, or lower the request rate`, {
       ...fields,
       code: 'ERR_MODEL_RATE_LIMITED',
     });
@@ -211,7 +220,7 @@ function statusError(
       code: 'ERR_MODEL_BAD_REQUEST',
     });
   }
-  return new ModelError(`${at} failed (${said}; ${after}): try again later`, { ...fields, code: 'ERR_MODEL' });
+  return new ModelError(`${at} failed (${said}; ${after}${asked}): try again later`, { ...fields, code: 'ERR_MODEL' });
 }
 
 /** The server asked to wait longer than the cap: give up at once. */
@@ -222,8 +231,13 @@ export function overCapError(
   ctx: FailureContext,
 ): ModelError {
   const failure = shown(unsafe, ctx.secrets ?? []);
+  // With no attempt left (maxAttempts: 1), a higher cap alone would not make the call wait.
+  const raise =
+    ctx.maxAttempts !== undefined && ctx.attempts >= ctx.maxAttempts
+      ? `raise retryAfterCapMs and maxAttempts (${ctx.maxAttempts})`
+      : 'raise retryAfterCapMs';
   return new ModelError(
-    `the model server at ${displayURL(ctx.baseURL)} asked to wait ${formatDuration(retryAfterMs)} before retrying (${failure.status}: ${failure.detail}), over the ${formatDuration(capMs)} cap: try again later or raise retryAfterCapMs`,
+    `the model server at ${displayURL(ctx.baseURL)} asked to wait ${formatDuration(retryAfterMs)} before retrying (${failure.status}: ${failure.detail}; ${times(ctx.attempts)}), over the ${formatDuration(capMs)} cap: try again later or ${raise}`,
     {
       code: 'ERR_MODEL_RATE_LIMITED',
       attempts: ctx.attempts,
