@@ -405,9 +405,13 @@ export function sealScope<T>(
   budgetOption = SUPERVISOR_BUDGET_OPTION,
 ): Scope<T> {
   // Sealed before (every spawn of a conversation passes the same scope): no
-  // walk again, only the budget against the size known then.
+  // walk again, only the budget against the size known then — unless it holds
+  // a Map, a Set or another value freezing cannot stop from changing: that one
+  // is serialized again (as it always was: its size is never kept), and a
+  // value put into it since that cannot cross is refused with its path.
   if (typeof value === 'object' && value !== null && sealed.has(value)) {
-    if (serializedSizeAtMost(value) > budgetBytes)
+    if (!deeplyFrozen.has(value)) assertScopeBudget(sizeOfSealed(value), budgetBytes, 'scope', budgetOption);
+    else if (serializedSizeAtMost(value) > budgetBytes)
       assertScopeBudget(serializedSize(value), budgetBytes, 'scope', budgetOption);
     return value as Scope<T>;
   }
@@ -442,12 +446,29 @@ export function sealScope<T>(
       bytes = serializedSize(value);
     } catch (error) {
       // The walk accepts what it can see; serialization is the last word.
-      throw notPlainData(`it cannot be cloned (${error instanceof Error ? error.message : String(error)})`, error);
+      throw notPlainData(`it cannot be cloned (${errorText(error)})`, error);
     }
     assertScopeBudget(bytes, budgetBytes, 'scope', budgetOption);
   }
   sealed.add(value);
   return value as Scope<T>;
+}
+
+// The size of a scope sealed before. One that holds a Map or Set (or a Date, a RegExp) was frozen
+// as far as freezing goes, but those can still change: `set` may have put a function into it since,
+// so it is serialized again every time, and what refuses it is the path of what changed, as at the
+// first seal — not the serializer's DataCloneError.
+function sizeOfSealed(value: object): number {
+  try {
+    return serializedSize(value);
+  } catch (error) {
+    assertCloneable(value, 'scope');
+    throw notPlainData(`it cannot be cloned (${errorText(error)})`, error);
+  }
+}
+
+function errorText(error: unknown): string {
+  return error instanceof Error ? error.message : describeValue(error);
 }
 
 function notPlainData(why: string, cause?: unknown): InvalidArgumentError {
@@ -507,7 +528,17 @@ export function defineScope<T, I = T>(schema: z.ZodType<T, I>, options: ScopeOpt
     schema,
     budgetBytes,
     parse(input: unknown): Scope<T> {
-      const result = schema.safeParse(input);
+      let result: ReturnType<typeof schema.safeParse>;
+      try {
+        result = schema.safeParse(input);
+      } catch (error) {
+        // safeParse reports what the schema refuses; what it throws came from reading the input
+        // (a revoked Proxy, a getter that throws) or from the caller's own refinement.
+        throw new InvalidArgumentError(
+          `scope: the schema threw while reading it (${errorText(error)}): pass plain data (a revoked Proxy or a throwing getter cannot be read)`,
+          { cause: error },
+        );
+      }
       if (!result.success) {
         const issue = result.error.issues[0];
         const where = issue === undefined || issue.path.length === 0 ? 'scope' : `scope.${issue.path.join('.')}`;

@@ -1,4 +1,5 @@
 import { types } from 'node:util';
+import { cut, describeValue } from './internal/describeValue.js';
 import { InvalidArgumentError } from './TroupeError.js';
 
 // Built-ins that structured clone copies faithfully. Anything else with a
@@ -27,16 +28,36 @@ const CLONEABLE_BUILTINS: readonly (abstract new (...args: never[]) => unknown)[
   Uint32Array,
 ];
 
+// What a refused value is, asking it nothing (describeValue reads no getter and calls no toString).
 function describe(value: unknown): string {
-  if (typeof value === 'function') return `a function${value.name ? ` (${value.name})` : ''}`;
-  if (typeof value === 'symbol') return `a symbol (${String(value.description)})`;
-  const ctor = (value as { constructor?: { name?: string } }).constructor;
-  return `an instance of ${ctor?.name ?? 'an unknown class'}`;
+  if (typeof value === 'symbol') return `a symbol (${cut(value.description ?? '')})`;
+  return describeValue(value);
 }
 
 function segment(key: string | number): string {
   if (typeof key === 'number') return `[${key}]`;
   return /^[A-Za-z_$][\w$]*$/.test(key) ? `.${key}` : `[${JSON.stringify(key)}]`;
+}
+
+/**
+ * The path of the value a Map holds under `key`, the `i`-th key: `.get("a")`
+ * for a primitive key, `.get(<key 3>)` for an object or a symbol, which has no
+ * text of its own to show (String() of a null-prototype object throws; of
+ * another object, it runs the caller's code).
+ */
+function mapEntry(key: unknown, i: number): string {
+  switch (typeof key) {
+    case 'string':
+      return `.get(${JSON.stringify(key)})`;
+    case 'number':
+    case 'boolean':
+    case 'undefined':
+      return `.get(${String(key)})`;
+    case 'bigint':
+      return `.get(${key}n)`;
+    default:
+      return key === null ? '.get(null)' : `.get(<key ${i}>)`;
+  }
 }
 
 /**
@@ -254,7 +275,7 @@ export function findUncloneable(value: unknown, root = 'value'): { path: string;
       if (obj instanceof Map) {
         let i = 0;
         for (const [k, item] of obj) {
-          const bad = walk(k, `${path}.<key ${i}>`) ?? walk(item, `${path}.get(${JSON.stringify(String(k))})`);
+          const bad = walk(k, `${path}.<key ${i}>`) ?? walk(item, `${path}${mapEntry(k, i)}`);
           if (bad !== undefined) return bad;
           i++;
         }
