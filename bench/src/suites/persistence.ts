@@ -504,11 +504,28 @@ interface IdleHeap {
   readonly eventsJsonBytes: number;
 }
 
-/** Heap per 1,000 idle resident conversations of 10 messages (5 sends, 5 replies), handles held by the host. */
-async function idleHeap(n: number): Promise<IdleHeap> {
+/** Where the idle-heap figures keep their conversations. */
+type IdleStore = 'sqlite' | 'memory' | 'none';
+
+/**
+ * Heap per 1,000 idle resident conversations of 10 messages (5 sends, 5 replies), handles held by
+ * the host, with conversations saved to `store` (`none`: `persistence: null`). Every supervisor is
+ * made, filled, measured and closed before the next figure's window opens.
+ */
+async function idleHeap(n: number, store: IdleStore): Promise<IdleHeap> {
   const tmp = tempFile('idle-heap');
   try {
-    const supervisor = supervisorOn(tmp.file, refundDesk, n + 200);
+    const supervisor = createSupervisor({
+      agents: [refundDesk],
+      persistence:
+        store === 'sqlite'
+          ? sqlitePersistence({ file: tmp.file, tenantKey })
+          : store === 'memory'
+            ? new MemoryPersistence({ tenantKey, maxConversations: 2 * n + 500 })
+            : null,
+      pool: { threads: 2 },
+      maxIdleAgents: 2 * n + 200,
+    });
     const converse = async (id: string, sends: number): Promise<AgentHandle> => {
       const handle = await supervisor.startAgent(refundDesk, { scope, agentId: id });
       for (let m = 0; m < sends; m++) {
@@ -715,17 +732,28 @@ export const persistenceSuite: Suite = {
     // The supervisor side (a daemon on SQLite): resident heap, conversations passing through, restore —
     // in this order, so no closed supervisor's leftovers fall inside a memory figure's window.
     const idleCount = quick ? 1000 : 5000;
-    progress(`persistence: heap of ${idleCount} idle resident conversations of 10 messages`);
-    const idle = await idleHeap(idleCount);
-    add('persistence.idle_heap_mib_per_1000', idle.perThousandMiB, 'MiB', {
-      conversations: idleCount,
-      empty_agent_mib_per_1000: round(idle.emptyPerThousandMiB),
-      transcripts_only_mib_per_1000: round(idle.messagesPerThousandMiB),
-      messages: idle.messages,
-      events: idle.events,
-      state_json_bytes: idle.stateJsonBytes,
-      events_json_bytes: idle.eventsJsonBytes,
-    });
+    // One figure per store: SQLite (a daemon's), the in-memory store (the default), none. Each
+    // against the floor measured in its own run: the same messages as plain arrays, no supervisor
+    // (what a library that only holds `messages[]` per conversation keeps).
+    for (const [store, figure] of [
+      ['sqlite', 'persistence.idle_heap_mib_per_1000'],
+      ['memory', 'persistence.idle_heap_mib_memory_per_1000'],
+      ['none', 'persistence.idle_heap_mib_none_per_1000'],
+    ] as const) {
+      progress(`persistence: heap of ${idleCount} idle resident conversations of 10 messages, store: ${store}`);
+      const idle = await idleHeap(idleCount, store);
+      add(figure, idle.perThousandMiB, 'MiB', {
+        store,
+        conversations: idleCount,
+        empty_agent_mib_per_1000: round(idle.emptyPerThousandMiB),
+        transcripts_only_mib_per_1000: round(idle.messagesPerThousandMiB),
+        over_transcripts_only: round(idle.perThousandMiB / idle.messagesPerThousandMiB),
+        messages: idle.messages,
+        events: idle.events,
+        state_json_bytes: idle.stateJsonBytes,
+        events_json_bytes: idle.eventsJsonBytes,
+      });
+    }
 
     const through = quick ? 20_000 : 100_000;
     progress(`persistence: RSS while ${through} conversations pass through a supervisor`);

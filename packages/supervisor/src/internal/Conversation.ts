@@ -23,6 +23,7 @@ import {
 } from '../persistence/StateEnvelope.js';
 import type { RunTree } from '../RunTree.js';
 import type { SupervisorEvents } from '../SupervisorEvents.js';
+import { compactIdleState } from './compactIdleState.js';
 import { type RunNode, type SavedConversation, totalOf } from './RunNode.js';
 
 /** What a parent agent's conversation starts from (see {@link Conversation}). */
@@ -112,8 +113,10 @@ export class Conversation {
 
   /** `state` is good: the conversation goes on from it. */
   keep(state: LoopState): void {
-    this.state = state;
-    this.checkpoint = state;
+    // Kept until the next message, maybe for days: at the size of what it holds.
+    const kept = compactIdleState(state);
+    this.state = kept;
+    this.checkpoint = kept;
   }
 
   /** The message's work is not kept: back to the last good state, its input dropped. */
@@ -202,6 +205,8 @@ export class Conversation {
       saves.add(resolve);
       const done = (value: Error | undefined): void => {
         saves.delete(resolve);
+        // None in flight: an idle conversation keeps no empty Set (152 B).
+        if (saves.size === 0 && this.#saves === saves) this.#saves = undefined;
         resolve(value);
       };
       saving.then(done, (error: unknown) => done(error instanceof Error ? error : new Error(String(error))));

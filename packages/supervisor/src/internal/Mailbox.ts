@@ -81,7 +81,10 @@ export class Mailbox {
   }
 
   shift(): Job | undefined {
-    return this.#jobs.shift();
+    const job = this.#jobs.shift();
+    // Emptied by shift, the array keeps its slots (152 B) for as long as the agent idles: let them go.
+    if (job === undefined) this.#jobs.length = 0;
+    return job;
   }
 
   /**

@@ -1,4 +1,5 @@
 import { BackpressureError } from '@troupe/core';
+import type { HeldMessage, HeldRecord } from './HeldState.js';
 import type { ConversationSummary, RequestRecord, RunRecord, ToolCallRecord } from './Persistence.js';
 
 // The rows of a MemoryPersistence: conversations in recency order, and the
@@ -20,23 +21,63 @@ export interface StoredRequest {
   closedAt: number | undefined;
 }
 
+/** An agent's envelope as held (see HeldState), with its revision (counted up by each save). */
+export interface StoredState extends HeldRecord {
+  readonly revision: number;
+}
+
+/** What a conversation keeps of one of its agents. */
+export interface AgentRows {
+  readonly agentId: string;
+  state: StoredState | undefined;
+  /** The messages to show (held: see HeldState). */
+  shown: readonly HeldMessage[] | undefined;
+}
+
 export interface Conversation {
   readonly key: string;
   readonly tenant: string;
   readonly id: string;
-  /** agentId → its envelope's JSON and revision (counted up by each save). */
-  readonly states: Map<string, { readonly json: string; readonly revision: number }>;
+  // Its first agent's rows in place, any other's in a Map made for them: most conversations have
+  // one agent, and a Map costs ~180 B before it holds anything.
+  first: AgentRows | undefined;
+  others: Map<string, AgentRows> | undefined;
   summary: Omit<ConversationSummary, 'openRequests'> | undefined;
-  readonly messages: Map<string, string[]>;
-  readonly runs: Map<string, StoredRun>;
+  // Made by their first row: an idle conversation has none, and an empty Map costs ~150 B.
+  runs: Map<string, StoredRun> | undefined;
   /** runId → call key → record (records hold primitives only: copied by spreading). */
-  readonly toolCalls: Map<string, Map<string, ToolCallRecord>>;
-  readonly requests: Set<string>;
+  toolCalls: Map<string, Map<string, ToolCallRecord>> | undefined;
+  requests: Set<string> | undefined;
   open: number;
 }
 
 export const SEP = '\u0000';
 export const callKey = (k: { toolCallId: string; attempt: number }): string => `${k.toolCallId}${SEP}${k.attempt}`;
+
+/** The rows of `agentId` in `conv`, if it has any. */
+export function agentRows(conv: Conversation, agentId: string): AgentRows | undefined {
+  return conv.first?.agentId === agentId ? conv.first : conv.others?.get(agentId);
+}
+
+/** The rows of `agentId` in `conv`, made empty if it has none. */
+export function obtainAgentRows(conv: Conversation, agentId: string): AgentRows {
+  const found = agentRows(conv, agentId);
+  if (found !== undefined) return found;
+  const rows: AgentRows = { agentId, state: undefined, shown: undefined };
+  if (conv.first === undefined) conv.first = rows;
+  else {
+    conv.others ??= new Map();
+    conv.others.set(agentId, rows);
+  }
+  return rows;
+}
+
+/** Every agent of `conv` with rows. */
+export function agentsOf(conv: Conversation): AgentRows[] {
+  const all = conv.first === undefined ? [] : [conv.first];
+  for (const rows of conv.others?.values() ?? []) all.push(rows);
+  return all;
+}
 
 /** The conversations of a memory store, least recently used first, bounded by `max`. */
 export class ConversationTable {
@@ -67,12 +108,12 @@ export class ConversationTable {
       key,
       tenant,
       id: conversationId,
-      states: new Map(),
+      first: undefined,
+      others: undefined,
       summary: undefined,
-      messages: new Map(),
-      runs: new Map(),
-      toolCalls: new Map(),
-      requests: new Set(),
+      runs: undefined,
+      toolCalls: undefined,
+      requests: undefined,
       open: 0,
     };
     this.conversations.set(key, conv);
@@ -94,9 +135,9 @@ export class ConversationTable {
 
   drop(conv: Conversation): void {
     this.conversations.delete(conv.key);
-    for (const runId of conv.runs.keys()) this.runIndex.delete(`${conv.tenant}${SEP}${runId}`);
-    for (const runId of conv.toolCalls.keys()) this.callIndex.delete(`${conv.tenant}${SEP}${runId}`);
-    for (const requestId of conv.requests) this.requests.delete(`${conv.tenant}${SEP}${requestId}`);
+    for (const runId of conv.runs?.keys() ?? []) this.runIndex.delete(`${conv.tenant}${SEP}${runId}`);
+    for (const runId of conv.toolCalls?.keys() ?? []) this.callIndex.delete(`${conv.tenant}${SEP}${runId}`);
+    for (const requestId of conv.requests ?? []) this.requests.delete(`${conv.tenant}${SEP}${requestId}`);
   }
 
   clear(): void {

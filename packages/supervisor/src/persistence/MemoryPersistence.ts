@@ -1,5 +1,22 @@
 import { type Answer, type Clock, InvalidArgumentError, type Message } from '@troupe/core';
-import { ConversationTable, callKey, SEP, type StoredRequest } from './ConversationTable.js';
+import {
+  agentRows,
+  agentsOf,
+  ConversationTable,
+  callKey,
+  obtainAgentRows,
+  SEP,
+  type StoredRequest,
+} from './ConversationTable.js';
+import {
+  copyMessage,
+  flat,
+  type HeldMessage,
+  type HeldRecord,
+  holdRecord,
+  holdShown,
+  readRecord,
+} from './HeldState.js';
 import type {
   AnswerResult,
   ConversationSummary,
@@ -59,9 +76,12 @@ export const DEFAULT_MAX_CONVERSATIONS = 10_000;
  * The in-memory {@link PersistenceAdapter}: for tests, scripts and hosts that
  * do not need to survive a restart. Same semantics as the SQLite store for
  * every operation (one contract suite runs against both): values are saved
- * as JSON strings (copied in and out, and a value JSON cannot carry is
- * refused the same way), a batch is all or nothing, answers are a
- * compare-and-set, runs are fenced by `attempt`.
+ * as copies (JSON text; a value JSON cannot carry is refused the same way),
+ * a batch is all or nothing, answers are a compare-and-set, runs are fenced
+ * by `attempt`. A message the agent loop sealed (a frozen record of strings,
+ * numbers, booleans) cannot change: it is kept as itself, not copied, so an
+ * idle conversation's transcript is held once, by its agent and its store
+ * together.
  *
  * Bounded: at most `maxConversations` are kept; past that the least recently
  * used conversation without an open request is dropped, and `release` drops
@@ -116,11 +136,12 @@ export class MemoryPersistence implements PersistenceAdapter {
   async loadState(scope: unknown, context: PersistenceContext): Promise<AgentStateEnvelope | undefined> {
     const tenant = this.#tenant(scope);
     R.checkContext(context);
-    const saved = this.#t.find(tenant, context.conversationId)?.states.get(context.agentId);
+    const conv = this.#t.find(tenant, context.conversationId);
+    const saved = conv === undefined ? undefined : agentRows(conv, context.agentId)?.state;
     return saved === undefined
       ? undefined
       : {
-          ...migrateEnvelope(R.parseWithState(saved.json), `the saved state of ${context.agentId}`),
+          ...migrateEnvelope(readRecord(saved), `the saved state of ${context.agentId}`),
           revision: saved.revision,
         };
   }
@@ -132,8 +153,9 @@ export class MemoryPersistence implements PersistenceAdapter {
   async loadMessages(scope: unknown, context: PersistenceContext): Promise<readonly Message[]> {
     const tenant = this.#tenant(scope);
     R.checkContext(context);
-    const list = this.#t.find(tenant, context.conversationId)?.messages.get(context.agentId) ?? [];
-    return list.map((json) => JSON.parse(json) as Message);
+    const conv = this.#t.find(tenant, context.conversationId);
+    const list = (conv === undefined ? undefined : agentRows(conv, context.agentId)?.shown) ?? [];
+    return list.map((held) => copyMessage(held) as Message);
   }
 
   async commit(scope: unknown, batch: TurnBatch, context: PersistenceContext): Promise<void> {
@@ -155,15 +177,18 @@ export class MemoryPersistence implements PersistenceAdapter {
   #commit(tenant: string, batch: TurnBatch, context: PersistenceContext): void {
     const at = batch.at ?? this.#clock.now();
     // Phase 1: encode and check everything against what is saved; nothing changes yet.
-    const envelope = batch.envelope === undefined ? undefined : R.encodeWithState(batch.envelope, 'envelope');
-    const messages = (batch.messages ?? []).map((m) => R.encodeMessage(m, 'message'));
-    const runs = (batch.runs ?? []).map((run) => ({ run, json: R.encodeWithState(run, `run ${run.runId}`) }));
+    const existing = this.#t.find(tenant, context.conversationId);
+    const saved = existing === undefined ? undefined : agentRows(existing, context.agentId)?.state;
+    const revision = saved?.revision;
+    // The messages it held already are taken as they are (see HeldState): a turn holds what it added.
+    const envelope: HeldRecord | undefined =
+      batch.envelope === undefined ? undefined : holdRecord(batch.envelope, 'envelope', saved);
+    const messages: HeldMessage[] = (batch.messages ?? []).map((m) => holdShown(m, 'message', envelope));
+    const runs = (batch.runs ?? []).map((run) => ({ run, json: flat(R.encodeWithState(run, `run ${run.runId}`)) }));
     const opened = (batch.openedRequests ?? []).map((r) => ({
       r,
-      json: R.encode({ ...r, status: 'open' }, `request ${r.requestId}`),
+      json: flat(R.encode({ ...r, status: 'open' }, `request ${r.requestId}`)),
     }));
-    const existing = this.#t.find(tenant, context.conversationId);
-    const revision = existing?.states.get(context.agentId)?.revision;
     // Fenced only against a saved state: one dropped for the bound is saved again by its agent.
     if (batch.basedOn !== undefined && revision !== undefined && batch.basedOn !== revision) {
       throw R.staleState(context.agentId, batch.basedOn, revision);
@@ -187,13 +212,13 @@ export class MemoryPersistence implements PersistenceAdapter {
     }
     for (const { run } of runs) {
       const owner = this.#t.runIndex.get(`${tenant}${SEP}${run.runId}`);
-      const saved = owner?.runs.get(run.runId);
+      const stored = owner?.runs?.get(run.runId);
       if (owner !== undefined && owner.id !== context.conversationId) {
         throw new InvalidArgumentError(
           `run ${run.runId} belongs to conversation ${owner.id}, not ${context.conversationId}`,
         );
       }
-      if (saved !== undefined && run.attempt < saved.attempt) throw R.fenced(run.runId, run.attempt, saved.attempt);
+      if (stored !== undefined && run.attempt < stored.attempt) throw R.fenced(run.runId, run.attempt, stored.attempt);
     }
     const seen = new Set<string>();
     for (const { r } of opened) {
@@ -203,7 +228,7 @@ export class MemoryPersistence implements PersistenceAdapter {
       seen.add(r.requestId);
     }
     for (const key of batch.committedToolCalls ?? []) {
-      const call = existing?.toolCalls.get(key.runId)?.get(callKey(key));
+      const call = existing?.toolCalls?.get(key.runId)?.get(callKey(key));
       if (call === undefined) throw R.notStarted(key);
     }
     // Phase 2: apply (synchronous, so no other call interleaves).
@@ -212,7 +237,12 @@ export class MemoryPersistence implements PersistenceAdapter {
       if (this.#deleted.size > 0) this.#deleted.delete(stateKey);
       if (this.#deletedConversations.size > 0) this.#deletedConversations.delete(convKey);
       // A state dropped for the bound comes back at the revision its writer counts from.
-      conv.states.set(context.agentId, { json: envelope, revision: (revision ?? batch.basedOn ?? 0) + 1 });
+      const revised = (revision ?? batch.basedOn ?? 0) + 1;
+      obtainAgentRows(conv, context.agentId).state = {
+        shell: envelope.shell,
+        messages: envelope.messages,
+        revision: revised,
+      };
       conv.summary = {
         conversationId: context.conversationId,
         agentId: context.agentId,
@@ -222,19 +252,17 @@ export class MemoryPersistence implements PersistenceAdapter {
       };
     }
     if (messages.length > 0) {
-      let list = conv.messages.get(context.agentId);
-      if (list === undefined) {
-        list = [];
-        conv.messages.set(context.agentId, list);
-      }
-      for (const m of messages) list.push(m);
+      // A new list of exactly its length (one grown by push keeps up to half again as many slots).
+      const rows = obtainAgentRows(conv, context.agentId);
+      rows.shown = rows.shown === undefined ? messages : rows.shown.concat(messages);
     }
     for (const { run, json } of runs) {
+      conv.runs ??= new Map();
       conv.runs.set(run.runId, { json, status: run.status, attempt: run.attempt, updatedAt: run.updatedAt });
       this.#t.runIndex.set(`${tenant}${SEP}${run.runId}`, conv);
     }
     for (const key of batch.committedToolCalls ?? []) {
-      const calls = conv.toolCalls.get(key.runId);
+      const calls = conv.toolCalls?.get(key.runId);
       const call = calls?.get(callKey(key));
       if (calls !== undefined && call !== undefined && call.status === 'started') {
         calls.set(callKey(key), { ...call, status: 'committed', committedAt: at });
@@ -243,6 +271,7 @@ export class MemoryPersistence implements PersistenceAdapter {
     for (const { r, json } of opened) {
       const stored: StoredRequest = { conv, json, status: 'open', openedAt: r.openedAt, closedAt: undefined };
       this.#t.requests.set(`${tenant}${SEP}${r.requestId}`, stored);
+      conv.requests ??= new Set();
       conv.requests.add(r.requestId);
       conv.open++;
     }
@@ -262,7 +291,7 @@ export class MemoryPersistence implements PersistenceAdapter {
     const stored = this.#t.requests.get(`${tenant}${SEP}${requestId}`);
     if (stored === undefined || stored.status !== 'open') return undefined;
     const record = JSON.parse(stored.json) as RequestRecord;
-    stored.json = JSON.stringify({ ...record, status, answer, closedAt: at });
+    stored.json = flat(JSON.stringify({ ...record, status, answer, closedAt: at }));
     stored.status = status;
     stored.closedAt = at;
     stored.conv.open--;
@@ -279,7 +308,7 @@ export class MemoryPersistence implements PersistenceAdapter {
     const interrupted = options?.interrupted === true;
     const conv = this.#t.find(tenant, context.conversationId);
     const out: RunRecord[] = [];
-    for (const run of conv?.runs.values() ?? []) {
+    for (const run of conv?.runs?.values() ?? []) {
       if (!isTerminalRunStatus(run.status) || (interrupted && run.status === 'interrupted'))
         out.push(JSON.parse(run.json));
     }
@@ -290,7 +319,7 @@ export class MemoryPersistence implements PersistenceAdapter {
     const tenant = this.#tenant(scope);
     R.checkId(runId, 'runId');
     const conv = this.#t.runIndex.get(`${tenant}${SEP}${runId}`);
-    const run = conv?.runs.get(runId);
+    const run = conv?.runs?.get(runId);
     return run === undefined ? undefined : (JSON.parse(run.json) as RunRecord);
   }
 
@@ -311,10 +340,11 @@ export class MemoryPersistence implements PersistenceAdapter {
       this.#unsavedEnds.delete(key);
       const conv = this.#t.runIndex.get(key);
       const runId = key.slice(key.indexOf(SEP) + 1);
-      const run = conv?.runs.get(runId);
-      if (conv === undefined || run === undefined || run.status !== 'running' || run.attempt !== attempt) continue;
+      const run = conv?.runs?.get(runId);
+      if (conv?.runs === undefined || run === undefined || run.status !== 'running' || run.attempt !== attempt)
+        continue;
       const record: RunRecord = { ...(JSON.parse(run.json) as RunRecord), status: 'interrupted', updatedAt: now };
-      const json = JSON.stringify(record);
+      const json = flat(JSON.stringify(record));
       conv.runs.set(runId, { json, status: 'interrupted', attempt, updatedAt: now });
       marked.push(JSON.parse(json) as RunRecord);
     }
@@ -340,13 +370,14 @@ export class MemoryPersistence implements PersistenceAdapter {
         );
       }
       // A run saved at a later attempt was taken over: this attempt's side effects must not start.
-      const saved = existing?.runs.get(call.runId)?.attempt;
+      const saved = existing?.runs?.get(call.runId)?.attempt;
       if (saved !== undefined && saved > call.attempt) throw R.fenced(call.runId, call.attempt, saved);
-      if (existing?.toolCalls.get(call.runId)?.get(callKey(call))?.status === 'committed')
+      if (existing?.toolCalls?.get(call.runId)?.get(callKey(call))?.status === 'committed')
         throw R.alreadyCommitted(call);
     }
     const conv = existing ?? this.#t.obtain(tenant, context.conversationId);
     for (const call of calls) {
+      conv.toolCalls ??= new Map();
       let byRun = conv.toolCalls.get(call.runId);
       if (byRun === undefined) {
         byRun = new Map();
@@ -369,7 +400,7 @@ export class MemoryPersistence implements PersistenceAdapter {
   async loadToolCalls(scope: unknown, runId: string): Promise<readonly ToolCallRecord[]> {
     const tenant = this.#tenant(scope);
     R.checkId(runId, 'runId');
-    const calls = this.#t.callIndex.get(`${tenant}${SEP}${runId}`)?.toolCalls.get(runId);
+    const calls = this.#t.callIndex.get(`${tenant}${SEP}${runId}`)?.toolCalls?.get(runId);
     const out: ToolCallRecord[] = [];
     for (const call of calls?.values() ?? []) if (call.status === 'started') out.push({ ...call });
     return out.sort(
@@ -476,7 +507,7 @@ export class MemoryPersistence implements PersistenceAdapter {
     const conv = this.#t.conversations.get(`${tenant}${SEP}${context.conversationId}`);
     if (conv === undefined) return false;
     // A message of it runs (its writer is this process): its next save would write it back.
-    for (const [runId, run] of conv.runs) {
+    for (const [runId, run] of conv.runs ?? []) {
       if (run.status === 'running' && this.#unsavedEnds.get(`${tenant}${SEP}${runId}`) !== run.attempt) {
         throw R.busyConversation(context.conversationId, runId, 'here');
       }
@@ -486,11 +517,12 @@ export class MemoryPersistence implements PersistenceAdapter {
     if (this.#deletedConversations.size > this.#t.max) {
       this.#deletedConversations.delete(this.#deletedConversations.values().next().value as string);
     }
-    for (const agentId of conv.states.keys()) {
+    for (const { agentId, state } of agentsOf(conv)) {
+      if (state === undefined) continue;
       this.#deleted.add(`${conv.key}${SEP}${agentId}`);
       if (this.#deleted.size > this.#t.max) this.#deleted.delete(this.#deleted.values().next().value as string);
     }
-    for (const runId of conv.runs.keys()) this.#unsavedEnds.delete(`${tenant}${SEP}${runId}`);
+    for (const runId of conv.runs?.keys() ?? []) this.#unsavedEnds.delete(`${tenant}${SEP}${runId}`);
     return true;
   }
 
@@ -507,19 +539,19 @@ export class MemoryPersistence implements PersistenceAdapter {
     const result = { runs: 0, toolCalls: 0, requests: 0 };
     for (const conv of this.#t.conversations.values()) {
       if (tenant !== undefined && conv.tenant !== tenant) continue;
-      for (const [runId, run] of conv.runs) {
+      for (const [runId, run] of conv.runs ?? []) {
         if (!isTerminalRunStatus(run.status) || run.updatedAt >= cutoff) continue;
-        conv.runs.delete(runId);
+        conv.runs?.delete(runId);
         this.#t.runIndex.delete(`${conv.tenant}${SEP}${runId}`);
         result.runs++;
-        const calls = conv.toolCalls.get(runId);
+        const calls = conv.toolCalls?.get(runId);
         if (calls !== undefined) {
           result.toolCalls += calls.size;
-          conv.toolCalls.delete(runId);
+          conv.toolCalls?.delete(runId);
           this.#t.callIndex.delete(`${conv.tenant}${SEP}${runId}`);
         }
       }
-      for (const calls of conv.toolCalls.values()) {
+      for (const calls of conv.toolCalls?.values() ?? []) {
         for (const [key, call] of calls) {
           if (call.status === 'committed' && (call.committedAt ?? 0) < cutoff) {
             calls.delete(key);
@@ -527,11 +559,11 @@ export class MemoryPersistence implements PersistenceAdapter {
           }
         }
       }
-      for (const requestId of conv.requests) {
+      for (const requestId of conv.requests ?? []) {
         const stored = this.#t.requests.get(`${conv.tenant}${SEP}${requestId}`);
         if (stored !== undefined && stored.status !== 'open' && (stored.closedAt ?? 0) < cutoff) {
           this.#t.requests.delete(`${conv.tenant}${SEP}${requestId}`);
-          conv.requests.delete(requestId);
+          conv.requests?.delete(requestId);
           result.requests++;
         }
       }

@@ -160,6 +160,22 @@ function unchangeable(message: unknown): message is object {
 }
 
 /**
+ * Freeze the parsed messages of primitives, as the agent loop seals them (the parsed copy is the
+ * store's own). (Module-internal: the memory store's held records read theirs the same way.)
+ */
+export function sealParsedMessages(messages: readonly unknown[]): void {
+  for (const m of messages) {
+    if (!plainRecord(m)) continue;
+    let flat = true;
+    for (const key in m) {
+      const v = m[key];
+      if (typeof v === 'object' && v !== null) flat = false;
+    }
+    if (flat) Object.freeze(m);
+  }
+}
+
+/**
  * Stands in for a state's messages while the rest of a record is checked and written: a string no
  * saved value holds (a NUL and this process's random id), so its JSON is found once in the text.
  */
@@ -206,8 +222,9 @@ function encodeSplit(
 /**
  * The messages of a record's state, when the record can be written as its shell and its messages
  * apart (a plain record, a plain state, a plain list without holes, nothing a spread would not carry).
+ * (Module-internal: the memory store's held records split the same records.)
  */
-function splittable(value: unknown): readonly unknown[] | undefined {
+export function splittable(value: unknown): readonly unknown[] | undefined {
   const state = plainRecord(value) ? value.state : undefined;
   const messages = plainRecord(state) ? state.messages : undefined;
   if (
@@ -508,17 +525,7 @@ export const PersistenceRules = Object.freeze({
   parseWithState(json: string): unknown {
     const value: unknown = JSON.parse(json);
     const messages = plainRecord(value) && plainRecord(value.state) ? value.state.messages : undefined;
-    if (Array.isArray(messages)) {
-      for (const m of messages) {
-        if (!plainRecord(m)) continue;
-        let flat = true;
-        for (const key in m) {
-          const v = m[key];
-          if (typeof v === 'object' && v !== null) flat = false;
-        }
-        if (flat) Object.freeze(m);
-      }
-    }
+    if (Array.isArray(messages)) sealParsedMessages(messages);
     return value;
   },
 

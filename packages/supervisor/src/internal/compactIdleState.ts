@@ -1,0 +1,34 @@
+import type { LoopState, Metadata } from '@troupe/core';
+
+// Shared by every idle state that holds nothing there: frozen, so no state can change them, and
+// every reader treats a state's lists as read-only anyway (a turn makes new ones).
+const NO_ITEMS: readonly never[] = Object.freeze([]);
+const NO_METADATA: Metadata = Object.freeze({});
+
+// A frozen plain object without properties: nothing in it, nothing can be put in it.
+function isEmptyFrozenRecord(value: object): boolean {
+  if (Object.getPrototypeOf(value) !== Object.prototype || !Object.isFrozen(value)) return false;
+  for (const _ in value) return false;
+  return Object.getOwnPropertyNames(value).length === 0 && Object.getOwnPropertySymbols(value).length === 0;
+}
+
+/**
+ * The state an idle parent agent keeps between messages, at the size of what it holds. A turn
+ * builds its lists by spreading and pushing, and V8 leaves such an array with up to six times the
+ * slots it uses (an idle transcript of 11 messages was 272 B of slots for 88 B of them); a state's
+ * empty lists and its empty, frozen metadata are each an object of their own. Kept for every idle
+ * conversation, that was a third of what one costs: the messages are copied into a list of their
+ * exact length, and the empty parts are one shared frozen value.
+ *
+ * The same messages, in the same order, the same values: only the containers change.
+ */
+export function compactIdleState(state: LoopState): LoopState {
+  return {
+    ...state,
+    messages: state.messages.slice(),
+    todos: state.todos.length === 0 ? NO_ITEMS : state.todos,
+    updates: state.updates.length === 0 ? NO_ITEMS : state.updates,
+    events: state.events.length === 0 ? NO_ITEMS : state.events,
+    metadata: isEmptyFrozenRecord(state.metadata) ? NO_METADATA : state.metadata,
+  };
+}
