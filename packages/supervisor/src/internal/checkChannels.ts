@@ -21,14 +21,23 @@ const sealedToolContexts = new WeakMap<object, Readonly<Record<string, unknown>>
  */
 export function sealToolContext(toolContext: unknown): Readonly<Record<string, unknown>> {
   if (toolContext === undefined) return EMPTY_CONTEXT;
-  if (typeof toolContext !== 'object' || toolContext === null || Array.isArray(toolContext)) {
-    throw new InvalidArgumentError(
+  const notRecord = () =>
+    new InvalidArgumentError(
       `toolContext must be a plain object of static data (feature flags, request ids), got ${describeValue(toolContext)}`,
     );
-  }
+  if (typeof toolContext !== 'object' || toolContext === null) throw notRecord();
   const known = sealedToolContexts.get(toolContext);
-  if (known !== undefined) return known;
+  if (known !== undefined) {
+    // Frozen all the way down, it cannot have changed. One holding a Map or a Set can (freezing
+    // does not stop `set`): checked again, so what it holds now is refused with its path, not by
+    // the serializer when a run is posted.
+    if (!isDeepFrozen(known)) assertCloneable(known, 'toolContext');
+    return known;
+  }
+  // Cloneable first: a Proxy is refused before anything asks it a question (Array.isArray throws
+  // on a revoked one).
   assertCloneable(toolContext, 'toolContext');
+  if (Array.isArray(toolContext)) throw notRecord();
   const sealed =
     Object.keys(toolContext).length === 0 ? EMPTY_CONTEXT : deepFreeze({ ...(toolContext as Record<string, unknown>) });
   sealedToolContexts.set(toolContext, sealed);
@@ -44,12 +53,15 @@ const checkedMetadata = new WeakSet<object>();
 /** Check a metadata snapshot the host passed: plain JSON data, cloneable, not nested too deeply. */
 export function checkMetadata(metadata: unknown): void {
   if (typeof metadata === 'object' && metadata !== null && checkedMetadata.has(metadata)) return;
-  if (typeof metadata !== 'object' || metadata === null || Array.isArray(metadata)) {
-    throw new InvalidArgumentError(
+  const notRecord = () =>
+    new InvalidArgumentError(
       `metadata must be a plain object of JSON data (its keys are the state's metadata), got ${describeValue(metadata)}`,
     );
-  }
+  if (typeof metadata !== 'object' || metadata === null) throw notRecord();
+  // Cloneable first: a Proxy is refused before anything asks it a question (Array.isArray throws
+  // on a revoked one).
   assertCloneable(metadata, 'metadata');
+  if (Array.isArray(metadata)) throw notRecord();
   try {
     assertJson(metadata, 'metadata');
   } catch (error) {
