@@ -621,8 +621,7 @@ export class PostgresPersistence implements PersistenceAdapter {
 
   async loadToolCalls(scope: unknown, runId: string): Promise<readonly ToolCallRecord[]> {
     const tenant = this.#tenant(scope);
-    if (typeof runId !== 'string' || runId.length === 0)
-      throw new InvalidArgumentError('runId must be a non-empty string');
+    R.checkId(runId, 'runId');
     const result = await this.#read('loading tool calls', (q) => q('openCalls', [tenant, runId]));
     return result.rows.map(
       (r: {
