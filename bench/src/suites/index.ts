@@ -3,6 +3,7 @@ import { abSuite } from './ab.js';
 import { cancelSuite } from './cancel.js';
 import { coreSuite } from './core.js';
 import { hostSuite } from './host.js';
+import { hostileSuite } from './hostile.js';
 import { mcpSuite } from './mcp.js';
 import { modelsSuite } from './models.js';
 import { otelSuite } from './otel.js';
@@ -17,6 +18,7 @@ export const suites: readonly Suite[] = [
   coreSuite,
   cancelSuite,
   hostSuite,
+  hostileSuite,
   subagentSuite,
   supervisorSuite,
   persistenceSuite,
