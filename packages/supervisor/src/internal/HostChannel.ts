@@ -303,7 +303,7 @@ export class HostChannel<P extends HostPeer = HostPeer> {
           this.#refuse(thread, port, call, 'a malformed task request', true, run);
           return;
         }
-        this.#answer(port, call.seq, run.task(parsed));
+        this.#answer(port, call.seq, run.task(parsed), true);
         return;
       }
       case HostOp.events: {
@@ -423,10 +423,14 @@ export class HostChannel<P extends HostPeer = HostPeer> {
     return asked;
   }
 
-  #answer(reply: HostReply, seq: number, value: Promise<unknown>): void {
+  // Post what `value` settles with as the reply to `seq`. Only a task's `undefined` posts nothing
+  // (nobody waits for it any more: its run was cancelled). Any other value goes back as it is, an
+  // approval handler's `undefined` too: the worker's executor denies what is not a decision, and
+  // says so — posting nothing left the call waiting for ever.
+  #answer(reply: HostReply, seq: number, value: Promise<unknown>, noReplyWhenUndefined = false): void {
     value.then(
       (v) => {
-        if (v !== undefined) reply([seq, 1, v]);
+        if (v !== undefined || !noReplyWhenUndefined) reply([seq, 1, v]);
       },
       (error: unknown) => reply([seq, 0, encodeError(error)]),
     );
