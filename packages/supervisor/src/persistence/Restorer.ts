@@ -4,6 +4,7 @@ import {
   type Answer,
   type Clock,
   InvalidArgumentError,
+  isTroupeError,
   type LoopState,
   type Request,
   type Scope,
@@ -101,6 +102,8 @@ export class Restorer {
         ? undefined
         : (live.find((r) => r.runId === saved.runId) ?? (await store.getRun(scope, saved.runId)));
     const kept = new Set<string>();
+    /** The runs that come back here: the root, and its suspended descendants when it is suspended. */
+    const restored = new Set<string>();
     // Suspended when its root's row says so (the envelope may be a write behind it), or, with no row, its envelope.
     if (rootRow?.status === 'suspended' || (rootRow === undefined && saved.status === 'suspended')) {
       const rootState = (rootRow?.state as LoopState | undefined) ?? saved.state;
@@ -171,6 +174,8 @@ export class Restorer {
           }
         }
       }
+      if (saved.runId !== undefined) restored.add(saved.runId);
+      for (const r of descendants) restored.add(r.runId);
       parent.reserveChildren(saved.childCounter + tasksOfMessage(rootState));
       parent.restoreSuspended(
         { runId: saved.runId, attempt: rootRow?.attempt ?? 0, state: rootState },
@@ -194,6 +199,7 @@ export class Restorer {
         if (r.parentRunId === rootRow.runId && r.toolCallId !== undefined && r.status === 'interrupted')
           lost.set(r.toolCallId, r.totalUsage);
       }
+      restored.add(rootRow.runId);
       // Children it may have spawned before the crash keep their ids: new ones are numbered past them.
       parent.reserveChildren(saved.childCounter + tasksOfMessage(state));
       parent.restoreInterrupted({
@@ -206,6 +212,7 @@ export class Restorer {
         lost,
       });
     }
+    await this.#endLeftBehind(scope, ctx, live, restored);
     // Questions of runs that did not come back (interrupted under a crash) can never be answered.
     for (let after: string | undefined, more = true; more; ) {
       const page = await store.listRequests(scope, { conversationId: ctx.conversationId, after, limit: 1000 });
@@ -214,6 +221,37 @@ export class Restorer {
       }
       after = page.next;
       more = after !== undefined;
+    }
+  }
+
+  /**
+   * The conversation's suspended runs that did not come back here: nothing can resume them any
+   * more, so their rows end, `interrupted` (every run of a message ends in one terminal status in
+   * the store too). A run that waits on its child is saved suspended: under a message a crash
+   * interrupted (restored to be resumed from its own state: the task call's child is reported
+   * interrupted to it), or under a parent that did not come back, it stayed suspended for good.
+   * `running` rows left are a live process's own: untouched. A row written since by a newer
+   * attempt (another process resumed it) fences this write: that one is left as it is.
+   */
+  async #endLeftBehind(
+    scope: Scope,
+    ctx: PersistenceContext,
+    live: readonly RunRecord[],
+    restored: ReadonlySet<string>,
+  ): Promise<void> {
+    for (const r of live) {
+      if (r.status !== 'suspended' || restored.has(r.runId)) continue;
+      const { state: _state, ...row } = r;
+      try {
+        // One at a time: a row fenced by another process's write does not hold back the others.
+        await this.#store.commit(
+          scope,
+          { runs: [{ ...row, status: 'interrupted', updatedAt: this.#d.clock.now() }] },
+          ctx,
+        );
+      } catch (error) {
+        if (!isTroupeError(error, 'ERR_STORE_FENCED')) throw error;
+      }
     }
   }
 
