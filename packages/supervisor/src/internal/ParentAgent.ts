@@ -267,8 +267,43 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
       if (this.#status !== 'idle' || this.#mailbox.size > 0) job.context = AsyncResource.bind((start) => start());
       this.#mailbox.push(job);
       this.#deps.busy(this);
+      if (this.#status === 'suspended') this.#checkCopy();
       this.#pump();
     });
+  }
+
+  /** A look at the store, while this copy waits on a question, for whether another process moved on. */
+  #checking: Promise<void> | undefined;
+
+  // A message queued behind a suspension waits for its answer. With a store other processes share,
+  // the answer may be taken there: this copy is then behind what is saved, and what it queues would
+  // wait for ever. Looked up as a message is queued (once at a time); a stale copy is let go, and
+  // what waits in its mailbox is refused with why. A store that cannot answer now changes nothing.
+  #checkCopy(): void {
+    const root = this.#root;
+    const durability = this.#deps.durability;
+    if (this.#checking !== undefined || root === undefined || durability === undefined || !durability.durable) return;
+    const asked = this.#deps.tree.requests
+      .openRequests()
+      .filter((r) => r.agentId === this.id)
+      .map((r) => r.request.id);
+    const done = () => {
+      this.#checking = undefined;
+    };
+    this.#checking = durability.behind(root, asked).then((why) => {
+      done();
+      if (why === undefined || this.#root !== root || this.#status !== 'suspended') return;
+      const stale = `this copy of conversation ${this.conversationId} is behind what is saved (${why})`;
+      const error = new TroupeError(
+        `agent ${this.id}: ${stale}: the message was not sent; startAgent it again to load what is saved, then send`,
+        { code: 'ERR_STORE_FENCED' },
+      );
+      this.#mailbox.rejectAll(() => error);
+      this.#deps.tree.forget(root);
+      this.#root = undefined;
+      this.#stopNow(`${stale}; startAgent it again to load what is saved`);
+      this.#deps.stale(this);
+    }, done);
   }
 
   // Aborting a job's signal drops it from the mailbox, or cancels it once it runs.

@@ -1,12 +1,4 @@
-import {
-  type Answer,
-  type Clock,
-  isTroupeError,
-  type LoopState,
-  type Message,
-  TroupeError,
-  type Usage,
-} from '@troupe/core';
+import type { Answer, Clock, LoopState, Message, Usage } from '@troupe/core';
 import type { CheckpointCall } from '@troupe/core/internal';
 import { hostRequest, type RequestEntry, type RunNode, type SavedConversation, totalOf } from '../internal/RunNode.js';
 import type {
@@ -32,7 +24,7 @@ export interface Conversation {
  * run rows (the nodes: status, state, attempt as a fencing token), requests
  * when they open and close, and — with a durable store — a checkpoint of
  * every turn, tool calls marked started before their side effects and
- * committed with the state they produced. Writes of one node go in order
+ * committed with the state they produced. Writes of one tree go in order
  * (each waits for the one before); a failed write rejects its caller.
  *
  * Never saves the scope: it is only handed to the store as the first
@@ -41,17 +33,20 @@ export interface Conversation {
 export class Durability {
   readonly store: PersistenceAdapter;
   readonly #clock: Clock;
-  /** The last write of each node, so its writes keep their order. */
+  /**
+   * The last write of each tree (by its root), so the writes of one conversation keep their order:
+   * a parent's save (what its reply waits for) goes after the writes its subagents asked for
+   * before it — a subagent's question opened, its run suspended. A store that writes as it is
+   * called (SQLite) did those before the reply anyway; one on a server (PostgreSQL) would
+   * otherwise acknowledge the parent's `suspended` while the question it names is not saved yet
+   * (an answer with { scope } then finds no such request, and the subagent's row still `running`).
+   * A store on a server takes the conversation's writes one at a time all the same (one row lock).
+   */
   readonly #last = new WeakMap<RunNode, Promise<unknown>>();
   /** Nodes a row of which was saved (so their end is saved too). */
   readonly #persisted = new WeakSet<RunNode>();
   /** Each node's calls marked started and not committed yet, with the attempt they were started under. */
   readonly #started = new WeakMap<RunNode, Map<string, number>>();
-  /**
-   * Roots a write of which the store fenced: another process carries their conversation forward,
-   * and this copy writes nothing more (see {@link Durability.claim}).
-   */
-  readonly #fenced = new WeakMap<RunNode, Error>();
 
   constructor(store: PersistenceAdapter, clock: Clock) {
     this.store = store;
@@ -93,33 +88,13 @@ export class Durability {
     return record;
   }
 
-  // Writes of one node in order: each starts once the previous settled. Once a write of a tree was
-  // fenced, none of that tree's goes to the store: what this copy holds is behind another
-  // process's, and a write of it (a run's end, a checkpoint before a tool runs) would be that
-  // process's work undone — or a tool run twice.
+  // Writes of one tree (one conversation) in order: each starts once the previous settled.
   #chain<T>(node: RunNode, write: () => Promise<T>): Promise<T> {
-    const root = node.root;
-    const guarded = (): Promise<T> => {
-      const fenced = this.#fenced.get(root);
-      if (fenced !== undefined) return Promise.reject(fenced);
-      return write().catch((error: unknown) => {
-        if (isTroupeError(error, 'ERR_STORE_FENCED') && !this.#fenced.has(root)) {
-          const c = root.conversation;
-          this.#fenced.set(
-            root,
-            new TroupeError(
-              `conversation ${c?.conversationId ?? root.agentId} is carried forward by another process (a write of this copy was fenced: ${(error as Error).message}): this copy writes nothing more; startAgent it again to load what is saved`,
-              { code: 'ERR_STORE_FENCED', cause: error },
-            ),
-          );
-        }
-        throw error;
-      });
-    };
-    const before = this.#last.get(node);
-    const next = before === undefined ? guarded() : before.then(guarded, guarded);
+    const tree = node.root;
+    const before = this.#last.get(tree);
+    const next = before === undefined ? write() : before.then(write, write);
     this.#last.set(
-      node,
+      tree,
       next.catch(() => {}),
     );
     return next;
@@ -312,33 +287,6 @@ export class Durability {
     );
   }
 
-  /**
-   * Claim the next attempt of a suspended `node` before it resumes: its row, running at that
-   * attempt (with the state it resumes from). An answer is taken by one process, and a process
-   * that restores the conversation meanwhile may deliver the same answer: each claims the run
-   * first, the store lets one write it (the other's write is fenced, `ERR_STORE_FENCED`: it runs
-   * nothing and writes nothing more), and a process that dies after its claim leaves the row to
-   * be marked interrupted (a restore finds it only claimed, and delivers the answer again).
-   */
-  claim(node: RunNode): Promise<void> {
-    const ctx = this.conversationOf(node);
-    if (ctx === undefined || !this.durable) return Promise.resolve();
-    this.#persisted.add(node);
-    return this.#chain(node, () =>
-      this.store.commit(
-        node.scope,
-        { runs: [{ ...this.row(node, 'running', node.state), attempt: node.attempt + 1 }] },
-        ctx,
-      ),
-    );
-  }
-
-  /** Whether the conversation `node` belongs to is gone from the store (deleted). */
-  async deleted(node: RunNode): Promise<boolean> {
-    const ctx = this.conversationOf(node);
-    return ctx !== undefined && (await this.store.loadState(node.scope, ctx)) === undefined;
-  }
-
   /** Take an answer once, across processes (compare-and-set in the store). */
   answer(node: RunNode, requestId: string, answer: Answer): Promise<AnswerResult> {
     return this.#chain(node, () => this.store.answerRequest(node.scope, requestId, answer, this.#clock.now()));
@@ -349,9 +297,9 @@ export class Durability {
     return this.#chain(node, () => this.store.withdrawRequest(node.scope, requestId, this.#clock.now()));
   }
 
-  /** Resolves once every write of `node` made so far has settled. */
+  /** Resolves once every write of `node`'s tree made so far has settled. */
   settled(node: RunNode): Promise<unknown> {
-    return this.#last.get(node) ?? Promise.resolve();
+    return this.#last.get(node.root) ?? Promise.resolve();
   }
 }
 
@@ -360,7 +308,9 @@ function outcomeJson(node: RunNode): unknown {
   if (end === undefined) return undefined;
   switch (end.status) {
     case 'done':
-      return { status: 'done', text: end.text, turns: end.turns };
+      return end.output === undefined
+        ? { status: 'done', text: end.text, turns: end.turns }
+        : { status: 'done', text: end.text, output: end.output, turns: end.turns };
     case 'failed':
     case 'crashed':
       return {
