@@ -4,6 +4,7 @@ import { cancelSuite } from './cancel.js';
 import { coreSuite } from './core.js';
 import { distributedSuite } from './distributed.js';
 import { hostSuite } from './host.js';
+import { hostileSuite } from './hostile.js';
 import { mcpSuite } from './mcp.js';
 import { modelsSuite } from './models.js';
 import { otelSuite } from './otel.js';
@@ -18,6 +19,7 @@ export const suites: readonly Suite[] = [
   coreSuite,
   cancelSuite,
   hostSuite,
+  hostileSuite,
   subagentSuite,
   supervisorSuite,
   persistenceSuite,

@@ -29,8 +29,10 @@ export const HostOp = Object.freeze({
   holding: 4,
   /**
    * Save a turn of the run durably (reply once saved): `{ phase: 'before',
-   * state, calls }` before its tool calls run, `{ phase: 'after', state,
-   * calls }` once they have results. Offered only with a durable store.
+   * state, calls, receipt? }` before its tool calls run, `{ phase: 'after',
+   * state, calls, receipt? }` once they have results. Offered only with a
+   * durable store. The reply is a receipt (a string) that the run's next
+   * checkpoint presents: a run has one checkpoint in flight.
    */
   checkpoint: 5,
 });
@@ -59,12 +61,17 @@ export interface HostCheckpoint {
   /** The run's state (its outer shape checked here; the supervisor saves it as JSON). */
   readonly state: Record<string, unknown>;
   readonly calls: readonly { readonly id: string; readonly name: string; readonly idempotent: boolean }[];
+  /**
+   * The receipt the run's last checkpoint was answered with (absent for the
+   * first of a dispatch): proof that the worker waited for that answer.
+   */
+  readonly receipt?: string | undefined;
 }
 
 /** Check the payload of a {@link HostOp.checkpoint} call; a string says what is wrong. */
 export function parseHostCheckpoint(payload: unknown): HostCheckpoint | string {
   if (!isPlainRecord(payload)) return 'a checkpoint is an object';
-  const { phase, state, calls } = payload;
+  const { phase, state, calls, receipt } = payload;
   if (phase !== 'before' && phase !== 'after') return "checkpoint.phase must be 'before' or 'after'";
   if (!isPlainRecord(state) || typeof state.agentId !== 'string' || !Array.isArray(state.messages)) {
     return 'checkpoint.state must be a loop state';
@@ -72,6 +79,8 @@ export function parseHostCheckpoint(payload: unknown): HostCheckpoint | string {
   // Saved, and walked again on a restore: its open calls are checked as a handed-back state's are.
   const badPending = findBadPending(state.pending);
   if (badPending !== undefined) return `checkpoint: ${badPending}`;
+  if (receipt !== undefined && !isCapability(receipt))
+    return 'checkpoint.receipt must be the receipt of the last reply';
   if (!Array.isArray(calls) || calls.length > 4096) return 'checkpoint.calls must be an array';
   for (const c of calls) {
     if (

@@ -72,6 +72,42 @@ export type ToolResult<T = unknown> =
 export type RequestInput = Omit<Request, 'id'> & { readonly id?: string | undefined };
 
 /**
+ * `request` checked as a question a run can suspend on (`where` opens the
+ * error's message): a frozen {@link Request}, or the `InvalidArgumentError`
+ * that says what is wrong. Its `data` crosses threads and is saved with the
+ * run as JSON, so a value that cannot do both is refused too. Used by
+ * `ToolResult.pending` (which throws it) and by the executor, for a `pending`
+ * result that did not come from there (built by hand, or changed after).
+ */
+export function checkRequest(request: unknown, where: string): Request | InvalidArgumentError {
+  try {
+    const parsed = Request.safeParse(request);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0];
+      const path = issue === undefined || issue.path.length === 0 ? 'request' : `request.${issue.path.join('.')}`;
+      return new InvalidArgumentError(
+        `${where}: ${path}: ${issue?.message ?? 'invalid'}; pass { kind, prompt, data?, expiresAt? }`,
+        { cause: parsed.error },
+      );
+    }
+    // A question is saved with its run (JSON): a value JSON cannot carry is refused here too.
+    if (parsed.data.data !== undefined) {
+      // It crosses threads, and is saved as JSON.
+      assertCloneable(parsed.data.data, `${where}: request.data`);
+      assertJson(parsed.data.data, `${where}: request.data`, { undefinedPropertiesAreAbsent: true });
+    }
+    return Object.freeze(parsed.data);
+  } catch (error) {
+    if (error instanceof InvalidArgumentError) return error;
+    // Reading it threw (a getter, a proxy), or a check refused it with an error of its own.
+    return new InvalidArgumentError(
+      `${where}: the request cannot be read (${error instanceof Error ? error.message : String(error)}); pass { kind, prompt, data?, expiresAt? }`,
+      { cause: error },
+    );
+  }
+}
+
+/**
  * Build a tool's outcome.
  *
  * - `ToolResult.ok(value, update?)` — success, with an optional `ContextUpdate`.
@@ -102,25 +138,12 @@ export const ToolResult = Object.freeze({
     const id = request?.id === undefined || request.id === '' ? createId('req') : request.id;
     // Checked here, in the tool that wrote it, rather than when the host
     // receives a request it cannot show.
-    const parsed = Request.safeParse({ ...request, id });
-    if (!parsed.success) {
-      const issue = parsed.error.issues[0];
-      const where = issue === undefined || issue.path.length === 0 ? 'request' : `request.${issue.path.join('.')}`;
-      throw new InvalidArgumentError(
-        `ToolResult.pending: ${where}: ${issue?.message ?? 'invalid'}; pass { kind, prompt, data?, expiresAt? }`,
-        { cause: parsed.error },
-      );
-    }
-    // A question is saved with its run (JSON): a value JSON cannot carry is refused here too.
-    if (parsed.data.data !== undefined) {
-      // It crosses threads, and is saved as JSON.
-      assertCloneable(parsed.data.data, 'ToolResult.pending: request.data');
-      assertJson(parsed.data.data, 'ToolResult.pending: request.data', { undefinedPropertiesAreAbsent: true });
-    }
+    const checked = checkRequest({ ...request, id }, 'ToolResult.pending');
+    if (checked instanceof Error) throw checked;
     return Object.freeze({
       [TOOL_RESULT]: true as const,
       status: 'pending' as const,
-      request: Object.freeze(parsed.data),
+      request: checked,
     });
   },
   /** True for a value built by `ToolResult.*`. */

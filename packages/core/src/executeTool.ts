@@ -14,7 +14,7 @@ import { DEFERRED_TASK_KIND } from './TaskTool.js';
 import type { AnyTool } from './Tool.js';
 import { type AgentStateView, buildToolContext, type RunContext } from './ToolContext.js';
 import type { ToolEventSink, ToolFailureKind } from './ToolEvents.js';
-import { asError, ToolResult } from './ToolResult.js';
+import { asError, checkRequest, ToolResult } from './ToolResult.js';
 import { CancelledError, isTroupeError, ToolTimeoutError, TroupeError } from './TroupeError.js';
 
 /**
@@ -442,8 +442,14 @@ export async function executeTool(
           if (checked.error !== undefined) return stop(fail(checked.error, 'returned', attempt));
           return stop(fail(asError(value.error), 'returned', attempt, checked.update));
         }
-        case 'pending':
-          return stop({ status: 'pending', request: value.request, approval: false, attempts: attempt });
+        case 'pending': {
+          // Checked again: a result with the ToolResult mark can be built by hand (the mark is a
+          // registered symbol), skipping ToolResult.pending's check. A run suspended on a request
+          // the host cannot show or save would wait for ever (on a worker, its result is refused).
+          const request = checkRequest(value.request, 'the tool returned a pending result whose request is malformed');
+          if (request instanceof Error) return stop(fail(request, 'returned', attempt));
+          return stop({ status: 'pending', request, approval: false, attempts: attempt });
+        }
         default:
           return stop(
             fail(

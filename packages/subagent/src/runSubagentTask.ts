@@ -33,6 +33,7 @@ import {
   type TaskSpawner,
   telemetryBit,
 } from '@troupe/core/internal';
+import { checkpointsOver } from './internal/checkpointsOver.js';
 import { HostLink } from './internal/HostLink.js';
 import { loadAgent, loadedAgent } from './loadAgent.js';
 import { systemClock } from './systemClock.js';
@@ -334,21 +335,7 @@ async function runTask(raw: unknown): Promise<SubagentResult> {
       onQuestion: (toolCallId, request) => host.event(['q', toolCallId, request]),
       onDelta: (task.host & HostFeature.stream) !== 0 ? (delta) => host.delta(delta) : undefined,
       abandoned: abandon,
-      checkpoints:
-        (task.host & HostFeature.durable) !== 0
-          ? {
-              beforeCalls: (state, calls) =>
-                host.call(HostOp.checkpoint, { phase: 'before', state, calls }).then(() => {}),
-              afterTurn: (state, calls) =>
-                host
-                  .call(HostOp.checkpoint, {
-                    phase: 'after',
-                    state,
-                    calls: calls.map((id) => ({ id, name: '', idempotent: false })),
-                  })
-                  .then(() => {}),
-            }
-          : undefined,
+      checkpoints: (task.host & HostFeature.durable) !== 0 ? checkpointsOver(host) : undefined,
       interrupted: resume?.started === undefined ? undefined : { started: new Set(resume.started) },
       // The watchdog bounds a model that ignores its signal here (it kills the worker after the grace).
       raceModel: false,

@@ -11,6 +11,7 @@ import { after, describe, it } from 'node:test';
 import { isTroupeError } from '@troupe/core';
 import { sqlitePersistence } from '@troupe/sqlite';
 import {
+  type AgentReply,
   createSupervisor,
   MemoryPersistence,
   type PersistenceAdapter,
@@ -59,8 +60,10 @@ function rowsOf(file: string, conversationId: string): Record<string, number> {
 
 /**
  * Suspend a conversation on a question, answer it, and delete the conversation the moment the
- * answer is taken (before the resumed run has saved anything); its reply must not be `done`.
- * `left` checks what the store holds of it then (before the supervisor closes the store).
+ * answer is taken in the store (before the run it resumes is claimed, or has saved anything); its
+ * reply must not be `done` (with a durable store the answer is refused: its run's claim is fenced
+ * by the deletion). `left` checks what the store holds of it then (before the supervisor closes
+ * the store).
  */
 async function deleteAsTheAnswerResumes(
   store: PersistenceAdapter,
@@ -75,13 +78,25 @@ async function deleteAsTheAnswerResumes(
     assert.equal(asked.status, 'suspended', JSON.stringify(asked));
     const requestId = (asked as { request: { id: string } }).request.id;
     let deleted: Promise<boolean> | undefined;
-    supervisor.once('request.answered', () => {
-      deleted = store.deleteConversation(alice, c);
-    });
-    const reply = await supervisor.answer(requestId, { ok: true, data: { env: 'prod' } });
+    const take = store.answerRequest.bind(store);
+    // Deleted right after the store took the answer: what the supervisor does next meets a deleted conversation.
+    (store as { answerRequest: typeof take }).answerRequest = async (...args) => {
+      const taken = await take(...args);
+      deleted ??= store.deleteConversation(alice, c);
+      await deleted;
+      return taken;
+    };
+    const reply: AgentReply | Error = await supervisor.answer(requestId, { ok: true, data: { env: 'prod' } }).then(
+      (r) => r,
+      (error: unknown) => error as Error,
+    );
     assert.equal(await deleted, true, 'the suspended conversation was deleted');
     await supervisor.stopAgent(c.agentId);
-    assert.notEqual(reply.status, 'done', `a run of a deleted conversation ended done: ${JSON.stringify(reply)}`);
+    if (reply instanceof Error) {
+      assert.ok(isTroupeError(reply, 'ERR_STORE_FENCED') && /deleted/.test(reply.message), String(reply));
+    } else {
+      assert.notEqual(reply.status, 'done', `a run of a deleted conversation ended done: ${JSON.stringify(reply)}`);
+    }
     await left();
   } finally {
     await supervisor.close();
@@ -165,9 +180,9 @@ describe('deleting a conversation whose message runs', () => {
   });
 
   it('SQLite: a suspended conversation deleted as an answer resumes its run: the run does not write the conversation back', async () => {
-    // The answer is taken (the store's compare-and-set) and the run resumes: until its first
-    // checkpoint the store still says `suspended`, so the deletion is not refused. What the resumed
-    // run saves after that must not bring back rows of a conversation nobody has.
+    // The answer is taken (the store's compare-and-set): until the run it resumes is claimed the
+    // store still says `suspended`, so the deletion is not refused. Nothing the supervisor writes
+    // after that may bring back rows of a conversation nobody has.
     const d = tempDir('delete-resumed');
     dirs.push(d);
     const file = join(d.dir, 'troupe.sqlite');

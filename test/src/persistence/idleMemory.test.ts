@@ -106,10 +106,12 @@ describe('idle conversations', () => {
     assert.equal(transcripts.length, n);
     const report = `none ${none.mib.toFixed(2)} MiB, memory store ${memory.mib.toFixed(2)} MiB, plain arrays ${floor.toFixed(2)} MiB per 1,000`;
     t.diagnostic(report);
-    // Beyond the messages themselves, before (main at 18fcc69, the same test): 0.97–1.19 MiB per
-    // 1,000 with none (its lists' spare slots, an emptied mailbox's, its empty lists) and 6.1–6.4
-    // with the memory store (the transcript three more times over); now 0.34–0.45 and 1.6–2.0.
-    assert.ok(none.mib - floor <= 0.7, report);
+    // Beyond the messages themselves, before (main at 18fcc69, the same test, Node 20): 0.97–1.19
+    // MiB per 1,000 with none (its lists' spare slots, an emptied mailbox's, its empty lists) and
+    // 6.1–6.4 with the memory store (the transcript three more times over); now 0.34–0.57 and
+    // 1.6–2.0 on Node 20. Node 24 holds the same conversations in the same 1.78 MiB, but its plain
+    // arrays in less (1.02 MiB, not 1.21): 0.76 and 1.63 beyond them there.
+    assert.ok(none.mib - floor <= 0.9, report);
     assert.ok(memory.mib - floor <= 3.5, report);
   });
 });

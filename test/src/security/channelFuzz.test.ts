@@ -140,6 +140,7 @@ describe('HostChannel fuzz', () => {
       keptScopes: new KeptScopes(),
       sentScope: 0,
       port: port1,
+      serveHost: undefined,
       recycled: undefined,
       exitCode: undefined,
       error: undefined,

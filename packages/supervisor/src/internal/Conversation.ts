@@ -68,6 +68,8 @@ export class Conversation {
   #abandonedWith: Error | undefined;
   /** The saves in flight, each told `abandon`'s error if it comes first. */
   #saves: Set<(error: Error) => void> | undefined;
+  /** Set while the store is asked whether another process moved this copy on. */
+  #checking = false;
 
   constructor(
     init: ConversationInit,
@@ -173,6 +175,21 @@ export class Conversation {
     const failed = await this.#saveOnce(root, envelope, messages, run);
     if (failed === undefined && status !== 'suspended') this.unsaved = undefined;
     return failed;
+  }
+
+  /**
+   * Ask the store (once at a time; only one other processes share) whether another process carried
+   * this conversation past the copy suspended at `root` (`asked`: its open questions' ids): `behind`
+   * is told why when it did. A store that cannot answer now changes nothing.
+   */
+  whenBehind(root: RunNode, asked: readonly string[], behind: (why: string) => void): void {
+    const durability = this.#durability;
+    if (this.#checking || durability === undefined || !durability.durable) return;
+    this.#checking = true;
+    void durability.behind(root, asked).then((why) => {
+      this.#checking = false;
+      if (why !== undefined) behind(why);
+    });
   }
 
   /** The error its owner gave up with, if it did. */

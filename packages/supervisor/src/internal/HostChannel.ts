@@ -14,6 +14,7 @@ import {
   parseHostEvents,
   parseHostTaskRequest,
 } from '@troupe/core/internal';
+import { mintCapability } from './capability.js';
 
 /** What a host-channel call may do for the run its capability names. */
 export interface HostRun {
@@ -96,6 +97,13 @@ export interface HostChannelOptions<P extends HostPeer = HostPeer> {
 const FLOOD_WINDOW_MS = 1000;
 
 /**
+ * How long one thread's messages may hold this thread's event loop in one
+ * turn before the rest wait for the next turn (see {@link HostChannel.bind}).
+ * An honest worker's messages of a turn take a fraction of it.
+ */
+export const SLICE_MS = 5;
+
+/**
  * The most questions one dispatch of a run may ask. A tool that returns
  * `pending` is done for that dispatch, and the run suspends at the end of
  * the turn: an honest run asks at most one question per call of its last
@@ -126,6 +134,12 @@ interface Asked {
   readonly approvals: Map<string, 'open' | 'decided' | { readonly requestId: unknown }>;
   /** Calls a question was asked for. */
   readonly questions: Set<string>;
+  /**
+   * The receipt the run's next checkpoint must present: minted when the
+   * last one was taken, and revealed only in its reply (`undefined` before
+   * its first). See the checkpoint case of {@link HostChannel}.
+   */
+  receipt: string | undefined;
 }
 
 function isAsk(decision: unknown): boolean {
@@ -139,8 +153,9 @@ function isAsk(decision: unknown): boolean {
  * port it came in on (the port was bound to that thread from the `Worker`
  * it came out of). Anything else — a malformed message, an unknown
  * operation, arguments that fail their schema, a capability this thread was
- * never given, a flood (counted in messages, events and deltas), more
- * questions than one dispatch can ask or a second one for the same call —
+ * never given, a flood (counted in messages, events and deltas as they
+ * arrive), more questions than one dispatch can ask or a second one for the
+ * same call, a checkpoint of a run sent before its last one was answered —
  * is refused with a typed error to the worker (when
  * it asked for a reply), a `host.refused` event, and the thread is
  * recycled. A late message of a run that has ended is refused without
@@ -163,18 +178,56 @@ export class HostChannel<P extends HostPeer = HostPeer> {
     return this.#refusals;
   }
 
-  /** Serve the channel of `peer` (a worker thread) on `port`. */
-  bind(peer: P, port: MessagePort): void {
+  /**
+   * Serve the channel of `peer` (a worker thread) on `port`, one slice of its
+   * messages per turn of this thread's event loop. Returns what serves one of
+   * its messages at once (for the pool to read what a thread that exited left
+   * on its port).
+   *
+   * A port hands its listener every message queued when it woke, one after
+   * another, without returning to the loop: a worker that posts faster than
+   * they are served (20,000 well-formed event batches, under the flood limit)
+   * would hold this thread for hundreds of milliseconds — every timer late,
+   * a `close({ timeoutMs })` too. Once a slice has taken {@link SLICE_MS}, the
+   * port is stopped (its last `message` listener removed: the rest stays
+   * queued, in order) and started again after the loop has turned. Each
+   * message is counted against the flood window as it is read.
+   */
+  bind(peer: P, port: MessagePort): (raw: unknown) => void {
     const reply: HostReply = (message) => post(port, message);
-    port.on('message', (raw: unknown) => this.receive(peer, raw, reply));
+    const serve = (raw: unknown) => this.receive(peer, raw, reply);
+    /** When the slice of this turn started; `undefined` until its first message. */
+    let slice: number | undefined;
+    const listen = () => {
+      port.on('message', onMessage);
+      // The port must not keep the process alive (the pool decides when threads end).
+      port.unref();
+    };
+    const onMessage = (raw: unknown) => {
+      // (A slice measures how long this thread has been busy: not a time anyone injects.)
+      if (slice === undefined) {
+        slice = performance.now();
+        setImmediate(() => {
+          slice = undefined;
+        });
+      }
+      serve(raw);
+      if (performance.now() - slice > SLICE_MS && peer.recycled === undefined) {
+        port.off('message', onMessage);
+        // (After the slice's own reset: immediates run in the order they were set.)
+        setImmediate(() => {
+          if (peer.recycled === undefined) listen();
+        });
+      }
+    };
     // A message this thread cannot deserialize (nested deeper than its stack allows, a worker's
     // being larger) never arrives as one: refused all the same, never silently lost.
     port.on('messageerror', (error: Error) => {
       if (peer.recycled !== undefined) return;
       this.#refuse(peer, reply, undefined, `a message that cannot be read here (${error.message})`, true);
     });
-    // The port must not keep the process alive (the pool decides when threads end).
-    port.unref();
+    listen();
+    return serve;
   }
 
   /**
@@ -250,7 +303,7 @@ export class HostChannel<P extends HostPeer = HostPeer> {
           this.#refuse(thread, port, call, 'a malformed task request', true, run);
           return;
         }
-        this.#answer(port, call.seq, run.task(parsed));
+        this.#answer(port, call.seq, run.task(parsed), true);
         return;
       }
       case HostOp.events: {
@@ -299,7 +352,32 @@ export class HostChannel<P extends HostPeer = HostPeer> {
           this.#refuse(thread, port, call, `a malformed checkpoint: ${parsed}`, true, run);
           return;
         }
-        this.#answer(port, call.seq, run.checkpoint(parsed));
+        // The run's loop awaits each checkpoint before it goes on: an honest worker has one in
+        // flight, and presents the receipt the last one was answered with. One sent without
+        // waiting for that answer cannot know it (it is minted here, revealed in the reply): it
+        // is refused as it arrives, before anything is saved, whenever the supervisor reads it —
+        // served one after another, each a durable write, a stream of them held this thread for
+        // seconds. (Seen from here alone, a store that saves at once answers each before the
+        // next is read: only the receipt tells when the worker sent it.)
+        const asked = this.#dispatch(run, call.capability);
+        if (parsed.receipt !== asked.receipt) {
+          this.#refuse(
+            thread,
+            port,
+            call,
+            'a second checkpoint before the first was answered (it does not present the receipt of the last one)',
+            true,
+            run,
+          );
+          return;
+        }
+        const receipt = mintCapability();
+        asked.receipt = receipt;
+        this.#answer(
+          port,
+          call.seq,
+          run.checkpoint(parsed).then(() => receipt),
+        );
         return;
       }
       case HostOp.holding: {
@@ -339,16 +417,20 @@ export class HostChannel<P extends HostPeer = HostPeer> {
   #dispatch(run: HostRun, capability: string): Asked {
     let asked = this.#asked.get(run);
     if (asked === undefined || asked.capability !== capability) {
-      asked = { capability, count: 0, approvals: new Map(), questions: new Set() };
+      asked = { capability, count: 0, approvals: new Map(), questions: new Set(), receipt: undefined };
       this.#asked.set(run, asked);
     }
     return asked;
   }
 
-  #answer(reply: HostReply, seq: number, value: Promise<unknown>): void {
+  // Post what `value` settles with as the reply to `seq`. Only a task's `undefined` posts nothing
+  // (nobody waits for it any more: its run was cancelled). Any other value goes back as it is, an
+  // approval handler's `undefined` too: the worker's executor denies what is not a decision, and
+  // says so — posting nothing left the call waiting for ever.
+  #answer(reply: HostReply, seq: number, value: Promise<unknown>, noReplyWhenUndefined = false): void {
     value.then(
       (v) => {
-        if (v !== undefined) reply([seq, 1, v]);
+        if (v !== undefined || !noReplyWhenUndefined) reply([seq, 1, v]);
       },
       (error: unknown) => reply([seq, 0, encodeError(error)]),
     );

@@ -13,6 +13,7 @@ import {
   type Scope,
   subtractUsage,
   TroupeError,
+  type Usage,
 } from '@troupe/core';
 import { abandonPendingTurn } from '@troupe/core/internal';
 import type { EventEmitter } from 'eventemitter3';
@@ -38,7 +39,7 @@ import {
   withMessageUsage,
 } from './Conversation.js';
 import { type Job, Mailbox, newJob, refusal, resumeRefusal } from './Mailbox.js';
-import { emitMessageOutcome, type MessageRef } from './messageEvents.js';
+import { emitMessageOutcome, endedReply, type MessageRef } from './messageEvents.js';
 import type { RootOwner, RunNode } from './RunNode.js';
 import { totalOf } from './RunNode.js';
 
@@ -238,7 +239,24 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
       this.#mailbox.push(job);
     }
     this.#deps.busy(this);
+    if (!first && this.#status === 'suspended' && this.#root !== undefined) this.#checkCopy(this.#root);
     this.#pump();
+  }
+
+  // A message queued behind a suspension waits for its answer; with a store other processes share,
+  // the answer may be taken there, and what this copy queues would wait for ever. Looked up as a
+  // message is queued: a stale copy refuses what waits, with why, and is let go.
+  #checkCopy(root: RunNode): void {
+    this.#c.whenBehind(root, this.#deps.tree.requests.openIdsOf(this.id), (why) => {
+      if (this.#root !== root || this.#status !== 'suspended') return;
+      const stale = `this copy of conversation ${this.conversationId} is behind what is saved (${why})`;
+      const error = new TroupeError(
+        `agent ${this.id}: ${stale}: the message was not sent; startAgent it again to load what is saved, then send`,
+        { code: 'ERR_STORE_FENCED' },
+      );
+      this.#mailbox.rejectAll(() => error);
+      this.#letGo(root, `${stale}; startAgent it again to load what is saved`);
+    });
   }
 
   // Aborting a job's signal drops it from the mailbox, or cancels it once it runs.
@@ -372,7 +390,7 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
       emitMessageOutcome(events, ref, { status: 'suspended', requestId: first?.request.id ?? '' });
       // The run tree saved the runs and their questions; this saves the conversation.
       const failed = await this.#c.save(root, 'suspended', undefined, undefined);
-      if (this.#c.abandonedWith !== undefined) return this.#givenUp(this.#c.abandonedWith as Error, usage, total);
+      if (this.#c.abandonedWith !== undefined) return this.#givenUp(usage, total);
       if (failed !== undefined && isTroupeError(failed, 'ERR_STORE_FENCED')) {
         this.#deps.tree.forget(root);
         this.#root = undefined;
@@ -401,85 +419,55 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
     const shutdown = end?.status === 'cancelled' && end.reason === 'shutdown' && this.#deps.tree.leavesSaved;
     const saved = (status: 'idle' | 'failed', run: RunStatus, text: string | undefined): Promise<Error | undefined> =>
       shutdown ? Promise.resolve(undefined) : this.#c.save(root, status, run, text, state);
-    switch (end?.status) {
-      case 'done':
-      case 'incomplete':
-      case 'cancelled': {
-        // Saved with the message's tokens, its subagents' too: a cancel's abandoned turn drops the
-        // calls whose children had ended, and with them what those children spent.
-        state = withMessageUsage(state, start, usage, total);
-        const failed = await saved('idle', end.status, end.status === 'done' ? end.text : undefined);
-        if (this.#c.abandonedWith !== undefined) {
-          reply = this.#givenUp(this.#c.abandonedWith as Error, usage, total);
-          break;
-        }
-        if (failed !== undefined) {
-          // Not saved: the conversation stays where the store has it, and the caller learns why.
-          reply = isTroupeError(failed, 'ERR_STORE_FENCED')
-            ? this.#fencedOut(failed, usage, total)
-            : this.#notSaved(failed, usage, total);
-          break;
-        }
-        // Tokens spent are kept, also those of children a cancel cut off before they reported.
-        this.#keep(state);
-        if (end.status === 'done') {
-          emitMessageOutcome(events, ref, { status: 'done', turns: state.turns });
-          reply =
-            end.output === undefined
-              ? { status: 'done', text: end.text, turns: state.turns, usage, totalUsage: total }
-              : { status: 'done', text: end.text, output: end.output, turns: state.turns, usage, totalUsage: total };
-        } else if (end.status === 'incomplete') {
-          emitMessageOutcome(events, ref, { status: 'incomplete', turns: state.turns });
-          reply = { status: 'incomplete', turns: state.turns, usage, totalUsage: total };
-        } else {
-          emitMessageOutcome(events, ref, { status: 'cancelled', reason: end.reason });
-          reply = { status: 'cancelled', reason: end.reason, usage, totalUsage: total };
-        }
-        break;
-      }
-      default: {
-        // A failure of its run (a crash cannot happen here: a parent runs on this thread).
-        const error =
-          end?.status === 'failed' || end?.status === 'crashed'
-            ? end.error
-            : new Error('the run ended without an outcome');
-        // A defect (of the library or of a callback it trusted) is reported once and does not
-        // count against the restart intensity; a failure does.
-        if (isTroupeError(error, 'ERR_STORE_FENCED')) {
-          // Refused as the message started: nothing of it ran.
-          events.emit('persistence.failed', { agentId: this.id, runId: root.id, error, at });
-          reply = this.#fencedOut(error, usage, total);
-          break;
-        }
-        const defect = (error as { code?: unknown }).code === 'ERR_INTERNAL';
-        emitMessageOutcome(events, ref, { status: 'failed', kind: defect ? 'defect' : 'failure', error });
-        this.#restarts ??= [];
-        const restarted = defect || admitRestart(this.#deps.restart, this.#restarts, at);
-        // One-for-one: only this agent restarts, from its last good state — with the tokens the
-        // failed message spent.
-        this.#c.checkpoint = withMessageUsage(this.#c.checkpoint, start, usage, total);
-        this.#c.state = this.#c.checkpoint;
-        this.#c.unsaved = undefined;
-        // The run is saved as failed; the conversation, as it was before the message.
-        await this.#c.save(root, 'failed', 'failed', undefined, this.#c.checkpoint);
-        if (this.#c.abandonedWith !== undefined) {
-          reply = this.#givenUp(this.#c.abandonedWith as Error, usage, total);
-          break;
-        }
-        if (restarted) {
-          this.#status = 'idle';
-          events.emit('agent.restarted', { agentId: this.id, restarts: this.#restarts?.length ?? 0, at });
-        } else {
-          this.#stopNow(
-            `restarted ${this.#deps.restart.maxRestarts} times within ${this.#deps.restart.periodMs} ms and failed again: ${error.message}`,
-          );
-        }
-        reply = { status: 'failed', error, restarted, usage, totalUsage: total };
-      }
+    if (end?.status === 'done' || end?.status === 'incomplete' || end?.status === 'cancelled') {
+      // Saved with the message's tokens, its subagents' too: a cancel's abandoned turn drops the
+      // calls whose children had ended, and with them what those children spent.
+      state = withMessageUsage(state, start, usage, total);
+      const failed = await saved('idle', end.status, end.status === 'done' ? end.text : undefined);
+      reply = this.#unsaved(failed, usage, total) ?? this.#kept(state, () => endedReply(events, ref, end, state.turns));
+    } else {
+      reply = await this.#failed(root, end, ref, start);
     }
     REPLIES.set(root, reply);
     queueMicrotask(() => this.#pump());
     return reply;
+  }
+
+  // A failure of its run (a crash cannot happen here: a parent runs on this thread): a restart
+  // from its last good state, or a stop past the restart intensity.
+  async #failed(root: RunNode, end: RunNode['end'], ref: MessageRef, start: LoopState): Promise<AgentReply> {
+    const { events } = this.#deps;
+    const { usage, totalUsage: total, at } = ref;
+    const error =
+      end?.status === 'failed' || end?.status === 'crashed' ? end.error : new Error('the run ended without an outcome');
+    // A defect (of the library or of a callback it trusted) is reported once and does not
+    // count against the restart intensity; a failure does.
+    if (isTroupeError(error, 'ERR_STORE_FENCED')) {
+      // Refused as the message started: nothing of it ran.
+      events.emit('persistence.failed', { agentId: this.id, runId: root.id, error, at });
+      return this.#fencedOut(error, usage, total);
+    }
+    const defect = (error as { code?: unknown }).code === 'ERR_INTERNAL';
+    emitMessageOutcome(events, ref, { status: 'failed', kind: defect ? 'defect' : 'failure', error });
+    this.#restarts ??= [];
+    const restarted = defect || admitRestart(this.#deps.restart, this.#restarts, at);
+    // One-for-one: only this agent restarts, from its last good state — with the tokens the
+    // failed message spent.
+    this.#c.checkpoint = withMessageUsage(this.#c.checkpoint, start, usage, total);
+    this.#c.state = this.#c.checkpoint;
+    this.#c.unsaved = undefined;
+    // The run is saved as failed; the conversation, as it was before the message.
+    await this.#c.save(root, 'failed', 'failed', undefined, this.#c.checkpoint);
+    if (this.#c.abandonedWith !== undefined) return this.#givenUp(usage, total);
+    if (restarted) {
+      this.#status = 'idle';
+      events.emit('agent.restarted', { agentId: this.id, restarts: this.#restarts?.length ?? 0, at });
+    } else {
+      this.#stopNow(
+        `restarted ${this.#deps.restart.maxRestarts} times within ${this.#deps.restart.periodMs} ms and failed again: ${error.message}`,
+      );
+    }
+    return { status: 'failed', error, restarted, usage, totalUsage: total };
   }
 
   #wakeIdleWaiters(): void {
@@ -489,19 +477,19 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
     for (const resolve of waiters) resolve();
   }
 
-  // The message's reply could not be saved: the agent goes on from its last saved state.
-  #notSaved(error: Error, usage: AgentReply['usage'], totalUsage: AgentReply['totalUsage']): AgentReply {
+  // The reply of a message whose save was given up on, refused (fenced) or failed; undefined when
+  // it was saved. Not saved: the agent goes on from its last saved state, and the caller learns why.
+  #unsaved(failed: Error | undefined, usage: Usage, totalUsage: Usage): AgentReply | undefined {
+    if (this.#c.abandonedWith !== undefined) return this.#givenUp(usage, totalUsage);
+    if (failed === undefined) return undefined;
+    if (isTroupeError(failed, 'ERR_STORE_FENCED')) return this.#fencedOut(failed, usage, totalUsage);
     this.#c.fallBack();
     if (this.#status !== 'stopped') this.#status = 'idle';
-    return { status: 'failed', error, restarted: true, usage, totalUsage };
+    return { status: 'failed', error: failed, restarted: true, usage, totalUsage };
   }
 
-  /**
-   * The store refused a save of this agent's conversation (`ERR_STORE_FENCED`): another
-   * process (or another copy) saved it since this one loaded it, so what this agent holds is
-   * stale. It stops without saving anything more and is let go; a new `startAgent` loads what
-   * is saved. Not a failure of the agent: no restart is spent.
-   */
+  // The store refused a save (`ERR_STORE_FENCED`): another process saved the conversation since
+  // this copy loaded it. It stops, saving nothing more, and is let go (no restart is spent).
   #fencedOut(error: Error, usage: AgentReply['usage'], totalUsage: AgentReply['totalUsage']): AgentReply {
     this.#c.fallBack();
     this.#stopNow(
@@ -511,14 +499,17 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
     return { status: 'failed', error, restarted: false, usage, totalUsage };
   }
 
-  #keep(state: LoopState): void {
+  // Its message saved: the state is kept (tokens spent too, also those of children a cancel cut
+  // off before they reported), and `reply` is the message's.
+  #kept(state: LoopState, reply: () => AgentReply): AgentReply {
     this.#c.keep(state);
     if (this.#status !== 'stopped') this.#status = 'idle';
+    return reply();
   }
 
   // The reply of a message whose save was given up on (nothing more of it runs or is reported).
-  #givenUp(error: Error, usage: AgentReply['usage'], totalUsage: AgentReply['totalUsage']): AgentReply {
-    return { status: 'failed', error, restarted: false, usage, totalUsage };
+  #givenUp(usage: Usage, totalUsage: Usage): AgentReply {
+    return { status: 'failed', error: this.#c.abandonedWith as Error, restarted: false, usage, totalUsage };
   }
 
   /**
@@ -587,11 +578,17 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
    */
   takenElsewhere(root: RunNode, requestId: string): void {
     if (this.#root !== root || this.#status !== 'suspended') return;
-    this.#deps.tree.forget(root);
-    this.#root = undefined;
-    this.#stopNow(
+    this.#letGo(
+      root,
       `another process answered request ${requestId} and resumed this conversation from the store; startAgent it again to load what that process saved`,
     );
+  }
+
+  // This copy is behind what is saved: it stops, writing nothing, and the supervisor lets go of it.
+  #letGo(root: RunNode, why: string): void {
+    this.#deps.tree.forget(root);
+    this.#root = undefined;
+    this.#stopNow(why);
     this.#deps.stale(this);
   }
 

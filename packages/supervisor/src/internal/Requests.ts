@@ -3,10 +3,12 @@ import {
   type Answer,
   ApprovalDecision,
   type ApprovalHandler,
+  asError,
   type Clock,
   ClosedError,
   createId,
   InvalidArgumentError,
+  isTroupeError,
   type Request,
   TroupeError,
 } from '@troupe/core';
@@ -241,6 +243,16 @@ export class RequestBook {
     if (own.size === 0) this.#byNode.delete(entry.node);
   }
 
+  /** The ids of the questions of agent `agentId`'s tree open now (nobody answered them here). */
+  openIdsOf(agentId: string): string[] {
+    const out: string[] = [];
+    for (const entry of this.#requests.values()) {
+      if (entry.answer === undefined && entry.taking !== true && entry.node.root.agentId === agentId)
+        out.push(entry.id);
+    }
+    return out;
+  }
+
   /** Requests waiting for a person, oldest first. */
   openRequests(): OpenRequest[] {
     const out: OpenRequest[] = [];
@@ -287,12 +299,27 @@ export class RequestBook {
       this.#h.count();
       try {
         let taken: Awaited<ReturnType<Durability['answer']>>;
+        let claim: Error | undefined;
         try {
           const root = entry.node.root;
           if (this.#h.beforeAnswer !== undefined && root.active === 0) await this.#h.beforeAnswer(root, id);
           taken = await d.answer(entry.node, id, { ...answer, id });
+          // Taken: the run it resumes is claimed before anything of it runs. A process that restored
+          // the conversation meanwhile read the answer taken and delivers it too: one claim wins.
+          if (taken.status === 'taken') claim = await d.claim(entry.node).then(() => undefined, asError);
         } finally {
           entry.taking = false;
+        }
+        if (claim !== undefined) {
+          // Fenced: another process resumed the run first (or the conversation was deleted, which
+          // the store says in its own words): what this supervisor holds is stale either way.
+          if (!isTroupeError(claim, 'ERR_STORE_FENCED')) throw claim;
+          this.takenElsewhere(id, 'answered');
+          if (await d.deleted(entry.node)) throw claim;
+          throw new TroupeError(
+            `conversation ${entry.node.root.conversation?.conversationId ?? entry.node.root.agentId} was restored by another process, which carries the answer to request ${id} forward (it read it taken from the store and resumed first): nothing ran or was saved here; its reply is that process's`,
+            { code: 'ERR_CONVERSATION_BUSY', cause: claim },
+          );
         }
         // The store never had it (its opening failed to save): answered here. Otherwise another
         // process took it, or it is gone there.

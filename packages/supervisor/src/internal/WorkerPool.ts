@@ -5,6 +5,7 @@ import { decodeSubagentResult, HOST_OPEN, KeptScopes, WORKER_READY } from '@trou
 import { WORKER_URL } from '@troupe/subagent';
 import { Piscina } from 'piscina';
 import type { CancellationTable, Segment } from '../CancellationTable.js';
+import { SLICE_MS } from './HostChannel.js';
 
 /** How long closing waits for threads still booting before it terminates them anyway. */
 const BOOT_WAIT_MS = 2_000;
@@ -30,6 +31,8 @@ export interface ThreadInfo {
   sentScope: number;
   /** Its host channel, once it handed one over. */
   port: MessagePort | undefined;
+  /** Serves one message of its host channel at once (see {@link WorkerPoolOptions.onHostPort}). */
+  serveHost: ((raw: unknown) => void) | undefined;
   /** Why it is being recycled (terminated on purpose), if it is. */
   recycled: string | undefined;
   /** Set when the thread died: its exit code, or the error that killed it. */
@@ -73,8 +76,12 @@ export interface WorkerPoolOptions {
   /** Piscina's own queue bound (a backstop; the run tree checks its own first). */
   readonly maxQueue: number;
   readonly table: CancellationTable;
-  /** A thread handed over its host channel. */
-  readonly onHostPort: (thread: ThreadInfo, port: MessagePort) => void;
+  /**
+   * A thread handed over its host channel: serve it. Returns what serves one
+   * of its messages at once (the pool reads what a thread that exited left
+   * queued there, whether or not the channel is reading the port just then).
+   */
+  readonly onHostPort: (thread: ThreadInfo, port: MessagePort) => (raw: unknown) => void;
   /** A thread broke the protocol on its parentPort (the pool recycles it). */
   readonly onViolation: (thread: ThreadInfo, reason: string) => void;
   /** A thread is gone (exited, crashed, recycled). */
@@ -211,6 +218,7 @@ export class WorkerPool {
       keptScopes: new KeptScopes(),
       sentScope: 0,
       port: undefined,
+      serveHost: undefined,
       recycled: undefined,
       exitCode: undefined,
       error: undefined,
@@ -275,7 +283,7 @@ export class WorkerPool {
         return;
       }
       thread.port = port;
-      this.#options.onHostPort(thread, port);
+      thread.serveHost = this.#options.onHostPort(thread, port);
       return;
     }
     this.#options.onViolation(thread, 'an unknown parentPort message');
@@ -534,8 +542,9 @@ function guardTaskPort(handle: object, thread: ThreadInfo, violation: (reason: s
     // (the task rejects when it exits). Handled after, it would recycle a thread that piscina had
     // given its next run (an honest one, lost with the realm) — the result overtakes the host
     // channel's messages across ports as often as not.
+    let drained = true;
     try {
-      drainHostPort(thread);
+      drained = drainHostPort(thread, SLICE_MS);
     } catch (error) {
       // A host's event listener threw: its error, thrown as it would have been, once this result is in.
       queueMicrotask(() => {
@@ -543,6 +552,13 @@ function guardTaskPort(handle: object, thread: ThreadInfo, violation: (reason: s
       });
     }
     if (thread.recycled !== undefined) return;
+    if (!drained) {
+      // More queued there than a slice of this thread's loop serves (a worker that posted faster
+      // than it is read): the result waits — piscina keeps the thread busy meanwhile — and the
+      // rest is read a slice per turn of the loop, as the channel reads it; then the result again.
+      setImmediate(() => info.onMessage(message));
+      return;
+    }
     // The worker answered the task that carried a lean scope version in full: it keeps it now (it
     // takes a task's scope first), and so does the record of it, before the next task is bound.
     if (thread.sentScope !== 0) {
@@ -575,20 +591,26 @@ function guardTaskPort(handle: object, thread: ThreadInfo, violation: (reason: s
  * posted, so everything posted before a result is queued by the time the
  * result is read (or the thread's exit is seen). A message that cannot be
  * read here goes to the port's `messageerror` handler, as it would have.
+ * With `sliceMs`, it stops once it has taken that long: false when messages
+ * may be left.
  */
-function drainHostPort(thread: ThreadInfo): void {
+function drainHostPort(thread: ThreadInfo, sliceMs = Number.POSITIVE_INFINITY): boolean {
   const port = thread.port;
+  const start = performance.now();
   while (port !== undefined && thread.recycled === undefined && thread.port === port) {
+    // (A slice measures how long this thread has been busy: not a time anyone injects.)
+    if (performance.now() - start > sliceMs) return false;
     let m: { message: unknown } | undefined;
     try {
       m = receiveMessageOnPort(port);
     } catch (error) {
       port.emit('messageerror', error instanceof Error ? error : new Error(String(error)));
-      return;
+      return true;
     }
-    if (m === undefined) return;
-    port.emit('message', m.message);
+    if (m === undefined) return true;
+    thread.serveHost?.(m.message);
   }
+  return true;
 }
 
 /**

@@ -1,6 +1,8 @@
 import type { CancelReason, Usage } from '@troupe/core';
 import type { EventEmitter } from 'eventemitter3';
+import type { AgentReply } from '../AgentHandle.js';
 import type { SupervisorEvents } from '../SupervisorEvents.js';
+import type { FinalEnd } from './RunNode.js';
 
 /** How a parent agent's message settled, as its outcome event reports it. */
 export type MessageOutcome =
@@ -56,4 +58,26 @@ export function emitMessageOutcome(
       break;
   }
   (events.emit as (name: string, payload: unknown) => boolean)(`agent.${outcome.status}`, payload);
+}
+
+/**
+ * A message whose run ended `done`, `incomplete` or `cancelled` and was saved: its outcome event,
+ * and its reply (the same fields as the event, with the reply's own).
+ */
+export function endedReply(
+  events: EventEmitter<SupervisorEvents>,
+  ref: MessageRef,
+  end: Extract<FinalEnd, { readonly status: 'done' | 'incomplete' | 'cancelled' }>,
+  turns: number,
+): AgentReply {
+  const { usage, totalUsage } = ref;
+  if (end.status === 'cancelled') {
+    emitMessageOutcome(events, ref, { status: 'cancelled', reason: end.reason });
+    return { status: 'cancelled', reason: end.reason, usage, totalUsage };
+  }
+  emitMessageOutcome(events, ref, { status: end.status, turns });
+  if (end.status === 'incomplete') return { status: 'incomplete', turns, usage, totalUsage };
+  return end.output === undefined
+    ? { status: 'done', text: end.text, turns, usage, totalUsage }
+    : { status: 'done', text: end.text, output: end.output, turns, usage, totalUsage };
 }

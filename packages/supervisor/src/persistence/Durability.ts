@@ -1,4 +1,12 @@
-import type { Answer, Clock, LoopState, Message, Usage } from '@troupe/core';
+import {
+  type Answer,
+  type Clock,
+  isTroupeError,
+  type LoopState,
+  type Message,
+  TroupeError,
+  type Usage,
+} from '@troupe/core';
 import type { CheckpointCall } from '@troupe/core/internal';
 import { hostRequest, type RequestEntry, type RunNode, type SavedConversation, totalOf } from '../internal/RunNode.js';
 import type {
@@ -47,6 +55,11 @@ export class Durability {
   readonly #persisted = new WeakSet<RunNode>();
   /** Each node's calls marked started and not committed yet, with the attempt they were started under. */
   readonly #started = new WeakMap<RunNode, Map<string, number>>();
+  /**
+   * Roots a write of which the store fenced: another process carries their conversation forward,
+   * and this copy writes nothing more (see {@link Durability.claim}).
+   */
+  readonly #fenced = new WeakMap<RunNode, Error>();
 
   constructor(store: PersistenceAdapter, clock: Clock) {
     this.store = store;
@@ -88,13 +101,33 @@ export class Durability {
     return record;
   }
 
-  // Writes of one tree (one conversation) in order: each starts once the previous settled.
+  // Writes of one tree (one conversation) in order: each starts once the previous settled. Once a
+  // write of a tree was fenced, none of that tree's goes to the store: what this copy holds is
+  // behind another process's, and a write of it (a run's end, a checkpoint before a tool runs)
+  // would be that process's work undone — or a tool run twice.
   #chain<T>(node: RunNode, write: () => Promise<T>): Promise<T> {
-    const tree = node.root;
-    const before = this.#last.get(tree);
-    const next = before === undefined ? write() : before.then(write, write);
+    const root = node.root;
+    const guarded = (): Promise<T> => {
+      const fenced = this.#fenced.get(root);
+      if (fenced !== undefined) return Promise.reject(fenced);
+      return write().catch((error: unknown) => {
+        if (isTroupeError(error, 'ERR_STORE_FENCED') && !this.#fenced.has(root)) {
+          const c = root.conversation;
+          this.#fenced.set(
+            root,
+            new TroupeError(
+              `conversation ${c?.conversationId ?? root.agentId} is carried forward by another process (a write of this copy was fenced: ${(error as Error).message}): this copy writes nothing more; startAgent it again to load what is saved`,
+              { code: 'ERR_STORE_FENCED', cause: error },
+            ),
+          );
+        }
+        throw error;
+      });
+    };
+    const before = this.#last.get(root);
+    const next = before === undefined ? guarded() : before.then(guarded, guarded);
     this.#last.set(
-      tree,
+      root,
       next.catch(() => {}),
     );
     return next;
@@ -285,6 +318,61 @@ export class Durability {
     return this.#chain(node, () =>
       this.store.commit(node.scope, { runs: [this.row(node, status, undefined)], committedToolCalls: committed }, ctx),
     );
+  }
+
+  /**
+   * Claim the next attempt of a suspended `node` before it resumes: its row, running at that
+   * attempt (with the state it resumes from). An answer is taken by one process, and a process
+   * that restores the conversation meanwhile may deliver the same answer: each claims the run
+   * first, the store lets one write it (the other's write is fenced, `ERR_STORE_FENCED`: it runs
+   * nothing and writes nothing more), and a process that dies after its claim leaves the row to
+   * be marked interrupted (a restore finds it only claimed, and delivers the answer again).
+   */
+  claim(node: RunNode): Promise<void> {
+    const ctx = this.conversationOf(node);
+    if (ctx === undefined || !this.durable) return Promise.resolve();
+    this.#persisted.add(node);
+    return this.#chain(node, () =>
+      this.store.commit(
+        node.scope,
+        { runs: [{ ...this.row(node, 'running', node.state), attempt: node.attempt + 1 }] },
+        ctx,
+      ),
+    );
+  }
+
+  /** Whether the conversation `node` belongs to is gone from the store (deleted). */
+  async deleted(node: RunNode): Promise<boolean> {
+    const ctx = this.conversationOf(node);
+    return ctx !== undefined && (await this.store.loadState(node.scope, ctx)) === undefined;
+  }
+
+  /**
+   * Why the copy of a conversation `root` holds is behind what is saved, or `undefined` when it is
+   * not: one of its open questions (`asked`, by id) answered or withdrawn in the store, or the
+   * conversation saved past the revision this copy holds (or deleted). Another process carried it
+   * forward. A store that cannot answer now counts as not behind (nothing is refused on a guess).
+   */
+  async behind(root: RunNode, asked: readonly string[]): Promise<string | undefined> {
+    const ctx = this.conversationOf(root);
+    if (ctx === undefined || !this.durable) return undefined;
+    try {
+      for (const id of asked) {
+        const saved = await this.store.getRequest(root.scope, id);
+        if (saved === undefined) return `its question ${id} is no longer saved`;
+        if (saved.status !== 'open') return `its question ${id} was ${saved.status} there`;
+      }
+      const held = (root.conversation as SavedConversation).revision;
+      if (held === undefined) return undefined;
+      const envelope = await this.store.loadState(root.scope, ctx);
+      if (envelope === undefined) return 'the conversation was deleted';
+      if (envelope.revision !== undefined && envelope.revision !== held) {
+        return `saved at revision ${envelope.revision}, this copy holds ${held}`;
+      }
+      return undefined;
+    } catch {
+      return undefined;
+    }
   }
 
   /** Take an answer once, across processes (compare-and-set in the store). */

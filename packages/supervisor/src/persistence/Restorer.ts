@@ -4,6 +4,7 @@ import {
   type Answer,
   type Clock,
   InvalidArgumentError,
+  isTroupeError,
   type LoopState,
   type Request,
   type Scope,
@@ -101,12 +102,17 @@ export class Restorer {
         ? undefined
         : (live.find((r) => r.runId === saved.runId) ?? (await store.getRun(scope, saved.runId)));
     const kept = new Set<string>();
+    /** The runs that come back here: the root, and its suspended descendants when it is suspended. */
+    const restored = new Set<string>();
+    // Runs a process claimed for an answer and died before they ran anything: still suspended.
+    const claimed = await this.#onlyClaimed(scope, live);
+    const waiting = (r: RunRecord) => r.status === 'suspended' || claimed.has(r.runId);
     // Suspended when its root's row says so (the envelope may be a write behind it), or, with no row, its envelope.
-    if (rootRow?.status === 'suspended' || (rootRow === undefined && saved.status === 'suspended')) {
+    if ((rootRow !== undefined && waiting(rootRow)) || (rootRow === undefined && saved.status === 'suspended')) {
       const rootState = (rootRow?.state as LoopState | undefined) ?? saved.state;
       // The suspended runs under the root, parents before children.
       const rows = new Map<string, RunRecord>();
-      for (const r of live) if (r.status === 'suspended' && r.runId !== saved.runId) rows.set(r.runId, r);
+      for (const r of live) if (waiting(r) && r.runId !== saved.runId) rows.set(r.runId, r);
       const descendants: RestoredRun[] = [];
       const agents = new Map<string, Agent>([[saved.runId ?? '', def]]);
       const states = new Map<string, LoopState>([[saved.runId ?? '', rootState]]);
@@ -145,6 +151,8 @@ export class Restorer {
       const answered: { id: string; answer: Answer }[] = [];
       // An envelope of version 1 names the root's questions by the host's ids only in its list.
       const listed = new Map((saved.openRequests ?? []).map((r) => [r.toolCallId, r]));
+      /** The runs an answer taken in the store resumes (claimed below, before anything is delivered). */
+      const resumes = new Set<string>();
       for (const [runId, state] of states) {
         for (const p of state.pending ?? []) {
           if (p.result !== undefined || p.delegated === true || p.request === undefined) continue;
@@ -166,11 +174,16 @@ export class Restorer {
           kept.add(id);
           if (record?.status === 'answered' && record.answer !== undefined) {
             answered.push({ id, answer: record.answer });
+            resumes.add(runId);
           } else if (record?.status === 'withdrawn') {
             answered.push({ id, answer: { id, ok: false, reason: 'the request was withdrawn before a restart' } });
+            resumes.add(runId);
           }
         }
       }
+      await this.#claim(scope, ctx, resumes, rootRow, descendants, live);
+      if (saved.runId !== undefined) restored.add(saved.runId);
+      for (const r of descendants) restored.add(r.runId);
       parent.reserveChildren(saved.childCounter + tasksOfMessage(rootState));
       parent.restoreSuspended(
         { runId: saved.runId, attempt: rootRow?.attempt ?? 0, state: rootState },
@@ -194,6 +207,7 @@ export class Restorer {
         if (r.parentRunId === rootRow.runId && r.toolCallId !== undefined && r.status === 'interrupted')
           lost.set(r.toolCallId, r.totalUsage);
       }
+      restored.add(rootRow.runId);
       // Children it may have spawned before the crash keep their ids: new ones are numbered past them.
       parent.reserveChildren(saved.childCounter + tasksOfMessage(state));
       parent.restoreInterrupted({
@@ -206,6 +220,7 @@ export class Restorer {
         lost,
       });
     }
+    await this.#endLeftBehind(scope, ctx, live, restored);
     // Questions of runs that did not come back (interrupted under a crash) can never be answered.
     for (let after: string | undefined, more = true; more; ) {
       const page = await store.listRequests(scope, { conversationId: ctx.conversationId, after, limit: 1000 });
@@ -214,6 +229,93 @@ export class Restorer {
       }
       after = page.next;
       more = after !== undefined;
+    }
+  }
+
+  /**
+   * Claim the runs an answer the store holds taken resumes (`resumes`, by run id; `''` is a root
+   * saved without one), before anything of the restore is written or delivered: each row, running
+   * at its next attempt, in one transaction. The process that took the answer may be alive and
+   * about to resume it: it claims the same rows, and the store lets one of the two write them. Here
+   * fenced: that process carries the answer forward — refused `ERR_CONVERSATION_BUSY`, nothing
+   * changed. There fenced: it runs nothing and its `answer()` says so; this one carries it.
+   */
+  async #claim(
+    scope: Scope,
+    ctx: PersistenceContext,
+    resumes: ReadonlySet<string>,
+    rootRow: RunRecord | undefined,
+    descendants: readonly RestoredRun[],
+    live: readonly RunRecord[],
+  ): Promise<void> {
+    const runs: RunRecord[] = [];
+    const now = this.#d.clock.now();
+    for (const runId of resumes) {
+      const row = runId === rootRow?.runId ? rootRow : live.find((r) => r.runId === runId);
+      if (row === undefined || (row !== rootRow && !descendants.some((d) => d.runId === runId))) continue;
+      runs.push({ ...row, status: 'running', attempt: row.attempt + 1, updatedAt: now });
+    }
+    if (runs.length === 0) return;
+    try {
+      await this.#store.commit(scope, { runs }, ctx);
+    } catch (error) {
+      if (!isTroupeError(error, 'ERR_STORE_FENCED')) throw error;
+      throw new TroupeError(
+        `conversation ${ctx.conversationId} is carried forward by another process: it took the answer to a question of run ${runs.map((r) => r.runId).join(', ')} and resumed it first (nothing was changed here): retry once that message has ended, or send to (or answer through) the supervisor that runs it`,
+        { code: 'ERR_CONVERSATION_BUSY', cause: error },
+      );
+    }
+  }
+
+  /**
+   * The interrupted rows among `rows` that a process only claimed (see `Durability.claim`) and
+   * died before it ran anything of them: their state waits on a question, and no tool call of
+   * theirs started at their attempt. They are still suspended: the answer taken is delivered
+   * again. (A run that died inside the re-run of its answered call had started it: interrupted.)
+   */
+  async #onlyClaimed(scope: Scope, rows: readonly RunRecord[]): Promise<ReadonlySet<string>> {
+    const claimed = new Set<string>();
+    for (const r of rows) {
+      if (r.status !== 'interrupted') continue;
+      const state = r.state as LoopState | undefined;
+      const asks = state?.pending?.some(
+        (p) => p.result === undefined && p.delegated !== true && p.request !== undefined,
+      );
+      if (asks !== true) continue;
+      const calls = await this.#store.loadToolCalls(scope, r.runId);
+      if (calls.every((c) => c.attempt !== r.attempt)) claimed.add(r.runId);
+    }
+    return claimed;
+  }
+
+  /**
+   * The conversation's suspended runs that did not come back here: nothing can resume them any
+   * more, so their rows end, `interrupted` (every run of a message ends in one terminal status in
+   * the store too). A run that waits on its child is saved suspended: under a message a crash
+   * interrupted (restored to be resumed from its own state: the task call's child is reported
+   * interrupted to it), or under a parent that did not come back, it stayed suspended for good.
+   * `running` rows left are a live process's own: untouched. A row written since by a newer
+   * attempt (another process resumed it) fences this write: that one is left as it is.
+   */
+  async #endLeftBehind(
+    scope: Scope,
+    ctx: PersistenceContext,
+    live: readonly RunRecord[],
+    restored: ReadonlySet<string>,
+  ): Promise<void> {
+    for (const r of live) {
+      if (r.status !== 'suspended' || restored.has(r.runId)) continue;
+      const { state: _state, ...row } = r;
+      try {
+        // One at a time: a row fenced by another process's write does not hold back the others.
+        await this.#store.commit(
+          scope,
+          { runs: [{ ...row, status: 'interrupted', updatedAt: this.#d.clock.now() }] },
+          ctx,
+        );
+      } catch (error) {
+        if (!isTroupeError(error, 'ERR_STORE_FENCED')) throw error;
+      }
     }
   }
 
@@ -320,6 +422,19 @@ export class Restorer {
     this.#restoring.set(record.agentId, done);
     try {
       await restoring;
+    } catch (error) {
+      // Refused because another live process took this very answer meanwhile (and carries it
+      // forward): for this answer, that is a second one.
+      if (
+        isTroupeError(error, 'ERR_CONVERSATION_BUSY') &&
+        (await store.getRequest(scope, requestId))?.status === 'answered'
+      ) {
+        throw new InvalidArgumentError(`request ${requestId} was already answered: an answer is taken once`, {
+          code: 'ERR_REQUEST_ALREADY_ANSWERED',
+          cause: error,
+        });
+      }
+      throw error;
     } finally {
       if (this.#restoring.get(record.agentId) === done) this.#restoring.delete(record.agentId);
     }
