@@ -320,7 +320,7 @@ describe('runAgentLoop', () => {
       agent,
       run,
       state: saved,
-      answer: { id: first.request.id, ok: true, data: { env: 'prod' } },
+      answers: [{ answer: { id: first.request.id, ok: true, data: { env: 'prod' } }, expired: false }],
       clock,
       cancellation: localRunCancellation(),
     });
@@ -369,8 +369,7 @@ describe('runAgentLoop', () => {
         agent,
         run,
         state: first.state,
-        answer: { id: first.request.id, ...answer },
-        expired,
+        answers: [{ answer: { id: first.request.id, ...answer }, expired }],
         clock,
         cancellation: localRunCancellation(),
       });
@@ -413,7 +412,7 @@ describe('runAgentLoop', () => {
       agent,
       run,
       state: s1.state,
-      answer: { id: s1.request.id, ok: true, data: 1 },
+      answers: [{ answer: { id: s1.request.id, ok: true, data: 1 }, expired: false }],
       clock,
       cancellation: localRunCancellation(),
     });
@@ -423,7 +422,7 @@ describe('runAgentLoop', () => {
       agent,
       run,
       state: s2.state,
-      answer: { id: s2.request.id, ok: true, data: 2 },
+      answers: [{ answer: { id: s2.request.id, ok: true, data: 2 }, expired: false }],
       clock,
       cancellation: localRunCancellation(),
     });
@@ -461,7 +460,7 @@ describe('runAgentLoop', () => {
       agent,
       run,
       state: first.state,
-      answer: { id: 'req_other', ok: true },
+      answers: [{ answer: { id: 'req_other', ok: true }, expired: false }],
       clock,
       cancellation: localRunCancellation(),
     });
