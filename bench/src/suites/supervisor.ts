@@ -204,6 +204,97 @@ async function hitl(ctx: SuiteContext): Promise<Figure[]> {
 }
 
 /**
+ * A message whose one turn opens n questions, all answered at once (issue 31, item 2): the time
+ * from the first `answer()` to the last reply, for 10,000 and, in the same run, 1,000 (work
+ * linear in n reads about 10×), with the default store (in memory); and with 10,000 open, what
+ * one answer costs when each waits for the reply to the one before (each resumes the run and
+ * saves its state, which holds every open call: O(open) per answer, the part left).
+ */
+async function answers(ctx: SuiteContext): Promise<Figure[]> {
+  const supervisor = createSupervisor({ pool: { threads: 1 } });
+  await supervisor.pool.ready();
+  const { manyAsker } = await import('../agents/manyQuestions.js');
+  let resumes = 0;
+  supervisor.on('agent.run.started', (e) => {
+    if (e.resumed) resumes++;
+  });
+  let agents = 0;
+  const open = async (n: number) => {
+    const ref = await supervisor.startAgent(manyAsker, { scope, agentId: `many-${agents++}` });
+    const start = nowNs();
+    const first = await ref.send(String(n));
+    const suspendMs = (nowNs() - start) / 1e6;
+    const ids = supervisor.pendingRequests().map((p) => p.request.id);
+    if (first.status !== 'suspended' || ids.length !== n)
+      throw new Error(`${n} questions: ${first.status}, ${ids.length} open`);
+    return { ref, ids, suspendMs };
+  };
+  const burst = async (n: number): Promise<{ ms: number; suspendMs: number; resumes: number }> => {
+    const { ref, ids, suspendMs } = await open(n);
+    gc();
+    resumes = 0;
+    const start = nowNs();
+    const replies = await Promise.all(ids.map((id, i) => supervisor.answer(id, { ok: true, data: i })));
+    const ms = (nowNs() - start) / 1e6;
+    const last = replies[replies.length - 1];
+    if (last?.status !== 'done' || last.text !== `${n} answered`) throw new Error(`${n} answers ended ${last?.status}`);
+    await supervisor.stopAgent(ref.id);
+    return { ms, suspendMs, resumes };
+  };
+  const trials = ctx.quick ? 3 : 7;
+  const sequential = ctx.quick ? 10 : 40;
+  const big: number[] = [];
+  const small: number[] = [];
+  const suspends: number[] = [];
+  const perAnswer: number[] = [];
+  let bigResumes = 0;
+  try {
+    await burst(1000); // warm-up
+    for (let t = 0; t < trials; t++) {
+      ctx.progress(`supervisor: 10,000 answers at once ${t}/${trials}`);
+      const b = await burst(10_000);
+      big.push(b.ms);
+      suspends.push(b.suspendMs);
+      bigResumes = Math.max(bigResumes, b.resumes);
+      small.push((await burst(1000)).ms);
+    }
+    ctx.progress(`supervisor: ${sequential} answers one by one, 10,000 open`);
+    const { ref, ids } = await open(10_000);
+    for (const [i, id] of ids.slice(0, sequential).entries()) {
+      const start = nowNs();
+      const reply = await supervisor.answer(id, { ok: true, data: i });
+      perAnswer.push((nowNs() - start) / 1e6);
+      if (reply.status !== 'suspended') throw new Error(`one by one: ${reply.status}`);
+    }
+    await supervisor.stopAgent(ref.id);
+  } finally {
+    await supervisor.close();
+  }
+  const m = median(big);
+  const b = median(small);
+  return [
+    {
+      suite: 'supervisor',
+      name: 'supervisor.answer_10k_ms',
+      value: round(m),
+      unit: 'ms',
+      baseline: { name: '1,000 answers in one message (ms, median)', value: round(b) },
+      ratio: round(m / b),
+      detail: {
+        max_ms: round(Math.max(...big)),
+        per_answer_us: round((m * 1000) / 10_000),
+        resumes: bigResumes,
+        open_10k_questions_ms: round(median(suspends)),
+        one_by_one_ms_per_answer_10k_open: round(median(perAnswer)),
+        one_by_one_answers: perAnswer.length,
+        trials,
+        what: 'a message whose one turn asks 10,000 questions; all answered at once (memory store): first answer() → every reply',
+      },
+    },
+  ];
+}
+
+/**
  * A subagent's tool asks a person while its seven siblings (one turn of the
  * parent, eight `task` calls, eight threads) still run: the time from the
  * tool returning `pending` (measured in its worker, epoch ms) to
@@ -414,13 +505,14 @@ async function soak(ctx: SuiteContext): Promise<Figure[]> {
 export const supervisorSuite: Suite = {
   name: 'supervisor',
   description:
-    'fan-out of 100 subagents vs the same tasks on piscina, suspend→answer→resume, a question among running siblings, cancelling a 100-run tree, 100k-run soak',
+    'fan-out of 100 subagents vs the same tasks on piscina, suspend→answer→resume, 10,000 answers in one message, a question among running siblings, cancelling a 100-run tree, 100k-run soak',
   placementSensitive: false,
   inDefaultRun: true,
   async run(ctx) {
     return [
       ...(await fanout(ctx)),
       ...(await hitl(ctx)),
+      ...(await answers(ctx)),
       ...(await nestedQuestion(ctx)),
       ...(await cancelTree(ctx)),
       ...(await soak(ctx)),

@@ -18,10 +18,11 @@ import { TroupeError } from './TroupeError.js';
  * (`incomplete`), a tool asks a person (`suspended`, with the state to resume
  * from), the run is cancelled, or the model fails.
  *
- * Resuming (a state with `pending` calls): an `answer` re-runs the one call
- * that asked it, exactly once (a declined or expired answer gives that call
- * an error result instead); with every call resolved the turn completes and
- * the loop goes on, otherwise the run suspends again on the next open call.
+ * Resuming (a state with `pending` calls): each of the `answers` re-runs the
+ * call that asked it, exactly once, all of them together (a declined or
+ * expired answer gives that call an error result instead); with every call
+ * resolved the turn completes and the loop goes on, otherwise the run
+ * suspends again on the next open call.
  * A `task` call whose child suspended is open until the supervisor resolves
  * it ({@link resolveDelegatedCall}); an answer never re-runs it.
  *
@@ -61,17 +62,18 @@ async function loop(options: RunAgentLoopOptions): Promise<LoopOutcome> {
   const runner = new CallRunner(options);
   let state = options.input === undefined ? options.state : withInput(options.state, options.input);
 
-  // Resume a suspended turn: answer the call that asked, then suspend on the next open call or complete the turn.
+  // Resume a suspended turn: answer the calls that asked, then suspend on the next open call or complete the turn.
   if (state.pending !== undefined) {
     const resumed = await resumeTurn(runner, state, options);
     if (resumed.status !== 'resumed') return resumed;
     state = resumed.state;
-  } else if (options.answer !== undefined) {
+  } else if (options.answers !== undefined && options.answers.length > 0) {
     return {
       status: 'failed',
-      error: new TroupeError(`this run waits on no request but was resumed with an answer to ${options.answer.id}`, {
-        code: 'ERR_UNKNOWN_REQUEST',
-      }),
+      error: new TroupeError(
+        `this run waits on no request but was resumed with an answer to ${options.answers[0]?.answer.id}`,
+        { code: 'ERR_UNKNOWN_REQUEST' },
+      ),
       state,
     };
   }

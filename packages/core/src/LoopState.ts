@@ -164,19 +164,25 @@ export function openCalls(state: LoopState): readonly PendingCall[] {
 }
 
 /**
- * Name the question an open call of a suspended state waits on by the
- * request as the host knows it (the supervisor's id): the answer then
- * carries that id, and a saved state names the saved request.
+ * Name the questions open calls of a suspended state wait on by the requests
+ * as the host knows them (the supervisor's ids), `names` by tool call id: an
+ * answer then carries that id, and a saved state names the saved request.
+ * One pass over the calls however many are renamed; the state itself when
+ * none changes.
  */
-export function renameRequest(state: LoopState, toolCallId: string, request: Request): LoopState {
+export function renameRequests(state: LoopState, names: ReadonlyMap<string, Request>): LoopState {
   const pending = state.pending;
-  if (pending === undefined) return state;
-  const at = pending.findIndex((p) => p.call.id === toolCallId && p.result === undefined);
-  const open = pending[at];
-  if (open === undefined || open.request?.id === request.id) return state;
-  const next = [...pending];
-  next[at] = { ...open, request };
-  return { ...state, pending: next };
+  if (pending === undefined || names.size === 0) return state;
+  let next: PendingCall[] | undefined;
+  for (let i = 0; i < pending.length; i++) {
+    const p = pending[i] as PendingCall;
+    if (p.result !== undefined) continue;
+    const request = names.get(p.call.id);
+    if (request === undefined || p.request?.id === request.id) continue;
+    next ??= [...pending];
+    next[i] = { ...p, request };
+  }
+  return next === undefined ? state : { ...state, pending: next };
 }
 
 /**
@@ -192,20 +198,29 @@ export function resolveDelegatedCall(state: LoopState, toolCallId: string, resul
   const at = pending.findIndex((p) => p.call.id === toolCallId && p.result === undefined);
   const open = pending[at];
   if (open === undefined) return state;
+  const next = [...pending];
+  next[at] = resolvedCall(open, result);
+  return { ...state, pending: next };
+}
+
+/**
+ * An open delegated call with its child's outcome (see
+ * {@link resolveDelegatedCall}): a result, or still open on the child's new
+ * question when it suspended again.
+ */
+export function resolvedCall(open: PendingCall, result: TaskResult): PendingCall {
   const call = open.call;
-  let resolved: PendingCall;
   switch (result.status) {
     case 'done':
-      resolved = {
+      return {
         call,
         result: { role: 'tool', toolCallId: call.id, name: call.name, content: taskAnswer(result), isError: false },
         operations: result.updates,
         childEvents: result.events.length > 0 ? result.events : undefined,
         usage: result.usage,
       };
-      break;
     case 'error':
-      resolved = {
+      return {
         call,
         result: {
           role: 'tool',
@@ -217,14 +232,9 @@ export function resolveDelegatedCall(state: LoopState, toolCallId: string, resul
         childEvents: result.events.length > 0 ? result.events : undefined,
         usage: result.usage,
       };
-      break;
     case 'suspended':
-      resolved = { ...open, request: result.request, delegated: true };
-      break;
+      return { ...open, request: result.request, delegated: true };
   }
-  const next = [...pending];
-  next[at] = resolved;
-  return { ...state, pending: next };
 }
 
 /**

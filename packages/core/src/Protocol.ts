@@ -10,7 +10,7 @@ import { isUsage, type Usage } from './Usage.js';
  * Schema and type share a name; each side parses what arrives at its port
  * and dispatches with an exhaustive switch.
  */
-export const PROTOCOL_VERSION = 3;
+export const PROTOCOL_VERSION = 4;
 
 /** Names an agent across threads: the module that exports it, and its name. */
 export const AgentRef = z.object({ module: z.string().min(1), name: z.string().min(1) });
@@ -166,16 +166,20 @@ export const TELEMETRY_EVENT_COUNT = 11;
 export const MAX_HOST_BITS = 2 ** (TELEMETRY_SHIFT + TELEMETRY_EVENT_COUNT) - 1;
 
 /**
- * Resume a suspended run: its state; the answer to one of its own questions
- * (absent when the supervisor resolved every open call of the state itself,
- * e.g. a child's result); the calls the supervisor approved; and whether the
- * supervisor found the question expired when it was answered.
+ * Resume a suspended run: its state; the answers to its own questions that
+ * arrived while it was suspended or resuming, each with whether the
+ * supervisor found its question expired when it was answered (none when the
+ * supervisor resolved every open call of the state itself, e.g. a child's
+ * result); and the calls the supervisor approved. Every answered call
+ * re-runs once, all in this one resume.
  */
 const ResumeSchema = z.object({
   state: LoopStateSchema,
-  answer: Answer.optional(),
+  answers: z
+    .array(z.object({ answer: Answer, expired: z.boolean() }))
+    .max(MAX_PENDING_QUESTIONS)
+    .optional(),
   approvedCalls: z.array(z.string()),
-  expired: z.boolean().optional(),
   /** Resuming after a crash: the open calls that had started (see the loop's `interrupted`). */
   started: z.array(z.string()).optional(),
 });

@@ -109,12 +109,14 @@ export type AttemptWork =
   | {
       readonly kind: 'resume';
       readonly state: LoopState;
-      /** The answer to one of its own questions, when an answer resumes it. */
-      readonly answer: Answer | undefined;
+      /**
+       * The answers to its own questions it resumes with (none when the tree resolved its open
+       * calls itself): each answered call re-runs once, all in this attempt. `expired`: the answer
+       * came after its request's `expiresAt` (the call gets an error result).
+       */
+      readonly answers: readonly { readonly answer: Answer; readonly expired: boolean }[];
       /** Tool calls a person approved (they run without asking again). */
       readonly approvedCalls: readonly string[];
-      /** The answer came after the request's `expiresAt`. */
-      readonly expired: boolean;
       /**
        * Resuming an attempt that was lost from its last checkpoint: the open calls that had
        * started under it (a non-idempotent one is not run again: its result is `ERR_INTERRUPTED`).

@@ -1,7 +1,6 @@
 import {
   type Agent,
   type AgentId,
-  type Answer,
   type ApprovalHandler,
   addUsage,
   BackpressureError,
@@ -26,7 +25,8 @@ import {
   DEFERRED_TASK_KIND,
   HostFeature,
   openCalls,
-  renameRequest,
+  type ResumeAnswer,
+  renameRequests,
   resolveDelegatedCall,
   subagentId,
   type TurnCheckpoints,
@@ -51,6 +51,7 @@ import {
   taskResultOf,
   totalOf,
 } from './internal/RunNode.js';
+import { reviewOpenCalls } from './internal/reviewOpenCalls.js';
 import type { Durability } from './persistence/Durability.js';
 import type { AttemptEnd, AttemptWork, RunEnd, RunTransport } from './RunTransport.js';
 import type { SupervisorEvents } from './SupervisorEvents.js';
@@ -152,6 +153,8 @@ const NO_EVENTS: readonly never[] = Object.freeze([]);
 /** How many lost attempts of one run are run again (from their checkpoint) before it ends crashed. */
 const MAX_LOST_ATTEMPTS = 3;
 const NO_WAITERS: readonly ((reply: unknown) => void)[] = Object.freeze([]);
+const NO_ANSWERS: readonly ResumeAnswer[] = Object.freeze([]);
+const NO_APPROVED: readonly string[] = Object.freeze([]);
 
 /**
  * The one owner of every run: each parent message, subagent run and direct
@@ -193,6 +196,8 @@ export class RunTree {
   readonly #hostView: RunHostView;
   /** Worker runs waiting on a task call of theirs (each holds its slot meanwhile). */
   readonly #blocked = new Set<RunNode>();
+  /** Suspended runs an answer reached, resumed at the next turn of the event loop (see #deliverSoon). */
+  readonly #delivering = new Set<RunNode>();
   /** A shutdown cancelled what ran (close()'s deadline, destroy()): no answer resumes a run after it. */
   #shutDown = false;
   /** From now on, runs a shutdown cancels are left as saved (destroy()). */
@@ -214,10 +219,7 @@ export class RunTree {
       approval: options.approval,
       durability: options.durability,
       beforeAnswer: options.beforeAnswer,
-      delivered: (node) => {
-        this.#reconsider(node);
-        this.#afterChange(node.root);
-      },
+      delivered: (node) => this.#deliverSoon(node),
       count: () => {
         if (this.#running++ === 0) this.#hold();
       },
@@ -241,7 +243,7 @@ export class RunTree {
         this.#tokensSoFar(node, state);
         // A lost attempt goes on from this turn: the calls started before it are not run again.
         if (node.rerun !== undefined) {
-          node.rerun = { kind: 'resume', state, answer: undefined, approvedCalls: [], expired: false, started };
+          node.rerun = { kind: 'resume', state, answers: NO_ANSWERS, approvedCalls: NO_APPROVED, started };
         }
       },
     };
@@ -343,13 +345,20 @@ export class RunTree {
         made = true;
       }
     }
+    const names = new Map<RunNode, Map<string, Request>>();
     for (const r of requests) {
       const node = byId.get(r.runId ?? root.id);
       if (node === undefined) continue;
       const entry = this.#requests.open(node, r.toolCallId, r.local, r.approval, r.id, false, r.call);
-      // A state saved before questions were named by the host's ids names them so now.
-      if (node.state !== undefined) node.state = renameRequest(node.state, r.toolCallId, hostRequest(entry));
+      let own = names.get(node);
+      if (own === undefined) {
+        own = new Map();
+        names.set(node, own);
+      }
+      own.set(r.toolCallId, hostRequest(entry));
     }
+    // A state saved before questions were named by the host's ids names them so now (one pass a run).
+    for (const [node, own] of names) if (node.state !== undefined) node.state = renameRequests(node.state, own);
     // A run waiting on a child that did not come back goes on without it (deepest first).
     for (const node of [...byId.values()].reverse()) {
       const orphaned = openCalls(node.state as LoopState).some(
@@ -494,9 +503,8 @@ export class RunTree {
     input: {
       readonly input?: string | undefined;
       readonly state: LoopState;
-      readonly answer?: Answer | undefined;
+      readonly answers?: readonly ResumeAnswer[] | undefined;
       readonly approvedCalls?: readonly string[];
-      readonly expired?: boolean;
       readonly beforeRun?: ((root: RunNode) => Promise<void>) | undefined;
       readonly interrupted?:
         | { readonly started: ReadonlySet<string>; readonly lost?: ReadonlyMap<string, Usage> | undefined }
@@ -521,9 +529,8 @@ export class RunTree {
     const { end, usage, state } = await this.#local.run(node, {
       input: input.input,
       state: input.state,
-      answer: input.answer,
+      answers: input.answers,
       approvedCalls: input.approvedCalls,
-      expired: input.expired,
       interrupted: input.interrupted,
       approval: this.#requests.approvalFor(node),
       spawner: node.agent.subagents.length === 0 ? undefined : { runTask: (r) => this.runTask(node, r) },
@@ -718,66 +725,36 @@ export class RunTree {
 
   /**
    * A suspended node: take what its children and its answers have for it,
-   * then resume it if it can go on, end it if it was cancelled, or tell its
-   * parent it waits.
+   * then resume it if it can go on (with every answer that reached it: each
+   * answered call re-runs once, all in one resume), end it if it was
+   * cancelled, or tell its parent it waits.
    */
   #reconsider(node: RunNode): void {
     if (node.phase !== 'suspended') return;
-    let state = node.state as LoopState;
     const reason = node.cancelled;
     if (reason !== undefined) {
       this.#abandon(node, reason);
       return;
     }
-    const own = this.#requests.of(node);
-    let answer: RequestEntry | undefined;
-    for (const call of openCalls(state)) {
-      const id = call.call.id;
-      if (call.delegated === true) {
-        const child = node.childByCall.get(id);
-        if (child !== undefined && child.phase === 'ended') {
-          // It ended while this run still ran (a deferred call, or a suspended child answered meanwhile).
-          const outcome = taskResultOf(child, node.agent.mergeMetadataFrom.has(child.agent.name));
-          state = resolveDelegatedCall(state, id, outcome);
-          if (child.deferredAt !== undefined) this.#events.deferredCallStopped(node, id, child.deferredAt, outcome);
-        } else if (child === undefined) {
-          // A child that did not come back (interrupted by a crash, or never saved): the call fails, the run goes on.
-          state = resolveDelegatedCall(state, id, {
-            status: 'error',
-            error: new TroupeError(
-              `the subagent of task call ${id} of ${node.agentId} was interrupted by a restart (its side effects may have happened): check, then delegate again if needed`,
-              { code: 'ERR_INTERRUPTED' },
-            ),
-            events: NO_EVENTS,
-          });
-        }
-        continue;
-      }
-      let entry = own.get(id);
-      // A question the run reported (an approval is opened here, when the handler says ask):
-      // what a worker's state claims about approval is never taken.
-      if (entry === undefined && call.request !== undefined) entry = this.#requests.open(node, id, call.request, false);
-      // The state names the question by the host's id from now on (the answer, and what is saved, carry it).
-      if (entry !== undefined && call.request?.id !== entry.id) state = renameRequest(state, id, hostRequest(entry));
-      if (answer === undefined && entry?.answer !== undefined) answer = entry;
-    }
+    const review = reviewOpenCalls(node, node.state as LoopState, this.#requests, this.#events);
+    const state = review.state;
     node.state = state;
-    if (answer !== undefined) {
-      const taken = answer.answer as NonNullable<RequestEntry['answer']>;
-      this.#requests.take(answer);
-      // A yes to an approval runs the call pre-approved only if it is the call the handler was
-      // asked about: a worker's state could have put another tool, or other arguments, under its id.
-      const approved =
-        answer.approval && taken.answer.ok && isApprovedCall(answer.call, pendingCall(state, answer.toolCallId));
-      this.#resume(node, {
-        answer: taken.answer,
-        approvedCalls: approved ? [answer.toolCallId] : [],
-        expired: taken.expired,
-      });
+    if (review.answers.length > 0) {
+      const answers: ResumeAnswer[] = [];
+      const approvedCalls: string[] = [];
+      for (const { entry, call } of review.answers) {
+        const taken = entry.answer as NonNullable<RequestEntry['answer']>;
+        this.#requests.take(entry);
+        answers.push({ answer: taken.answer, expired: taken.expired });
+        // A yes to an approval runs the call pre-approved only if it is the call the handler was
+        // asked about: a worker's state could have put another tool, or other arguments, under its id.
+        if (entry.approval && taken.answer.ok && isApprovedCall(entry.call, call)) approvedCalls.push(entry.toolCallId);
+      }
+      this.#resume(node, { answers, approvedCalls });
       return;
     }
-    if (openCalls(state).length === 0) {
-      this.#resume(node, { answer: undefined, approvedCalls: [], expired: false });
+    if (review.open === 0) {
+      this.#resume(node, { answers: NO_ANSWERS, approvedCalls: NO_APPROVED });
       return;
     }
     // It stays suspended.
@@ -811,11 +788,7 @@ export class RunTree {
 
   #resume(
     node: RunNode,
-    input: {
-      readonly answer: Answer | undefined;
-      readonly approvedCalls: readonly string[];
-      readonly expired: boolean;
-    },
+    input: { readonly answers: readonly ResumeAnswer[]; readonly approvedCalls: readonly string[] },
   ): void {
     const state = node.state as LoopState;
     node.state = undefined;
@@ -823,16 +796,35 @@ export class RunTree {
     node.root.owner?.resumed?.(node.root);
     if (node.kind === 'message') {
       this.#events.runStarted(node, true);
-      void this.#runLocal(node, {
-        state,
-        answer: input.answer,
-        approvedCalls: input.approvedCalls,
-        expired: input.expired,
-      });
+      void this.#runLocal(node, { state, answers: input.answers, approvedCalls: input.approvedCalls });
     } else {
       this.#events.spawned(node, state.metadata, true);
       this.#dispatch(node, { kind: 'resume', state, ...input });
     }
+  }
+
+  /**
+   * An answer reached a suspended node: it resumes at the next turn of the event loop, with every
+   * answer that reached it by then — answers given together (each taken by the store in turn) are
+   * one resume, not one each, so n answers cost one pass over its open calls, not n. Meanwhile it
+   * counts as running: its root is not quiet (an `answer()` waits for what the resume does), its
+   * owner sees it run again, and a close() drains it.
+   */
+  #deliverSoon(node: RunNode): void {
+    if (this.#delivering.has(node)) return;
+    this.#delivering.add(node);
+    const root = node.root;
+    root.active++;
+    if (this.#running++ === 0) this.#hold();
+    root.owner?.resumed?.(root);
+    setImmediate(() => {
+      this.#delivering.delete(node);
+      // (Reconsidered first: a resume counts itself before this stops counting.)
+      this.#reconsider(node);
+      root.active--;
+      this.#uncount();
+      this.#afterChange(root);
+    });
   }
 
   // A suspended node that was cancelled: nothing of it runs; it ends cancelled, with its subtree.
@@ -1146,14 +1138,6 @@ function endedChildUsage(state: LoopState, ownTurns: boolean): Usage {
     if (p.result !== undefined && p.usage !== undefined) total = addUsage(total, p.usage);
   }
   return total;
-}
-
-// The pending call of `state` under `toolCallId`, if any.
-function pendingCall(
-  state: LoopState,
-  toolCallId: string,
-): { readonly name: string; readonly arguments?: unknown } | undefined {
-  return state.pending?.find((p) => p.call.id === toolCallId)?.call;
 }
 
 // True when `call` is the call an approval was asked about: the same tool, the same arguments.

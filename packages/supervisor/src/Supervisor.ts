@@ -305,6 +305,12 @@ export class Supervisor<S = unknown, I = S> extends VersionedEmitter {
    * spawn) it belongs to, the next time nothing of its tree runs — which may
    * be another suspension.
    *
+   * Answers given together (several questions of one run answered before it
+   * resumes) resume it once: each answered call re-runs once with its own
+   * answer, all in that resume, and each `answer()` resolves with the reply
+   * that follows it. n answers so cost one resume and one save of the run's
+   * state, not n.
+   *
    * Refused with a typed error, leaving the request open: a malformed answer
    * (`ERR_INVALID_ARGUMENT`). Refused: an unknown or withdrawn id
    * (`ERR_UNKNOWN_REQUEST`), a second answer (`ERR_REQUEST_ALREADY_ANSWERED`).

@@ -320,7 +320,7 @@ describe('runAgentLoop', () => {
       agent,
       run,
       state: saved,
-      answer: { id: first.request.id, ok: true, data: { env: 'prod' } },
+      answers: [{ answer: { id: first.request.id, ok: true, data: { env: 'prod' } }, expired: false }],
       clock,
       cancellation: localRunCancellation(),
     });
@@ -369,8 +369,7 @@ describe('runAgentLoop', () => {
         agent,
         run,
         state: first.state,
-        answer: { id: first.request.id, ...answer },
-        expired,
+        answers: [{ answer: { id: first.request.id, ...answer }, expired }],
         clock,
         cancellation: localRunCancellation(),
       });
@@ -413,7 +412,7 @@ describe('runAgentLoop', () => {
       agent,
       run,
       state: s1.state,
-      answer: { id: s1.request.id, ok: true, data: 1 },
+      answers: [{ answer: { id: s1.request.id, ok: true, data: 1 }, expired: false }],
       clock,
       cancellation: localRunCancellation(),
     });
@@ -423,7 +422,7 @@ describe('runAgentLoop', () => {
       agent,
       run,
       state: s2.state,
-      answer: { id: s2.request.id, ok: true, data: 2 },
+      answers: [{ answer: { id: s2.request.id, ok: true, data: 2 }, expired: false }],
       clock,
       cancellation: localRunCancellation(),
     });
@@ -434,6 +433,95 @@ describe('runAgentLoop', () => {
     );
     const results = done.state.messages.flatMap((m) => (m.role === 'tool' ? [m.toolCallId] : []));
     assert.deepEqual(results.sort(), calls.sort());
+  });
+
+  it('resumes with several answers at once: each answered call re-runs once with its own, in one resume; the rest stay open', async () => {
+    const runs: string[] = [];
+    const q = defineTool({
+      name: 'q',
+      description: '',
+      parameters: z.object({ n: z.number() }),
+      execute: ({ n }, ctx) => {
+        runs.push(`${n}:${ctx.answer === undefined ? '-' : String(ctx.answer.data)}`);
+        return ctx.answer === undefined
+          ? ToolResult.pending({ kind: 'input', prompt: `q${n}` })
+          : `q${n}=${String(ctx.answer.data)}`;
+      },
+    });
+    const agent = defineAgent({
+      name: 'many',
+      instructions: '',
+      tools: [q],
+      model: new ScriptedModel([
+        { toolCalls: [0, 1, 2, 3].map((n) => ({ name: 'q', arguments: { n } })) },
+        ({ lastToolResults }) =>
+          lastToolResults.map((r) => (r.isError ? (r.content as { code: string }).code : r.content)).join('|'),
+      ]),
+    });
+    const first = await runAgentLoop({
+      agent,
+      run,
+      state: fresh(),
+      input: 'x',
+      clock,
+      cancellation: localRunCancellation(),
+    });
+    assert.equal(first.status, 'suspended');
+    if (first.status !== 'suspended') return;
+    const ids = (first.state.pending ?? []).map((p) => p.request?.id as string);
+    runs.length = 0;
+    // Calls 2, 0 and 3 answered (3 declined): call 1 stays open and the run suspends on it.
+    const second = await runAgentLoop({
+      agent,
+      run,
+      state: first.state,
+      answers: [
+        { answer: { id: ids[2] as string, ok: true, data: 'two' }, expired: false },
+        { answer: { id: ids[0] as string, ok: true, data: 'zero' }, expired: false },
+        { answer: { id: ids[3] as string, ok: false, reason: 'no' }, expired: false },
+      ],
+      clock,
+      cancellation: localRunCancellation(),
+    });
+    assert.deepEqual(
+      runs.sort(),
+      ['0:zero', '2:two'],
+      'each answered call ran once with its own answer; a declined one did not run',
+    );
+    assert.equal(second.status === 'suspended' && second.request.id, ids[1]);
+    if (second.status !== 'suspended') return;
+    // A second answer to a question answered already, or to no question of the run: refused before anything runs.
+    for (const answers of [
+      [
+        { answer: { id: ids[1] as string, ok: true, data: 'one' }, expired: false },
+        { answer: { id: ids[0] as string, ok: true, data: 'again' }, expired: false },
+      ],
+      [
+        { answer: { id: ids[1] as string, ok: true, data: 'one' }, expired: false },
+        { answer: { id: ids[1] as string, ok: true, data: 'twice' }, expired: false },
+      ],
+    ]) {
+      runs.length = 0;
+      const refused = await runAgentLoop({
+        agent,
+        run,
+        state: second.state,
+        answers,
+        clock,
+        cancellation: localRunCancellation(),
+      });
+      assert.equal(refused.status === 'failed' && (refused.error as { code?: string }).code, 'ERR_UNKNOWN_REQUEST');
+      assert.deepEqual(runs, [], 'nothing re-ran');
+    }
+    const done = await runAgentLoop({
+      agent,
+      run,
+      state: second.state,
+      answers: [{ answer: { id: ids[1] as string, ok: true, data: 'one' }, expired: false }],
+      clock,
+      cancellation: localRunCancellation(),
+    });
+    assert.equal(done.status === 'done' && done.text, 'q0=zero|q1=one|q2=two|ERR_REQUEST_DECLINED');
   });
 
   it('refuses to resume with an answer to another request', async () => {
@@ -461,7 +549,7 @@ describe('runAgentLoop', () => {
       agent,
       run,
       state: first.state,
-      answer: { id: 'req_other', ok: true },
+      answers: [{ answer: { id: 'req_other', ok: true }, expired: false }],
       clock,
       cancellation: localRunCancellation(),
     });

@@ -11,6 +11,16 @@ import type { RunContext } from '../ToolContext.js';
 import type { Usage } from '../Usage.js';
 import type { TurnCheckpoints } from './TurnCheckpoints.js';
 
+/**
+ * One answer a suspended run is resumed with: the answer to one of its own
+ * questions, and whether the supervisor found that question expired when it
+ * was answered (the call then gets an error result).
+ */
+export interface ResumeAnswer {
+  readonly answer: Answer;
+  readonly expired: boolean;
+}
+
 /** Default: consecutive all-failed turns after which a run fails. */
 export const DEFAULT_MAX_FAILED_TURNS = 3;
 
@@ -21,8 +31,12 @@ export interface RunAgentLoopOptions {
   readonly state: LoopState;
   /** A user message to add before the first turn. */
   readonly input?: string | undefined;
-  /** Resume the suspended turn in `state.pending` with this answer. */
-  readonly answer?: Answer | undefined;
+  /**
+   * Resume the suspended turn in `state.pending` with these answers, each to
+   * a different open call of the run's own: every answered call re-runs
+   * exactly once with its answer (or gets its error result), together.
+   */
+  readonly answers?: readonly ResumeAnswer[] | undefined;
   /** Tool calls the supervisor itself approved (never taken from the state). */
   readonly approvedCalls?: ReadonlySet<string> | undefined;
   readonly clock: Clock;
@@ -33,8 +47,6 @@ export interface RunAgentLoopOptions {
   readonly events?: LoopEventSink | undefined;
   /** Consecutive turns whose tool calls all fail before the run fails. Default 3. */
   readonly maxFailedTurns?: number | undefined;
-  /** The supervisor found the answer's question expired when it was answered: the tool gets an error result. */
-  readonly expired?: boolean | undefined;
   /**
    * Called as soon as one of the run's own tools asks a person (returns
    * `pending`, or its approval handler asks), while the turn's other calls

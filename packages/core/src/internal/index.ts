@@ -49,8 +49,9 @@ export {
   type LoopOutcome,
   openCalls,
   type PendingCall,
-  renameRequest,
+  renameRequests,
   resolveDelegatedCall,
+  resolvedCall,
   sealMessage,
 } from '../LoopState.js';
 export {
@@ -90,5 +91,5 @@ export { createTaskTool, DEFERRED_TASK_KIND, type TaskSpawner } from '../TaskToo
 export { buildToolContext, type CallContext, type RunContext } from '../ToolContext.js';
 export { type ScrubbedToolExceptionEvent, scrub } from '../ToolEvents.js';
 export { describeValue } from './describeValue.js';
-export { DEFAULT_MAX_FAILED_TURNS, type RunAgentLoopOptions } from './RunAgentLoopOptions.js';
+export { DEFAULT_MAX_FAILED_TURNS, type ResumeAnswer, type RunAgentLoopOptions } from './RunAgentLoopOptions.js';
 export type { CheckpointCall, TurnCheckpoints } from './TurnCheckpoints.js';

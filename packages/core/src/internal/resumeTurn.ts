@@ -6,7 +6,10 @@ import { TroupeError } from '../TroupeError.js';
 import type { CallResult } from './CallResult.js';
 import type { CallRunner } from './CallRunner.js';
 import { errorContent } from './errorContent.js';
-import type { RunAgentLoopOptions } from './RunAgentLoopOptions.js';
+import type { ResumeAnswer, RunAgentLoopOptions } from './RunAgentLoopOptions.js';
+
+/** How many open questions an error names before it counts the rest. */
+const DESCRIBED_OPEN = 5;
 
 /** A suspended turn that completed on resume: the run goes on from `state`. */
 export interface Resumed {
@@ -16,9 +19,9 @@ export interface Resumed {
 
 /**
  * Resume the suspended turn in `state.pending`: after a crash, re-run what
- * may be re-run of its open calls (`options.interrupted`); with an answer,
- * answer the call that asked; then suspend on the next open call, or
- * complete the turn (saved by `afterTurn` unless the run was cancelled).
+ * may be re-run of its open calls (`options.interrupted`); with answers,
+ * answer the calls that asked, together; then suspend on the next open call,
+ * or complete the turn (saved by `afterTurn` unless the run was cancelled).
  */
 export async function resumeTurn(
   runner: CallRunner,
@@ -26,12 +29,12 @@ export async function resumeTurn(
   options: RunAgentLoopOptions,
 ): Promise<LoopOutcome | Resumed> {
   const pending = [...(state.pending as readonly PendingCall[])];
-  const answer = options.answer;
+  const answers = options.answers;
   if (options.interrupted !== undefined) {
     const failed = await rerunInterrupted(runner, state, pending, options.interrupted);
     if (failed !== undefined) return failed;
-  } else if (answer !== undefined) {
-    const failed = await answerOpenCall(runner, state, pending, answer, options.expired === true);
+  } else if (answers !== undefined && answers.length > 0) {
+    const failed = await answerOpenCalls(runner, state, pending, answers);
     if (failed !== undefined) return failed;
   }
   const next = pending.find((p) => p.result === undefined);
@@ -105,69 +108,112 @@ async function rerunInterrupted(
 }
 
 /**
- * Answer the open call that asked `answer`'s question: re-run it exactly
- * once with the answer, or give it an error result when the answer declines
- * or came after the question expired. Fills `pending` in place.
+ * Answer the open calls that asked `answers`' questions, all in one resume:
+ * each answered call re-runs exactly once with its own answer (together, in
+ * parallel, after one checkpoint that marks them all started), or gets an
+ * error result when its answer declines or came after its question expired.
+ * Every answer is matched before anything runs: one that names no open
+ * question of this run (or a question answered twice) fails the run, and
+ * nothing re-runs. One pass over `pending` however many answers there are.
+ * Fills `pending` in place.
  */
-async function answerOpenCall(
+async function answerOpenCalls(
   runner: CallRunner,
   state: LoopState,
   pending: PendingCall[],
-  answer: Answer,
-  expired: boolean,
+  answers: readonly ResumeAnswer[],
 ): Promise<LoopOutcome | undefined> {
-  const at = pending.findIndex((p) => p.result === undefined && p.delegated !== true && p.request?.id === answer.id);
-  const open = pending[at];
-  if (open === undefined) {
-    return {
-      status: 'failed',
-      error: new TroupeError(
-        `this run waits on ${describeOpen(pending)} but was resumed with an answer to ${answer.id}`,
-        { code: 'ERR_UNKNOWN_REQUEST' },
-      ),
-      state,
-    };
+  // The open calls of the run's own by the question they wait on (the first, should two name one).
+  const byRequest = new Map<string, number>();
+  for (let i = 0; i < pending.length; i++) {
+    const p = pending[i] as PendingCall;
+    if (p.result !== undefined || p.delegated === true || p.request === undefined) continue;
+    if (!byRequest.has(p.request.id)) byRequest.set(p.request.id, i);
   }
-  let result: CallResult;
-  if (expired || !answer.ok) {
-    const request = open.request as Request;
-    const error = expired
-      ? new TroupeError(`request ${request.id} expired before it was answered`, { code: 'ERR_REQUEST_EXPIRED' })
-      : new TroupeError(
-          `${open.approval === true ? 'approval was declined' : 'the request was declined'}${answer.reason ? `: ${answer.reason}` : ''}`,
-          { code: open.approval === true ? 'ERR_APPROVAL_DENIED' : 'ERR_REQUEST_DECLINED' },
-        );
-    result = {
-      message: {
-        role: 'tool',
-        toolCallId: open.call.id,
-        name: open.call.name,
-        content: errorContent(error),
-        isError: true,
-      },
-      operations: undefined,
-      request: undefined,
-      approval: false,
-      failed: true,
-    };
-  } else {
-    // Re-run the pending tool exactly once. An approval answer is not the tool's own answer:
-    // the call runs pre-approved (if the supervisor says so) as if first called.
-    if (runner.checkpoints !== undefined) {
-      // Marked started again: a crash during this re-run must not repeat it.
-      try {
-        await runner.checkpoints.beforeCalls({ ...state, pending }, runner.checkpointCalls([open.call]));
-      } catch (error) {
-        return { status: 'failed', error: asError(error), state };
-      }
+  const at: number[] = [];
+  for (const a of answers) {
+    const i = byRequest.get(a.answer.id);
+    if (i === undefined) {
+      return {
+        status: 'failed',
+        error: new TroupeError(
+          `this run waits on ${describeOpen(pending)} but was resumed with an answer to ${a.answer.id}`,
+          { code: 'ERR_UNKNOWN_REQUEST' },
+        ),
+        state,
+      };
     }
-    result = await runner.execute(state, open.call, undefined, answer, open.approval === true);
+    // Taken: a second answer to the same question names no open one.
+    byRequest.delete(a.answer.id);
+    at.push(i);
   }
-  pending[at] = runner.pendingOf(open.call, result);
+  const rerun: number[] = [];
+  const rerunAnswers: Answer[] = [];
+  answers.forEach((a, k) => {
+    const i = at[k] as number;
+    const open = pending[i] as PendingCall;
+    if (a.expired || !a.answer.ok) pending[i] = runner.pendingOf(open.call, refusedResult(open, a));
+    else {
+      rerun.push(i);
+      rerunAnswers.push(a.answer);
+    }
+  });
+  if (rerun.length === 0) return undefined;
+  // Re-run each pending tool exactly once. An approval answer is not the tool's own answer:
+  // the call runs pre-approved (if the supervisor says so) as if first called.
+  const calls = rerun.map((i) => (pending[i] as PendingCall).call);
+  if (runner.checkpoints !== undefined) {
+    // Marked started again: a crash during these re-runs must not repeat them.
+    try {
+      await runner.checkpoints.beforeCalls({ ...state, pending }, runner.checkpointCalls(calls));
+    } catch (error) {
+      return { status: 'failed', error: asError(error), state };
+    }
+  }
+  const results = await Promise.all(
+    rerun.map((i, k) =>
+      runner.execute(state, calls[k] as ModelToolCall, undefined, rerunAnswers[k], pending[i]?.approval === true),
+    ),
+  );
+  rerun.forEach((i, k) => {
+    pending[i] = runner.pendingOf(calls[k] as ModelToolCall, results[k] as CallResult);
+  });
   return undefined;
 }
 
+/** The error result of a call whose answer declined, or came after its question expired. */
+function refusedResult(open: PendingCall, a: ResumeAnswer): CallResult {
+  const request = open.request as Request;
+  const error = a.expired
+    ? new TroupeError(`request ${request.id} expired before it was answered`, { code: 'ERR_REQUEST_EXPIRED' })
+    : new TroupeError(
+        `${open.approval === true ? 'approval was declined' : 'the request was declined'}${a.answer.reason ? `: ${a.answer.reason}` : ''}`,
+        { code: open.approval === true ? 'ERR_APPROVAL_DENIED' : 'ERR_REQUEST_DECLINED' },
+      );
+  return {
+    message: {
+      role: 'tool',
+      toolCallId: open.call.id,
+      name: open.call.name,
+      content: errorContent(error),
+      isError: true,
+    },
+    operations: undefined,
+    request: undefined,
+    approval: false,
+    failed: true,
+  };
+}
+
+/** What the run waits on, for an error (the first few of its open questions: a turn may hold thousands). */
 function describeOpen(pending: readonly PendingCall[]): string {
-  const open = pending.filter((p) => p.result === undefined && p.delegated !== true).map((p) => p.request?.id);
-  return open.length === 0 ? 'no request of its own' : `request ${open.join(', ')}`;
+  const open: (string | undefined)[] = [];
+  let more = 0;
+  for (const p of pending) {
+    if (p.result !== undefined || p.delegated === true) continue;
+    if (open.length < DESCRIBED_OPEN) open.push(p.request?.id);
+    else more++;
+  }
+  if (open.length === 0) return 'no request of its own';
+  return `request ${open.join(', ')}${more === 0 ? '' : ` and ${more} more`}`;
 }

@@ -57,8 +57,7 @@ export class Dispatcher {
       }
     } else {
       const resume: Record<string, unknown> = { state: work.state, approvedCalls: [...work.approvedCalls] };
-      if (work.answer !== undefined) resume.answer = work.answer;
-      if (work.expired) resume.expired = true;
+      if (work.answers.length > 0) resume.answers = work.answers;
       if (work.started !== undefined) resume.started = [...work.started];
       extras ??= {};
       extras.resume = resume;

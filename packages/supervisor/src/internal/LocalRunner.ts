@@ -1,7 +1,8 @@
-import type { Answer, ApprovalHandler, CancelReason, Clock, LoopState, ModelDelta, Request, Usage } from '@troupe/core';
+import type { ApprovalHandler, CancelReason, Clock, LoopState, ModelDelta, Request, Usage } from '@troupe/core';
 import {
   type LoopEventSink,
   type LoopOutcome,
+  type ResumeAnswer,
   runAgentLoop,
   slotRunCancellation,
   type TaskSpawner,
@@ -15,9 +16,9 @@ import type { RunNode } from './RunNode.js';
 export interface LocalRun {
   readonly input: string | undefined;
   readonly state: LoopState;
-  readonly answer?: Answer | undefined;
+  /** The answers it resumes with (see the loop's `answers`). */
+  readonly answers?: readonly ResumeAnswer[] | undefined;
   readonly approvedCalls?: readonly string[] | undefined;
-  readonly expired?: boolean | undefined;
   readonly interrupted?:
     | { readonly started: ReadonlySet<string>; readonly lost?: ReadonlyMap<string, Usage> | undefined }
     | undefined;
@@ -83,8 +84,7 @@ export class LocalRunner {
         run: { scope: node.scope, toolContext: node.toolContext, agentId: node.agentId, parentAgentId: undefined },
         state: run.state,
         input: run.input,
-        answer: run.answer,
-        expired: run.expired,
+        answers: run.answers,
         approvedCalls: run.approvedCalls === undefined ? undefined : new Set(run.approvedCalls),
         clock: this.#clock,
         cancellation,

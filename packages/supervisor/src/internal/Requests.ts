@@ -12,7 +12,6 @@ import {
   type Request,
   TroupeError,
 } from '@troupe/core';
-import { openCalls } from '@troupe/core/internal';
 import type { Durability } from '../persistence/Durability.js';
 import { RecentMap } from './RecentMap.js';
 import type { RunEvents } from './RunEvents.js';
@@ -41,7 +40,7 @@ export interface RequestHost {
    * another live process runs that conversation's message.
    */
   readonly beforeAnswer: ((root: RunNode, requestId: string) => Promise<void>) | undefined;
-  /** An answer reached a suspended run: the tree looks at it again (and may resume it). */
+  /** An answer reached a suspended run: the tree resumes it (soon: with every answer that reaches it meanwhile). */
   delivered(node: RunNode): void;
   /** Count something as running until {@link RequestHost.uncount} (an answer being taken by the store). */
   count(): void;
@@ -71,6 +70,10 @@ export class RequestBook {
   readonly #closed = new RecentMap<string, 'answered' | 'withdrawn'>(CLOSED_MEMORY);
   /** Each run's own open questions, by the tool call that asked. */
   readonly #byNode = new Map<RunNode, Map<string, RequestEntry>>();
+  /** Each run's answered questions not yet delivered to it (it runs, or resumes soon), by the tool call that asked. */
+  readonly #answered = new Map<RunNode, Map<string, RequestEntry>>();
+  /** The check of a quiet root's conversation before answers to its tree are taken, while it runs. */
+  readonly #checks = new Map<RunNode, Promise<void>>();
   /** Aborted when a run's own work ends (an approval handler stops asking). */
   readonly #running = new Map<RunNode, AbortController>();
 
@@ -86,6 +89,11 @@ export class RequestBook {
   /** `node`'s own open questions, by the tool call that asked. */
   of(node: RunNode): ReadonlyMap<string, RequestEntry> {
     return this.#byNode.get(node) ?? NO_ENTRIES;
+  }
+
+  /** `node`'s answered questions not yet delivered to it, by the tool call that asked (all taken at its next resume). */
+  answered(node: RunNode): ReadonlyMap<string, RequestEntry> {
+    return this.#answered.get(node) ?? NO_ENTRIES;
   }
 
   /** `node`'s own work ended: an approval handler deciding for it is told to stop. */
@@ -197,10 +205,15 @@ export class RequestBook {
   /** An answer taken for `entry` is being delivered: it leaves `node`'s open questions. */
   take(entry: RequestEntry): void {
     this.#forgetOwn(entry);
+    const answered = this.#answered.get(entry.node);
+    if (answered === undefined || answered.get(entry.toolCallId) !== entry) return;
+    answered.delete(entry.toolCallId);
+    if (answered.size === 0) this.#answered.delete(entry.node);
   }
 
-  /** Withdraw every open question of `node` (its run ended, or was cancelled). */
+  /** Withdraw every open question of `node` (its run ended, or was cancelled); its undelivered answers are dropped. */
   withdrawAll(node: RunNode, why: string): void {
+    this.#dropAnswered(node);
     const own = this.#byNode.get(node);
     if (own === undefined || own.size === 0) return;
     for (const entry of [...own.values()]) this.withdraw(entry, why);
@@ -230,10 +243,19 @@ export class RequestBook {
 
   /** Let go of `node`'s questions without withdrawing them (another supervisor resumes them). */
   release(node: RunNode): void {
+    this.#dropAnswered(node);
     const own = this.#byNode.get(node);
     if (own === undefined) return;
     for (const entry of own.values()) this.#requests.delete(entry.id);
     this.#byNode.delete(node);
+  }
+
+  // Answers `node` will never resume with (its run ended, was cancelled, or is let go).
+  #dropAnswered(node: RunNode): void {
+    const answered = this.#answered.get(node);
+    if (answered === undefined) return;
+    this.#answered.delete(node);
+    for (const entry of answered.values()) this.#forgetOwn(entry);
   }
 
   #forgetOwn(entry: RequestEntry): void {
@@ -302,7 +324,7 @@ export class RequestBook {
         let claim: Error | undefined;
         try {
           const root = entry.node.root;
-          if (this.#h.beforeAnswer !== undefined && root.active === 0) await this.#h.beforeAnswer(root, id);
+          if (this.#h.beforeAnswer !== undefined && root.active === 0) await this.#checkBefore(root, id);
           taken = await d.answer(entry.node, id, { ...answer, id });
           // Taken: the run it resumes is claimed before anything of it runs. A process that restored
           // the conversation meanwhile read the answer taken and delivers it too: one claim wins.
@@ -349,6 +371,22 @@ export class RequestBook {
       throw new ClosedError(`the supervisor shut down: request ${id} was not answered (it stays open)`);
     }
     return this.#deliver(id, answer);
+  }
+
+  /**
+   * Answers given together to a quiet tree share one check of its conversation (each would load
+   * what the store has of it, the whole suspended state: n answers would cost n loads of it).
+   */
+  #checkBefore(root: RunNode, id: string): Promise<void> {
+    const running = this.#checks.get(root);
+    if (running !== undefined) return running;
+    const check = (this.#h.beforeAnswer as NonNullable<RequestHost['beforeAnswer']>)(root, id);
+    this.#checks.set(root, check);
+    const done = (): void => {
+      if (this.#checks.get(root) === check) this.#checks.delete(root);
+    };
+    check.then(done, done);
+    return check;
   }
 
   /**
@@ -411,7 +449,14 @@ export class RequestBook {
         at: this.#h.clock.now(),
       });
     }
-    // Suspended: deliver now. Still running (it asked mid-turn): delivered when it suspends.
+    let answered = this.#answered.get(node);
+    if (answered === undefined) {
+      answered = new Map();
+      this.#answered.set(node, answered);
+    }
+    answered.set(entry.toolCallId, entry);
+    // Suspended: the tree resumes it (with every answer that reached it by then). Still running
+    // (it asked mid-turn, or resumes now): delivered with the others when it suspends.
     if (node.phase === 'suspended') this.#h.delivered(node);
     return node.root;
   }
@@ -421,9 +466,11 @@ export class RequestBook {
    * order, depth first: what a reply that says `suspended` names.
    */
   firstOpen(node: RunNode): { request: Request; path: readonly AgentId[] } | undefined {
-    const state = node.state;
-    if (state === undefined) return undefined;
-    for (const call of openCalls(state)) {
+    const pending = node.state?.pending;
+    if (pending === undefined) return undefined;
+    const own = this.of(node);
+    for (const call of pending) {
+      if (call.result !== undefined) continue;
       if (call.delegated === true) {
         const child = node.childByCall.get(call.call.id);
         if (child !== undefined && child.phase === 'suspended') {
@@ -432,7 +479,7 @@ export class RequestBook {
         }
         continue;
       }
-      const entry = this.of(node).get(call.call.id);
+      const entry = own.get(call.call.id);
       if (entry !== undefined && entry.answer === undefined) return { request: hostRequest(entry), path: node.path };
     }
     return undefined;

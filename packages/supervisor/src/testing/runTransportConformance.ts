@@ -311,9 +311,8 @@ export function runTransportConformance(
       const resumed = dispatch(t, asker, {
         kind: 'resume',
         state,
-        answer,
+        answers: [{ answer, expired: false }],
         approvedCalls: [],
-        expired: false,
       });
       const done = await resumed.ended;
       assert.equal(done.end.status, 'done', JSON.stringify(done.end));
