@@ -235,8 +235,10 @@ for (const kind of ['memory', 'sqlite'] as const) {
         const reply = await allAtOnce(h, manyAsker, plan, c);
         checkResults(h, plan, c, textOf(reply));
         assert.deepEqual([...h.resumes.values()], [1], 'the message resumed once for the 1,050 answers');
-        // The message ended in that resume: its state was saved a few times, never with 1,050 open calls per answer.
-        assert.ok(h.work.stateSaves <= 3, `${h.work.stateSaves} states saved`);
+        // The message ended in that resume: its state was saved a few times (with a durable store,
+        // once more as the answers claim the run's next attempt, one claim for all of them), never
+        // with 1,050 open calls per answer.
+        assert.ok(h.work.stateSaves <= 4, `${h.work.stateSaves} states saved`);
         assert.ok(h.work.pendingWritten <= 2 * 1050, `${h.work.pendingWritten} pending calls written`);
         // A durable store's check that no other process runs the conversation: once for the answers given together.
         assert.ok(h.work.loadRuns <= 1, `${h.work.loadRuns} loads of the conversation's runs`);

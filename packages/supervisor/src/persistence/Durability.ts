@@ -60,6 +60,8 @@ export class Durability {
    * and this copy writes nothing more (see {@link Durability.claim}).
    */
   readonly #fenced = new WeakMap<RunNode, Error>();
+  /** The claim of each suspended node's next attempt, shared by the answers that resume it together. */
+  readonly #claims = new WeakMap<RunNode, { readonly attempt: number; readonly claim: Promise<void> }>();
 
   constructor(store: PersistenceAdapter, clock: Clock) {
     this.store = store;
@@ -327,18 +329,20 @@ export class Durability {
    * first, the store lets one write it (the other's write is fenced, `ERR_STORE_FENCED`: it runs
    * nothing and writes nothing more), and a process that dies after its claim leaves the row to
    * be marked interrupted (a restore finds it only claimed, and delivers the answer again).
+   * Answers given together resume the run once: they share one claim of its next attempt.
    */
   claim(node: RunNode): Promise<void> {
     const ctx = this.conversationOf(node);
     if (ctx === undefined || !this.durable) return Promise.resolve();
+    const attempt = node.attempt + 1;
+    const made = this.#claims.get(node);
+    if (made !== undefined && made.attempt === attempt) return made.claim;
     this.#persisted.add(node);
-    return this.#chain(node, () =>
-      this.store.commit(
-        node.scope,
-        { runs: [{ ...this.row(node, 'running', node.state), attempt: node.attempt + 1 }] },
-        ctx,
-      ),
+    const claim = this.#chain(node, () =>
+      this.store.commit(node.scope, { runs: [{ ...this.row(node, 'running', node.state), attempt }] }, ctx),
     );
+    this.#claims.set(node, { attempt, claim });
+    return claim;
   }
 
   /** Whether the conversation `node` belongs to is gone from the store (deleted). */
