@@ -110,6 +110,8 @@ function telemetrySink(host: HostLink, bits: number): LoopEventSink {
   };
 }
 
+// The supervisor's answer to a task call, checked: its error (if it has one) back from a shape,
+// the one field that crossed in another form (see RunAttempt's encodeTaskResult).
 function decodeTaskResult(raw: unknown): TaskResult {
   const parsed = HostTaskResult.safeParse(raw);
   if (!parsed.success) {
@@ -120,16 +122,8 @@ function decodeTaskResult(raw: unknown): TaskResult {
     };
   }
   const r = parsed.data;
-  switch (r.status) {
-    case 'done':
-      return r.output === undefined
-        ? { status: 'done', result: r.result, updates: r.updates, events: r.events, usage: r.usage }
-        : { status: 'done', result: r.result, output: r.output, updates: r.updates, events: r.events, usage: r.usage };
-    case 'suspended':
-      return { status: 'suspended', request: r.request };
-    case 'error':
-      return { status: 'error', error: decodeError(r.error), events: r.events, usage: r.usage };
-  }
+  // The schema's type differs from TaskResult only in `updates` being optional (absent reads undefined).
+  return (r.status === 'error' ? { ...r, error: decodeError(r.error) } : r) as TaskResult;
 }
 
 const EMPTY: Readonly<Record<string, unknown>> = Object.freeze({});

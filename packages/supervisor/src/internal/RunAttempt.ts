@@ -150,26 +150,12 @@ export class RunAttempt implements Attempt, HostOperations {
   }
 }
 
-/** A task result for the worker that asked (errors as shapes). */
+/**
+ * A task result for the worker that asked: the result as it is, its error (if
+ * it has one) as a shape, the one field an `Error` cannot cross as. The rest is
+ * plain data the worker checks with the `HostTaskResult` schema.
+ */
 function encodeTaskResult(result: TaskResult): HostTaskResult {
-  switch (result.status) {
-    case 'done':
-      return {
-        status: 'done',
-        result: result.result,
-        ...(result.output === undefined ? {} : { output: result.output }),
-        events: [...result.events],
-        ...(result.updates === undefined ? {} : { updates: [...result.updates] }),
-        ...(result.usage === undefined ? {} : { usage: result.usage }),
-      };
-    case 'suspended':
-      return { status: 'suspended', request: result.request };
-    case 'error':
-      return {
-        status: 'error',
-        error: encodeError(result.error),
-        events: [...result.events],
-        ...(result.usage === undefined ? {} : { usage: result.usage }),
-      };
-  }
+  // The schema's type differs from TaskResult only in its arrays not being readonly.
+  return (result.status === 'error' ? { ...result, error: encodeError(result.error) } : result) as HostTaskResult;
 }

@@ -244,14 +244,15 @@ export function taskResultOf(child: RunNode, merge: boolean): TaskResult {
   const usage = totalOf(child);
   switch (end.status) {
     case 'done':
+      // Its keys in the order the worker's copy of it is written (see RunAttempt's encodeTaskResult).
       return end.output === undefined
-        ? { status: 'done', result: end.text, updates: merge ? end.updates : undefined, events: end.events, usage }
+        ? { status: 'done', result: end.text, events: end.events, updates: merge ? end.updates : undefined, usage }
         : {
             status: 'done',
             result: end.text,
             output: end.output,
-            updates: merge ? end.updates : undefined,
             events: end.events,
+            updates: merge ? end.updates : undefined,
             usage,
           };
     case 'failed':
