@@ -25,7 +25,7 @@ export interface MessageRef {
 /**
  * A parent agent's message settled: its outcome event (`agent.suspended`,
  * `agent.done`, `agent.incomplete`, `agent.cancelled`, `agent.failed`), the
- * fields every outcome shares built once, each status adding its own.
+ * fields every outcome shares built once, then the outcome's own.
  */
 export function emitMessageOutcome(
   events: EventEmitter<SupervisorEvents>,
@@ -41,22 +41,9 @@ export function emitMessageOutcome(
     totalUsage: ref.totalUsage,
     at: ref.at,
   };
-  switch (outcome.status) {
-    case 'suspended':
-      payload.requestId = outcome.requestId;
-      break;
-    case 'done':
-    case 'incomplete':
-      payload.turns = outcome.turns;
-      break;
-    case 'cancelled':
-      payload.reason = outcome.reason;
-      break;
-    case 'failed':
-      payload.kind = outcome.kind;
-      payload.error = outcome.error;
-      break;
-  }
+  // The outcome holds exactly its status's own fields: copied as they are, after the shared ones.
+  const own = outcome as unknown as Readonly<Record<string, unknown>>;
+  for (const key in own) if (key !== 'status') payload[key] = own[key];
   (events.emit as (name: string, payload: unknown) => boolean)(`agent.${outcome.status}`, payload);
 }
 
