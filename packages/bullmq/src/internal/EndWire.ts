@@ -20,7 +20,11 @@ export function encodeEnd(ended: AttemptEnd): [unknown[], Usage] {
   let wire: unknown[];
   switch (e.status) {
     case 'done':
-      wire = ['done', e.text, e.updates, e.events, e.turns];
+      // Structured output (an agent with an output schema) last, only when there is some.
+      wire =
+        e.output === undefined
+          ? ['done', e.text, e.updates, e.events, e.turns]
+          : ['done', e.text, e.updates, e.events, e.turns, e.output];
       break;
     case 'failed':
       wire = ['failed', encodeError(e.error), e.events, e.turns];
@@ -80,9 +84,19 @@ export function decodeEnd(payload: unknown): AttemptEnd | string {
   let end: RunEnd;
   switch (w[0]) {
     case 'done':
-      if (w.length !== 5 || typeof w[1] !== 'string' || !isOperations(w[2]) || !isEvents(w[3]) || !isTurns(w[4]))
+      if (
+        (w.length !== 5 && w.length !== 6) ||
+        typeof w[1] !== 'string' ||
+        !isOperations(w[2]) ||
+        !isEvents(w[3]) ||
+        !isTurns(w[4]) ||
+        (w.length === 6 && w[5] === undefined)
+      )
         return 'a malformed done';
-      end = { status: 'done', text: w[1], updates: w[2], events: w[3], turns: w[4] };
+      end =
+        w.length === 6
+          ? { status: 'done', text: w[1], updates: w[2], events: w[3], turns: w[4], output: w[5] }
+          : { status: 'done', text: w[1], updates: w[2], events: w[3], turns: w[4] };
       break;
     case 'failed': {
       const e = error(w[1]);

@@ -170,6 +170,15 @@ export const delegator = defineAgent({
   model: callOnce('task', { subagent: 'conformance-echo', instructions: 'say hi' }),
 });
 
+/** Answers with structured output (a schema's result, its default filled in), not only text. */
+export const structured = defineAgent({
+  name: 'conformance-structured',
+  module: import.meta.url,
+  instructions: 'Answer as data.',
+  model: new ScriptedModel([{ output: { city: 'Oslo', tempC: 4 } }]),
+  output: z.object({ city: z.string(), tempC: z.number(), unit: z.enum(['C', 'F']).default('C') }),
+});
+
 /**
  * Every agent the transport conformance suite dispatches, for a transport
  * whose hosts load agents by name rather than by module URL: register them
@@ -191,4 +200,5 @@ export const conformanceAgents: readonly Agent[] = Object.freeze([
   approvalSeeker,
   clockReader,
   delegator,
+  structured,
 ]) as readonly Agent[];

@@ -40,6 +40,7 @@ import {
   echo,
   overrunner,
   poller,
+  structured,
   stubborn,
 } from './conformanceAgents.js';
 
@@ -263,6 +264,13 @@ export function runTransportConformance(
       assert.ok(names.includes('tool.execute.start') && names.includes('tool.execute.stop'), names.join(', '));
       assert.ok(a.host.calls.length > 0 && a.host.late === 0);
       assert.ok(a.placed <= 1, 'placed at most once');
+    });
+
+    it('a done attempt carries its structured output (the schema’s result) with its text', async () => {
+      const t = await started();
+      const end = (await dispatch(t, structured).ended).end;
+      assert.equal(end.status, 'done', JSON.stringify(end));
+      assert.deepEqual((end as { output?: unknown }).output, { city: 'Oslo', tempC: 4, unit: 'C' });
     });
 
     it('a worker that dies ends the attempt crashed (a defect, never a failure); the transport goes on', async () => {
