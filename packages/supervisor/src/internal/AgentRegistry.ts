@@ -14,7 +14,7 @@ export class AgentRegistry {
   readonly #lets: boolean;
   /** Agents held: every one with work and up to `maxIdle` idle ones. */
   readonly #agents = new Map<string, ParentAgent>();
-  /** Idle agents held, least recently used first (a subset of #agents). */
+  /** Idle agents held, least recently used first (a subset of #agents; kept only when they may be let go). */
   readonly #idle = new Set<ParentAgent>();
   /** Agents let go while idle: alive as long as the host holds their handles. */
   readonly #released = new Map<string, WeakRef<ParentAgent>>();
@@ -84,10 +84,10 @@ export class AgentRegistry {
 
   /** An agent with nothing to do: held among the idle ones, the least recently used let go past the bound. */
   idle(agent: ParentAgent): void {
-    if (this.#agents.get(agent.id) !== agent || agent.status !== 'idle') return;
+    // Without a store nothing is let go: no order of idle agents to keep (a Set entry per agent).
+    if (!this.#lets || this.#agents.get(agent.id) !== agent || agent.status !== 'idle') return;
     this.#idle.delete(agent);
     this.#idle.add(agent);
-    if (!this.#lets) return;
     while (this.#idle.size > this.#maxIdle) {
       const oldest = this.#idle.values().next().value as ParentAgent;
       this.#idle.delete(oldest);

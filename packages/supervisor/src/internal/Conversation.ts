@@ -23,7 +23,6 @@ import {
 } from '../persistence/StateEnvelope.js';
 import type { RunTree } from '../RunTree.js';
 import type { SupervisorEvents } from '../SupervisorEvents.js';
-import { compactIdleState } from './compactIdleState.js';
 import { type RunNode, type SavedConversation, totalOf } from './RunNode.js';
 
 /** What a parent agent's conversation starts from (see {@link Conversation}). */
@@ -37,6 +36,14 @@ export interface ConversationInit {
   readonly revision: number | undefined;
 }
 
+/** What a conversation borrows from its agent's supervisor (one object: a parent agent's deps). */
+export interface ConversationDeps {
+  readonly durability: Durability | undefined;
+  readonly events: EventEmitter<SupervisorEvents>;
+  readonly clock: Clock;
+  readonly tree: RunTree;
+}
+
 /**
  * What a parent agent remembers of its conversation between messages, and how
  * it saves it: the state (the run's, while a message is suspended), the last
@@ -47,7 +54,7 @@ export interface ConversationInit {
  * a save that never answers (a shutdown's grace period): from then on every
  * save in flight, and every later one, returns the abandon's error at once.
  */
-export class Conversation {
+export class Conversation implements SavedConversation {
   readonly agentId: AgentId;
   readonly conversationId: string;
   readonly agentName: string;
@@ -59,40 +66,29 @@ export class Conversation {
   children: number;
   /** The input of the current message, until it is saved. */
   unsaved: string | undefined = undefined;
-  /** Where its runs are saved (none without a store), with its envelope's revision. */
-  readonly saved: SavedConversation | undefined;
-  readonly #durability: Durability | undefined;
-  readonly #events: EventEmitter<SupervisorEvents>;
-  readonly #clock: Clock;
-  readonly #tree: RunTree;
+  /** With a store: the revision of its saved envelope every save is based on (see {@link Conversation.saved}). */
+  revision: number | undefined;
+  readonly #deps: ConversationDeps;
   #abandonedWith: Error | undefined;
   /** The saves in flight, each told `abandon`'s error if it comes first. */
   #saves: Set<(error: Error) => void> | undefined;
   /** Set while the store is asked whether another process moved this copy on. */
   #checking = false;
 
-  constructor(
-    init: ConversationInit,
-    deps: {
-      readonly durability: Durability | undefined;
-      readonly events: EventEmitter<SupervisorEvents>;
-      readonly clock: Clock;
-      readonly tree: RunTree;
-    },
-  ) {
+  constructor(init: ConversationInit, deps: ConversationDeps) {
     this.agentId = init.agentId;
     this.conversationId = init.conversationId;
     this.agentName = init.agentName;
     this.state = init.state;
     this.checkpoint = init.state;
     this.children = init.children;
-    this.#durability = deps.durability;
-    this.#events = deps.events;
-    this.#clock = deps.clock;
-    this.#tree = deps.tree;
-    if (deps.durability !== undefined) {
-      this.saved = { agentId: init.agentId, conversationId: init.conversationId, revision: init.revision };
-    }
+    this.revision = init.revision;
+    this.#deps = deps;
+  }
+
+  /** Where its runs are saved, with its envelope's revision: itself (none without a store). */
+  get saved(): SavedConversation | undefined {
+    return this.#deps.durability === undefined ? undefined : this;
   }
 
   /** What an agent handle's `snapshot()` shows (`suspended`: the message's run, when it waits). */
@@ -113,12 +109,13 @@ export class Conversation {
     };
   }
 
-  /** `state` is good: the conversation goes on from it. */
+  /**
+   * `state` is good: the conversation goes on from it. Kept until the next message, maybe for days:
+   * pass it as `compactIdleState` made it (and save that one: a store may keep the same object).
+   */
   keep(state: LoopState): void {
-    // Kept until the next message, maybe for days: at the size of what it holds.
-    const kept = compactIdleState(state);
-    this.state = kept;
-    this.checkpoint = kept;
+    this.state = state;
+    this.checkpoint = state;
   }
 
   /** The message's work is not kept: back to the last good state, its input dropped. */
@@ -144,8 +141,8 @@ export class Conversation {
       state,
       before: this.checkpoint,
       children: Math.max(this.children, root?.nextChild ?? 0),
-      tree: this.#tree,
-      at: this.#clock.now(),
+      tree: this.#deps.tree,
+      at: this.#deps.clock.now(),
     });
   }
 
@@ -163,7 +160,7 @@ export class Conversation {
     text: string | undefined,
     state: LoopState = this.state,
   ): Promise<Error | undefined> {
-    if (this.#durability === undefined) return undefined;
+    if (this.#deps.durability === undefined) return undefined;
     const messages: { role: 'user' | 'assistant'; content: string }[] = [];
     if (this.unsaved !== undefined) messages.push({ role: 'user', content: this.unsaved });
     if (text !== undefined) messages.push({ role: 'assistant', content: text });
@@ -183,7 +180,7 @@ export class Conversation {
    * is told why when it did. A store that cannot answer now changes nothing.
    */
   whenBehind(root: RunNode, asked: readonly string[], behind: (why: string) => void): void {
-    const durability = this.#durability;
+    const durability = this.#deps.durability;
     if (this.#checking || durability === undefined || !durability.durable) return;
     this.#checking = true;
     void durability.behind(root, asked).then((why) => {
@@ -237,7 +234,7 @@ export class Conversation {
     run: RunStatus | undefined,
   ): Promise<Error | undefined> {
     try {
-      await (this.#durability as Durability).conversationSaved(root, envelope, messages, run);
+      await (this.#deps.durability as Durability).conversationSaved(root, envelope, messages, run);
       return undefined;
     } catch (error) {
       const failure =
@@ -247,11 +244,11 @@ export class Conversation {
               code: 'ERR_STORE_WRITE',
               cause: error,
             });
-      this.#events.emit('persistence.failed', {
+      this.#deps.events.emit('persistence.failed', {
         agentId: this.agentId,
         runId: root.id,
         error: failure,
-        at: this.#clock.now(),
+        at: this.#deps.clock.now(),
       });
       return failure;
     }

@@ -127,11 +127,12 @@ export class Mailbox {
   }
 }
 
-/** Why agent `agentId` (in `status`) refuses a message before it is queued, if it does. */
+/** Why agent `agentId` (in `status`, with `mailbox` of `capacity` messages, none made yet: undefined) refuses a message before it is queued, if it does. */
 export function refusal(
   agentId: AgentId,
   status: AgentStatus,
-  mailbox: Mailbox,
+  mailbox: Mailbox | undefined,
+  capacity: number,
   message: unknown,
   signal: AbortSignal | undefined,
 ): Error | undefined {
@@ -153,10 +154,10 @@ export function refusal(
     return error as Error;
   }
   if (signal?.aborted) return new CancelledError('user', 'the message was aborted before it was sent');
-  if (mailbox.full) {
+  if (mailbox?.full ?? capacity <= 0) {
     return new BackpressureError(
-      `the mailbox of agent ${agentId} is full (${mailbox.capacity} messages waiting): wait for replies or raise mailboxSize`,
-      mailbox.capacity,
+      `the mailbox of agent ${agentId} is full (${capacity} messages waiting): wait for replies or raise mailboxSize`,
+      capacity,
     );
   }
   return undefined;

@@ -38,6 +38,7 @@ import {
   resumedChildUsage,
   withMessageUsage,
 } from './Conversation.js';
+import { compactIdleState } from './compactIdleState.js';
 import { type Job, Mailbox, newJob, refusal, resumeRefusal } from './Mailbox.js';
 import { emitMessageOutcome, endedReply, type MessageRef } from './messageEvents.js';
 import type { RootOwner, RunNode } from './RunNode.js';
@@ -75,14 +76,12 @@ const REPLIES = new WeakMap<RunNode, AgentReply>();
  * its restarts, what it saved.
  */
 export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
-  readonly id: AgentId;
-  readonly name: string;
-  readonly conversationId: string;
   readonly #agent: Agent;
   readonly #scope: Scope;
   readonly #toolContext: Readonly<Record<string, unknown>>;
   readonly #deps: ParentAgentDeps;
-  readonly #mailbox: Mailbox;
+  /** The messages waiting (made by the first, let go once none waits: an idle agent holds none, 72 B). */
+  #mailbox: Mailbox | undefined;
   /** When it restarted, within the policy's period (made on the first restart). */
   #restarts: number[] | undefined;
   /** What it remembers of its conversation, and how it saves it. */
@@ -109,14 +108,10 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
     },
     deps: ParentAgentDeps,
   ) {
-    this.id = init.id;
-    this.name = agent.name;
-    this.conversationId = init.conversationId;
     this.#agent = agent;
     this.#scope = init.scope;
     this.#toolContext = init.toolContext;
     this.#deps = deps;
-    this.#mailbox = new Mailbox(deps.mailboxSize);
     this.#c = new Conversation(
       {
         agentId: init.id,
@@ -128,6 +123,25 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
       },
       deps,
     );
+  }
+
+  // Its ids are its conversation's (one copy of each field per agent).
+  get id(): AgentId {
+    return this.#c.agentId;
+  }
+
+  get name(): string {
+    return this.#c.agentName;
+  }
+
+  get conversationId(): string {
+    return this.#c.conversationId;
+  }
+
+  /** The mailbox, made when a message first waits in it. */
+  #box(): Mailbox {
+    this.#mailbox ??= new Mailbox(this.#deps.mailboxSize);
+    return this.#mailbox;
   }
 
   get status(): AgentStatus {
@@ -233,10 +247,11 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
   // Queue a job (a resume goes first); one that waits starts in the async context of its call.
   #enqueue(job: Job, first: boolean): void {
     this.#watch(job);
-    if (first) this.#mailbox.pushFirst(job);
+    const mailbox = this.#box();
+    if (first) mailbox.pushFirst(job);
     else {
-      if (this.#status !== 'idle' || this.#mailbox.size > 0) job.context = AsyncResource.bind((start) => start());
-      this.#mailbox.push(job);
+      if (this.#status !== 'idle' || mailbox.size > 0) job.context = AsyncResource.bind((start) => start());
+      mailbox.push(job);
     }
     this.#deps.busy(this);
     if (!first && this.#status === 'suspended' && this.#root !== undefined) this.#checkCopy(this.#root);
@@ -254,14 +269,14 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
         `agent ${this.id}: ${stale}: the message was not sent; startAgent it again to load what is saved, then send`,
         { code: 'ERR_STORE_FENCED' },
       );
-      this.#mailbox.rejectAll(() => error);
+      this.#mailbox?.rejectAll(() => error);
       this.#letGo(root, `${stale}; startAgent it again to load what is saved`);
     });
   }
 
   // Aborting a job's signal drops it from the mailbox, or cancels it once it runs.
   #watch(job: Job): void {
-    this.#mailbox.watch(
+    this.#box().watch(
       job,
       (dropped) => {
         if (dropped.resume !== undefined) this.restoreInterrupted(dropped.resume);
@@ -275,7 +290,7 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
   /** Why a message is refused before it is queued, if it is. */
   #refuse(message: unknown, signal: AbortSignal | undefined): Error | undefined {
     if (this.#deps.closed()) return new ClosedError('the supervisor is closed: create a new one');
-    return refusal(this.id, this.#status, this.#mailbox, message, signal);
+    return refusal(this.id, this.#status, this.#mailbox, this.#deps.mailboxSize, message, signal);
   }
 
   /**
@@ -294,8 +309,10 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
 
   #pump(): void {
     if (this.#status !== 'idle') return;
-    const job = this.#mailbox.shift();
+    const job = this.#mailbox?.shift();
     if (job === undefined) {
+      // None waits: let the mailbox go (a job it watched and let run is not in the next one).
+      this.#mailbox = undefined;
       this.#wakeIdleWaiters();
       this.#deps.idle(this);
       return;
@@ -422,7 +439,8 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
     if (end?.status === 'done' || end?.status === 'incomplete' || end?.status === 'cancelled') {
       // Saved with the message's tokens, its subagents' too: a cancel's abandoned turn drops the
       // calls whose children had ended, and with them what those children spent.
-      state = withMessageUsage(state, start, usage, total);
+      // At the size of what it holds, frozen: the state saved is the one kept (a store may keep that object).
+      state = compactIdleState(withMessageUsage(state, start, usage, total));
       const failed = await saved('idle', end.status, end.status === 'done' ? end.text : undefined);
       reply = this.#unsaved(failed, usage, total) ?? this.#kept(state, () => endedReply(events, ref, end, state.turns));
     } else {
@@ -533,7 +551,7 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
     if (this.#status === 'stopped') return;
     this.#status = 'stopped';
     // Made only when a queued message gets it (4–6 µs with its stack, measured): most stops have none.
-    this.#mailbox.rejectAll(
+    this.#mailbox?.rejectAll(
       () => new TroupeError(`agent ${this.id} is stopped: ${reason}`, { code: 'ERR_AGENT_STOPPED' }),
     );
     this.#deps.events.emit('agent.stopped', { agentId: this.id, reason, at: this.#deps.clock.now() });
@@ -543,7 +561,8 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
   /** Resolves when the agent has no message running (suspended counts as idle). */
   whenIdle(): Promise<void> {
     // Messages queued behind a suspension wait for its answer: they do not make the agent busy.
-    if (this.#status !== 'running' && (this.#status !== 'idle' || this.#mailbox.size === 0)) return Promise.resolve();
+    if (this.#status !== 'running' && (this.#status !== 'idle' || (this.#mailbox?.size ?? 0) === 0))
+      return Promise.resolve();
     return new Promise((resolve) => {
       this.#idleWaiters ??= [];
       this.#idleWaiters.push(resolve);
@@ -552,7 +571,7 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
 
   /** Messages waiting in the mailbox are answered `cancelled` (shutdown). */
   dropMailbox(): void {
-    this.#mailbox.dropAll();
+    this.#mailbox?.dropAll();
   }
 
   async stop(): Promise<void> {

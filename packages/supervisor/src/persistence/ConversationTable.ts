@@ -1,6 +1,6 @@
 import { BackpressureError } from '@troupe/core';
 import type { HeldMessage, HeldRecord } from './HeldState.js';
-import type { ConversationSummary, RequestRecord, RunRecord, ToolCallRecord } from './Persistence.js';
+import type { RequestRecord, RunRecord, ToolCallRecord } from './Persistence.js';
 
 // The rows of a MemoryPersistence: conversations in recency order, and the
 // indexes that find a run's, a tool call's or a request's conversation.
@@ -30,8 +30,27 @@ export interface StoredState extends HeldRecord {
 export interface AgentRows {
   readonly agentId: string;
   state: StoredState | undefined;
-  /** The messages to show (held: see HeldState). */
+  /**
+   * The messages to show (held: see HeldState), when they are not {@link AgentRows.shownFrom} to
+   * {@link AgentRows.shownTo} of the state's.
+   */
   shown: readonly HeldMessage[] | undefined;
+  /**
+   * Where the messages to show are in the state's held list, while they are a run of it (a chat's
+   * are: its input and answers, the state's own objects): `shownFrom` to `shownTo`, end excluded
+   * (equal: none). A list of its own only once they are not.
+   */
+  shownFrom: number;
+  shownTo: number;
+}
+
+/** What {@link ConversationSummary} a conversation shows is made from: its last saved envelope (a held shell is one). */
+export interface SummarySource {
+  readonly conversationId: string;
+  readonly agentId: string;
+  readonly agentName: unknown;
+  readonly status: unknown;
+  readonly savedAt: unknown;
 }
 
 export interface Conversation {
@@ -42,7 +61,7 @@ export interface Conversation {
   // one agent, and a Map costs ~180 B before it holds anything.
   first: AgentRows | undefined;
   others: Map<string, AgentRows> | undefined;
-  summary: Omit<ConversationSummary, 'openRequests'> | undefined;
+  summary: SummarySource | undefined;
   // Made by their first row: an idle conversation has none, and an empty Map costs ~150 B.
   runs: Map<string, StoredRun> | undefined;
   /** runId → call key → record (records hold primitives only: copied by spreading). */
@@ -63,13 +82,66 @@ export function agentRows(conv: Conversation, agentId: string): AgentRows | unde
 export function obtainAgentRows(conv: Conversation, agentId: string): AgentRows {
   const found = agentRows(conv, agentId);
   if (found !== undefined) return found;
-  const rows: AgentRows = { agentId, state: undefined, shown: undefined };
+  const rows: AgentRows = { agentId, state: undefined, shown: undefined, shownFrom: 0, shownTo: 0 };
   if (conv.first === undefined) conv.first = rows;
   else {
     conv.others ??= new Map();
     conv.others.set(agentId, rows);
   }
   return rows;
+}
+
+/** The messages `rows` shows, oldest first. */
+export function shownOf(rows: AgentRows): readonly HeldMessage[] {
+  if (rows.shown !== undefined) return rows.shown;
+  const list = rows.state?.messages;
+  return list === undefined || rows.shownTo === rows.shownFrom ? [] : list.slice(rows.shownFrom, rows.shownTo);
+}
+
+/** How far back from its end a state's held messages are searched for the first message to show (a turn adds a few). */
+const SHOWN_SEARCH = 16;
+
+/**
+ * Show `messages` after those `rows` shows: while they are the state's own, next in its list, only
+ * where they are is kept; else a list of its own.
+ */
+export function addShown(rows: AgentRows, messages: readonly HeldMessage[]): void {
+  const list = rows.state?.messages;
+  if (rows.shown === undefined && list !== undefined) {
+    let from = rows.shownFrom;
+    let to = rows.shownTo;
+    if (from === to) {
+      // None shown yet: where the first one is, if it is the state's own.
+      from = to = -1;
+      for (let i = list.length - 1; i >= 0 && i >= list.length - SHOWN_SEARCH; i--) {
+        if (list[i] === messages[0]) {
+          from = to = i;
+          break;
+        }
+      }
+    }
+    let n = 0;
+    while (from >= 0 && n < messages.length && to + n < list.length && list[to + n] === messages[n]) n++;
+    if (from >= 0 && n === messages.length) {
+      rows.shownFrom = from;
+      rows.shownTo = to + n;
+      return;
+    }
+  }
+  // A list of exactly its length (one grown by push keeps up to half again as many slots).
+  rows.shown = shownOf(rows).concat(messages);
+  rows.shownFrom = rows.shownTo = 0;
+}
+
+/**
+ * `rows` is about to hold `next` as its state: messages shown from the state held now are given a
+ * list of their own unless `next` holds them in the same places (`kept`: how many messages at the
+ * start of its list are those of the state held now).
+ */
+export function keepShown(rows: AgentRows, kept: number): void {
+  if (rows.shown !== undefined || rows.shownTo === rows.shownFrom || kept >= rows.shownTo) return;
+  rows.shown = shownOf(rows);
+  rows.shownFrom = rows.shownTo = 0;
 }
 
 /** Every agent of `conv` with rows. */

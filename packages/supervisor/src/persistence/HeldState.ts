@@ -9,12 +9,37 @@ import { PersistenceRules as R, sealParsedMessages, splittable } from './Persist
 /** A message as the store holds it: the sealed message itself, or its JSON text. */
 export type HeldMessage = object | string;
 
-/** A state envelope or run record as the store holds it. */
+/**
+ * The envelope of an idle conversation whose state cannot change, held as itself: its fields, and
+ * its state — frozen by its writer, every value in it JSON writes back as itself — as that object
+ * (the agent that saved it keeps the same one: see {@link holdRecord}).
+ */
+export interface HeldShell {
+  readonly version: unknown;
+  readonly agentId: string;
+  readonly conversationId: string;
+  readonly agentName: unknown;
+  readonly status: unknown;
+  readonly childCounter: unknown;
+  readonly savedAt: unknown;
+  readonly state: object;
+}
+
+/** A state envelope as the store holds it. */
 export interface HeldRecord {
-  /** The record as JSON, with `state.messages` written as their number when `messages` is set. */
-  readonly shell: string;
-  /** The state's messages, when they were split off the record. */
+  /**
+   * The record as JSON, with `state.messages` written as their number when `messages` is set; or,
+   * for an envelope whose state cannot change, the record itself ({@link HeldShell}).
+   */
+  readonly shell: string | HeldShell;
+  /** The state's messages, when they were split off the record (with a held shell: always). */
   readonly messages: readonly HeldMessage[] | undefined;
+}
+
+/** A record {@link holdRecord} made, with how many of its messages it took from the record held before. */
+export interface NewHeldRecord extends HeldRecord {
+  /** How many messages at the start of its list are those of `before` (the same objects, in place). */
+  readonly kept: number;
 }
 
 /**
@@ -94,28 +119,44 @@ export function copyMessage(held: HeldMessage): unknown {
 }
 
 /**
- * A state envelope or run record to hold: its messages split off as held messages when they can
- * be (see {@link PersistenceRules.encodeStateParts} for when), those of `before` that `value`'s
- * list starts with taken as they are (a turn checks and holds only the messages it added); else
- * the whole record as JSON. The same checks and errors as {@link PersistenceRules.encodeWithState}.
+ * A state envelope to hold: its messages split off as held messages when they can be (see
+ * {@link PersistenceRules.encodeStateParts} for when), those of `before` that `value`'s list starts
+ * with taken as they are (a turn checks and holds only the messages it added); else the whole
+ * record as JSON. The same checks and errors as {@link PersistenceRules.encodeWithState}.
+ *
+ * An idle envelope (no question open, no message started: the fields of {@link HeldShell} and no
+ * other) whose state is frozen, with every value in it, but its messages, a frozen plain record or
+ * list of what JSON writes back as itself, cannot change either: the rest of it is held as an
+ * object, not as JSON, its state as itself — with a frozen list of messages held as themselves,
+ * that list too. The agent that saved it keeps the same state (a parent agent freezes what it
+ * keeps between messages): an idle conversation is held once, by its agent and its store together.
  */
-export function holdRecord(value: unknown, what: string, before?: HeldRecord): HeldRecord {
+export function holdRecord(value: unknown, what: string, before?: HeldRecord): NewHeldRecord {
   const list = splittable(value);
-  if (list === undefined) return { shell: flat(R.encodeWithState(value, what)), messages: undefined };
+  if (list === undefined) return { shell: flat(R.encodeWithState(value, what)), messages: undefined, kept: 0 };
   try {
-    const kept = before?.messages;
+    const held = before?.messages;
     const messages: HeldMessage[] = new Array(list.length);
-    let i = 0;
-    if (kept !== undefined) {
+    let kept = 0;
+    if (held !== undefined) {
       // Held before and the very same object now: a sealed message, unchanged.
-      for (const n = Math.min(kept.length, list.length); i < n && kept[i] === list[i]; i++) {
-        messages[i] = kept[i] as HeldMessage;
+      for (const n = Math.min(held.length, list.length); kept < n && held[kept] === list[kept]; kept++) {
+        messages[kept] = held[kept] as HeldMessage;
       }
     }
-    for (; i < list.length; i++) messages[i] = holdMessage(list[i], `${what}.state.messages[${i}]`);
+    let same = kept;
+    for (let i = kept; i < list.length; i++) {
+      const m = holdMessage(list[i], `${what}.state.messages[${i}]`);
+      messages[i] = m;
+      if (m === list[i]) same++;
+    }
+    // Every message held as itself, in a list that cannot change: that list.
+    const heldList = same === list.length && Object.isFrozen(list) ? (list as readonly HeldMessage[]) : messages;
+    const shell = heldShell(value as Record<string, unknown>);
+    if (shell !== undefined) return { shell, messages: heldList, kept };
     const state = (value as { state: object }).state;
-    const shell = R.encode({ ...(value as object), state: { ...state, messages: list.length } }, what);
-    return { shell: flat(shell), messages };
+    const text = R.encode({ ...(value as object), state: { ...state, messages: list.length } }, what);
+    return { shell: flat(text), messages: heldList, kept };
   } catch (error) {
     // Refused: encode() names the first value it finds in the whole record, as every store does.
     R.encode(value, what);
@@ -123,10 +164,99 @@ export function holdRecord(value: unknown, what: string, before?: HeldRecord): H
   }
 }
 
+/** The fields of an envelope a {@link HeldShell} holds (an envelope with any other is held as JSON). */
+const SHELL_FIELDS: ReadonlySet<string> = new Set([
+  'version',
+  'agentId',
+  'conversationId',
+  'agentName',
+  'status',
+  'childCounter',
+  'savedAt',
+  'state',
+]);
+
+/** How deep a held state's values are followed (deeper: held as JSON, which refuses a cycle). */
+const MAX_HELD_DEPTH = 64;
+
+// The envelope held as an object, when it is an idle one whose state cannot change (see holdRecord).
+function heldShell(e: Record<string, unknown>): HeldShell | undefined {
+  for (const key in e) if (e[key] !== undefined && !SHELL_FIELDS.has(key)) return undefined;
+  const { version, agentId, conversationId, agentName, status, childCounter, savedAt, state } = e;
+  if (typeof agentId !== 'string' || typeof conversationId !== 'string') return undefined;
+  for (const v of [version, agentName, status, childCounter, savedAt]) if (!asItself(v, 0, true)) return undefined;
+  if (!frozenState(state)) return undefined;
+  // A literal: every field in the object (a held shell of an idle conversation is 80 B).
+  return { version, agentId, conversationId, agentName, status, childCounter, savedAt, state };
+}
+
+// A frozen plain state whose values but its messages (held apart) JSON writes back as themselves.
+function frozenState(state: unknown): state is object {
+  if (!frozenPlain(state)) return false;
+  for (const key in state) {
+    if (key !== 'messages' && !asItself((state as Record<string, unknown>)[key], 1, true)) return false;
+  }
+  return true;
+}
+
+// A frozen object of the plain prototype with enumerable string-keyed data properties only.
+function frozenPlain(o: unknown): o is object {
+  if (typeof o !== 'object' || o === null || !Object.isFrozen(o)) return false;
+  const proto = Object.getPrototypeOf(o);
+  if (proto !== Object.prototype && proto !== null) return false;
+  let keys = 0;
+  for (const key in o) {
+    keys++;
+    if (Object.getOwnPropertyDescriptor(o, key)?.get !== undefined) return false;
+  }
+  return Object.getOwnPropertyNames(o).length === keys && Object.getOwnPropertySymbols(o).length === 0;
+}
+
+/**
+ * True when `v` cannot change and JSON writes it back as itself: a string, a boolean, null, a
+ * finite number other than -0, or a frozen plain record or list of such values (`undefined` only
+ * as a record's value: JSON drops it, as it drops the absent key it stands for).
+ */
+function asItself(v: unknown, depth: number, inRecord: boolean): boolean {
+  switch (typeof v) {
+    case 'string':
+    case 'boolean':
+      return true;
+    case 'number':
+      return Number.isFinite(v) && !Object.is(v, -0);
+    case 'undefined':
+      return inRecord;
+    case 'object':
+      break;
+    default:
+      return false;
+  }
+  if (v === null) return true;
+  if (depth > MAX_HELD_DEPTH) return false;
+  if (Array.isArray(v)) {
+    if (!Object.isFrozen(v) || Object.getPrototypeOf(v) !== Array.prototype) return false;
+    // Its indexes and `length`, nothing else (no hole, no named key, no symbol).
+    if (Object.getOwnPropertyNames(v).length !== v.length + 1 || Object.getOwnPropertySymbols(v).length > 0)
+      return false;
+    for (let i = 0; i < v.length; i++) {
+      if (Object.getOwnPropertyDescriptor(v, i)?.get !== undefined || !asItself(v[i], depth + 1, false)) return false;
+    }
+    return true;
+  }
+  if (!frozenPlain(v)) return false;
+  for (const key in v) if (!asItself((v as Record<string, unknown>)[key], depth + 1, true)) return false;
+  return true;
+}
+
 /** A held record read back: a copy, with the text messages of its state sealed as the loop seals them. */
 export function readRecord(held: HeldRecord): unknown {
-  const value = R.parseWithState(held.shell);
+  const shell = held.shell;
   const messages = held.messages;
+  const value =
+    typeof shell === 'string'
+      ? R.parseWithState(shell)
+      : // What JSON would have held: a copy of the same values (those holding undefined left out).
+        JSON.parse(JSON.stringify({ ...shell, state: { ...shell.state, messages: 0 } }));
   if (messages === undefined) return value;
   const parsed = messages.map((m) => (typeof m === 'string' ? (JSON.parse(m) as unknown) : m));
   sealParsedMessages(parsed);

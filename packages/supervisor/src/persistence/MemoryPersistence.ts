@@ -1,20 +1,23 @@
 import { type Answer, type Clock, InvalidArgumentError, type Message } from '@troupe/core';
 import {
+  addShown,
   agentRows,
   agentsOf,
   ConversationTable,
   callKey,
+  keepShown,
   obtainAgentRows,
   SEP,
   type StoredRequest,
+  shownOf,
 } from './ConversationTable.js';
 import {
   copyMessage,
   flat,
   type HeldMessage,
-  type HeldRecord,
   holdRecord,
   holdShown,
+  type NewHeldRecord,
   readRecord,
 } from './HeldState.js';
 import type {
@@ -154,8 +157,8 @@ export class MemoryPersistence implements PersistenceAdapter {
     const tenant = this.#tenant(scope);
     R.checkContext(context);
     const conv = this.#t.find(tenant, context.conversationId);
-    const list = (conv === undefined ? undefined : agentRows(conv, context.agentId)?.shown) ?? [];
-    return list.map((held) => copyMessage(held) as Message);
+    const rows = conv === undefined ? undefined : agentRows(conv, context.agentId);
+    return rows === undefined ? [] : shownOf(rows).map((held) => copyMessage(held) as Message);
   }
 
   async commit(scope: unknown, batch: TurnBatch, context: PersistenceContext): Promise<void> {
@@ -181,7 +184,7 @@ export class MemoryPersistence implements PersistenceAdapter {
     const saved = existing === undefined ? undefined : agentRows(existing, context.agentId)?.state;
     const revision = saved?.revision;
     // The messages it held already are taken as they are (see HeldState): a turn holds what it added.
-    const envelope: HeldRecord | undefined =
+    const envelope: NewHeldRecord | undefined =
       batch.envelope === undefined ? undefined : holdRecord(batch.envelope, 'envelope', saved);
     const messages: HeldMessage[] = (batch.messages ?? []).map((m) => holdShown(m, 'message', envelope));
     const runs = (batch.runs ?? []).map((run) => ({ run, json: flat(R.encodeWithState(run, `run ${run.runId}`)) }));
@@ -238,24 +241,23 @@ export class MemoryPersistence implements PersistenceAdapter {
       if (this.#deletedConversations.size > 0) this.#deletedConversations.delete(convKey);
       // A state dropped for the bound comes back at the revision its writer counts from.
       const revised = (revision ?? batch.basedOn ?? 0) + 1;
-      obtainAgentRows(conv, context.agentId).state = {
-        shell: envelope.shell,
-        messages: envelope.messages,
-        revision: revised,
-      };
-      conv.summary = {
-        conversationId: context.conversationId,
-        agentId: context.agentId,
-        agentName: batch.envelope.agentName,
-        status: batch.envelope.status,
-        updatedAt: batch.envelope.savedAt,
-      };
-    }
-    if (messages.length > 0) {
-      // A new list of exactly its length (one grown by push keeps up to half again as many slots).
       const rows = obtainAgentRows(conv, context.agentId);
-      rows.shown = rows.shown === undefined ? messages : rows.shown.concat(messages);
+      keepShown(rows, envelope.kept);
+      rows.state = { shell: envelope.shell, messages: envelope.messages, revision: revised };
+      // (checkBatch: the envelope's agent and conversation are the context's.) A held shell is its own summary.
+      const e = batch.envelope;
+      conv.summary =
+        typeof envelope.shell === 'object'
+          ? envelope.shell
+          : {
+              conversationId: context.conversationId,
+              agentId: context.agentId,
+              agentName: e.agentName,
+              status: e.status,
+              savedAt: e.savedAt,
+            };
     }
+    if (messages.length > 0) addShown(obtainAgentRows(conv, context.agentId), messages);
     for (const { run, json } of runs) {
       conv.runs ??= new Map();
       conv.runs.set(run.runId, { json, status: run.status, attempt: run.attempt, updatedAt: run.updatedAt });
@@ -481,9 +483,17 @@ export class MemoryPersistence implements PersistenceAdapter {
     for (const conv of this.#t.conversations.values()) {
       const s = conv.summary;
       if (conv.tenant !== tenant || s === undefined) continue;
-      if (from !== undefined && (s.updatedAt > from.at || (s.updatedAt === from.at && s.conversationId <= from.key)))
+      const updatedAt = s.savedAt as number;
+      if (from !== undefined && (updatedAt > from.at || (updatedAt === from.at && s.conversationId <= from.key)))
         continue;
-      all.push({ ...s, openRequests: conv.open });
+      all.push({
+        conversationId: s.conversationId,
+        agentId: s.agentId as ConversationSummary['agentId'],
+        agentName: s.agentName as string,
+        status: s.status as ConversationSummary['status'],
+        updatedAt,
+        openRequests: conv.open,
+      });
     }
     all.sort((a, b) => b.updatedAt - a.updatedAt || (a.conversationId < b.conversationId ? -1 : 1));
     const items = all.slice(0, limit);
