@@ -160,9 +160,8 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
   }
 
   /**
-   * Resume a restored conversation that was suspended: its root run (and the
-   * suspended runs under it), suspended, with their questions open again
-   * under the ids the host knows.
+   * Resume a restored conversation that was suspended: its root run (and the suspended runs under
+   * it), suspended, with their questions open again under the ids the host knows.
    */
   restoreSuspended(
     run: { readonly runId: string | undefined; readonly attempt: number; readonly state: LoopState },
@@ -209,12 +208,7 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
     this.#status = 'interrupted';
   }
 
-  /**
-   * Finish the message a crash interrupted, from its last saved turn: its
-   * tool calls that had started and never committed are not run again — the
-   * model gets an `ERR_INTERRUPTED` error result for each — unless their tool
-   * is `idempotent`; the rest runs as usual. Resolves with the message's reply.
-   */
+  /** {@inheritDoc AgentHandle.resume} */
   resume(options: { readonly signal?: AbortSignal } = {}): Promise<AgentReply> {
     const message = this.#interrupted;
     const signal = options?.signal;
@@ -237,7 +231,10 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
     signal: AbortSignal | undefined,
     onDeltas: ((node: RunNode, deltas: readonly ModelDelta[]) => void) | undefined,
   ): Promise<AgentReply> {
-    const refused = this.#refuse(message, signal);
+    // Refused before it is queued: a closed supervisor, a stopped agent, a full mailbox, bad input.
+    const refused = this.#deps.closed()
+      ? new ClosedError('the supervisor is closed: create a new one')
+      : refusal(this.id, this.#status, this.#mailbox, this.#deps.mailboxSize, message, signal);
     if (refused !== undefined) return Promise.reject(refused);
     return new Promise<AgentReply>((resolve, reject) => {
       this.#enqueue(newJob(message, signal, onDeltas, undefined, resolve, reject), false);
@@ -245,9 +242,18 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
   }
 
   // Queue a job (a resume goes first); one that waits starts in the async context of its call.
+  // Aborting its signal drops it from the mailbox, or cancels it once it runs.
   #enqueue(job: Job, first: boolean): void {
-    this.#watch(job);
     const mailbox = this.#box();
+    mailbox.watch(
+      job,
+      (dropped) => {
+        if (dropped.resume !== undefined) this.restoreInterrupted(dropped.resume);
+      },
+      (running) => {
+        if (this.#current === running && this.#root !== undefined) this.#deps.tree.cancel(this.#root, 'user');
+      },
+    );
     if (first) mailbox.pushFirst(job);
     else {
       if (this.#status !== 'idle' || mailbox.size > 0) job.context = AsyncResource.bind((start) => start());
@@ -274,30 +280,7 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
     });
   }
 
-  // Aborting a job's signal drops it from the mailbox, or cancels it once it runs.
-  #watch(job: Job): void {
-    this.#box().watch(
-      job,
-      (dropped) => {
-        if (dropped.resume !== undefined) this.restoreInterrupted(dropped.resume);
-      },
-      (running) => {
-        if (this.#current === running && this.#root !== undefined) this.#deps.tree.cancel(this.#root, 'user');
-      },
-    );
-  }
-
-  /** Why a message is refused before it is queued, if it is. */
-  #refuse(message: unknown, signal: AbortSignal | undefined): Error | undefined {
-    if (this.#deps.closed()) return new ClosedError('the supervisor is closed: create a new one');
-    return refusal(this.id, this.#status, this.#mailbox, this.#deps.mailboxSize, message, signal);
-  }
-
-  /**
-   * Send a message and read its model's tokens as they are written, from
-   * this agent and every subagent under it, in order per run; the iterator
-   * ends when the message's reply is ready (`stream.reply`).
-   */
+  /** {@inheritDoc AgentHandle.stream} */
   stream(
     message: string,
     options: StreamOptions = {},
@@ -590,10 +573,8 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
   }
 
   /**
-   * Another process took the answer to a question of this agent's suspended
-   * message and resumed it from the store: what this agent holds is behind
-   * what is saved. It stops, writing nothing (saving would overwrite what
-   * that process saved); a new `startAgent` loads the conversation again.
+   * Another process took the answer to a question of this agent's suspended message and resumed
+   * it from the store: this copy is stale, and is let go (a new `startAgent` loads what is saved).
    */
   takenElsewhere(root: RunNode, requestId: string): void {
     if (this.#root !== root || this.#status !== 'suspended') return;
