@@ -81,6 +81,8 @@ export interface WorkerHostStats {
 interface Running {
   readonly jobId: string;
   readonly owner: string;
+  /** The owner's incarnation its grant named (its lease names it while that owner lives). */
+  readonly incarnation: string | undefined;
   readonly relay: RelayClient;
   handle: AttemptHandle | undefined;
   /** A cancel that came before the local dispatch. */
@@ -409,7 +411,15 @@ export class WorkerHost extends EventEmitter<WorkerHostEvents> {
     const relay = new RelayClient(jobId, grant.capability, this.options.maxRelayBytes, (bytes) =>
       this.#publish(this.#names.toOwner(d.owner), bytes),
     );
-    const running: Running = { jobId, owner: d.owner, relay, handle: undefined, cancel: undefined, lost: false };
+    const running: Running = {
+      jobId,
+      owner: d.owner,
+      incarnation: grant.incarnation,
+      relay,
+      handle: undefined,
+      cancel: undefined,
+      lost: false,
+    };
     this.#running.set(jobId, running);
     const now = () => Date.now();
     const host: HostOperations = {
@@ -519,33 +529,45 @@ export class WorkerHost extends EventEmitter<WorkerHostEvents> {
     for (const running of this.#running.values()) running.relay.resend(now, this.options.relayRetryMs);
   }
 
-  // Renew this host's lease; stop the attempts of owners whose leases lapsed (nobody awaits them).
+  // Renew this host's lease; stop the attempts of owners whose leases lapsed, or name another
+  // incarnation (the API host restarted under the same id): nobody awaits them.
   async #renewLease(): Promise<void> {
     const cmd = this.#cmd;
     if (cmd === undefined) return;
     const o = this.options;
     try {
       await cmd.set(this.#names.hostLease(o.hostId), `${o.build} ${o.concurrency}`, 'PX', o.leaseMs);
-      const owners = new Set([...this.#running.values()].map((r) => r.owner));
-      for (const owner of owners) {
-        if ((await cmd.exists(this.#names.ownerLease(owner))) !== 0) {
+      if (this.#running.size === 0) return;
+      const owners = [...new Set([...this.#running.values()].map((r) => r.owner))];
+      const leases = await cmd.mget(...owners.map((owner) => this.#names.ownerLease(owner)));
+      owners.forEach((owner, i) => {
+        const lease = leases[i];
+        if (lease === null || lease === undefined) {
+          // Missing twice in a row: once may be a Redis that restarted empty before the owner renewed.
+          if (!this.#ownerMissing.has(owner)) {
+            this.#ownerMissing.add(owner);
+            return;
+          }
           this.#ownerMissing.delete(owner);
-          continue;
-        }
-        // Missing twice in a row: once may be a Redis that restarted empty before the owner renewed.
-        if (!this.#ownerMissing.has(owner)) {
-          this.#ownerMissing.add(owner);
-          continue;
+          this.#dropOwner(owner, `its API host ${owner} is gone`);
+          return;
         }
         this.#ownerMissing.delete(owner);
-        for (const r of this.#running.values()) {
-          if (r.owner !== owner || r.lost) continue;
-          r.relay.fail(new ClosedError(`the API host ${owner} is gone`));
-          this.#giveUp(r.jobId, `its API host ${owner} is gone`, true);
-        }
-      }
+        const incarnation = lease.split(' ')[1];
+        if (incarnation !== undefined) this.#dropOwner(owner, `its API host ${owner} restarted`, incarnation);
+      });
     } catch (error) {
       this.#error(error as Error);
+    }
+  }
+
+  // Stop the attempts of `owner`: all of them, or those granted by another incarnation than `alive`.
+  #dropOwner(owner: string, why: string, alive?: string): void {
+    for (const r of this.#running.values()) {
+      if (r.owner !== owner || r.lost) continue;
+      if (alive !== undefined && (r.incarnation === undefined || r.incarnation === alive)) continue;
+      r.relay.fail(new ClosedError(why));
+      this.#giveUp(r.jobId, why, true);
     }
   }
 
