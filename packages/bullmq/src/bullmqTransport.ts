@@ -141,8 +141,10 @@ interface HostSeen {
  * and in order. Cancel sets a durable flag and tells the host; an attempt
  * whose end does not come within the grace and the relay slack ends
  * `cancelled`, forced, and is fenced. An attempt whose host vanishes (lease
- * lapsed, job stalled, lock lost, drained) ends `lost`: the tree runs it
- * again from its last checkpoint.
+ * lapsed, job stalled, lock lost, drained) before any of its tools started is
+ * queued again for any host (without the tree's checkpoints, its worker checks
+ * in here before each tool call); after, it ends `lost`: the tree runs it
+ * again from its last checkpoint, or ends it `crashed` when it has none.
  *
  * Gotchas: `ready()` throws `ERR_REDIS_UNREACHABLE` or `ERR_REDIS_CONFIG`
  * (eviction on) with nothing left started; `close()` lets attempts end within
@@ -185,6 +187,13 @@ export class BullmqTransport implements RunTransport {
   #cmd: Redis | undefined;
   #sub: Redis | undefined;
   #queue: Queue | undefined;
+  /**
+   * The connection of the bulk work — the Queue's (a script per dispatch) and the lease checks'
+   * (scans) —, of its own: none of it sits in front of a cancel, grant or acknowledgement on `#cmd`.
+   */
+  #queueConnection: Redis | undefined;
+  /** When the hosts' leases were last scanned (their slots; at most once a second). */
+  #scannedAt = 0;
   #events: QueueEvents | undefined;
   /** The connection QueueEvents was given (BullMQ closes only the ones it makes). */
   #eventsConnection: Redis | undefined;
@@ -305,7 +314,9 @@ export class BullmqTransport implements RunTransport {
       this.#sub.on('messageBuffer', (_channel: Buffer, message: Buffer) => this.#onMessage(message));
       await this.#sub.subscribe(this.#names.toOwner(o.ownerId));
       await this.#cmd.set(this.#names.ownerLease(o.ownerId), this.#leaseValue(), 'PX', o.ownerLeaseMs);
-      this.#queue = new Queue(o.queue, { connection: this.#cmd, prefix: o.prefix });
+      this.#queueConnection = redisClient(o.connection, `troupe-owner-${o.ownerId}-queue`);
+      this.#queueConnection.on('error', () => {});
+      this.#queue = new Queue(o.queue, { connection: this.#queueConnection, prefix: o.prefix });
       this.#queue.on('error', () => {});
       this.#eventsConnection = redisClient(o.connection, `troupe-owner-${o.ownerId}-events`);
       this.#eventsConnection.on('error', () => {});
@@ -448,9 +459,9 @@ export class BullmqTransport implements RunTransport {
       return;
     }
     const o = this.options;
-    const flag = this.#names.cancelFlag(a.jobId);
-    void this.#cmd?.set(flag, reason, 'PX', o.cancelFlagTtlMs).catch(() => {});
+    // The message first: it is what the host acts on now (the flag is for a host that reconnects).
     this.#toHost(a, ['cancel', a.jobId, reason]);
+    void this.#cmd?.set(this.#names.cancelFlag(a.jobId), reason, 'PX', o.cancelFlagTtlMs).catch(() => {});
     // The backstop: no end within the grace (the host kills it then) and the relay slack.
     a.backstop = this.#clock().setTimeout(() => {
       a.backstop = undefined;
@@ -466,8 +477,8 @@ export class BullmqTransport implements RunTransport {
       this.withdraw(handle);
       return;
     }
-    void this.#cmd?.set(this.#names.cancelFlag(a.jobId), reason, 'PX', this.options.cancelFlagTtlMs).catch(() => {});
     this.#toHost(a, ['kill', a.jobId, reason]);
+    void this.#cmd?.set(this.#names.cancelFlag(a.jobId), reason, 'PX', this.options.cancelFlagTtlMs).catch(() => {});
     this.#finish(a, { status: 'cancelled', reason, forced: true });
   }
 
@@ -534,10 +545,11 @@ export class BullmqTransport implements RunTransport {
     const queue = this.#queue;
     const events = this.#events;
     const eventsConnection = this.#eventsConnection;
-    this.#cmd = this.#sub = this.#queue = this.#events = this.#eventsConnection = undefined;
+    const queueConnection = this.#queueConnection;
+    this.#cmd = this.#sub = this.#queue = this.#events = this.#eventsConnection = this.#queueConnection = undefined;
     if (!now && cmd !== undefined) await cmd.del(this.#names.ownerLease(this.options.ownerId)).catch(() => {});
     await Promise.allSettled([queue?.close(), events?.close()]);
-    for (const client of [sub, cmd, eventsConnection]) {
+    for (const client of [sub, cmd, eventsConnection, queueConnection]) {
       if (client === undefined) continue;
       if (now) client.disconnect();
       else await client.quit().catch(() => client.disconnect());
@@ -866,7 +878,7 @@ export class BullmqTransport implements RunTransport {
   // Renew this API host's lease; end `lost` the attempts of hosts whose leases lapsed; queue again
   // the jobs Redis lost before any host took them (a restart without persistence); learn the hosts.
   async #check(): Promise<void> {
-    const cmd = this.#cmd;
+    const cmd = this.#queueConnection;
     if (cmd === undefined) return;
     const o = this.options;
     try {
@@ -896,15 +908,17 @@ export class BullmqTransport implements RunTransport {
           if (states[i] === 'unknown' && a.phase === 'queued') void this.#addJob(a);
         });
       }
-      await this.#scanHosts();
+      // The slots hosts lend are for deferring nested tasks: a scan of the keyspace a second is plenty.
+      if (now - this.#scannedAt >= 1000) await this.#scanHosts();
     } catch {
       // Redis is away: the next check tries again (leases it cannot read are not taken as lapsed).
     }
   }
 
   async #scanHosts(): Promise<void> {
-    const cmd = this.#cmd;
+    const cmd = this.#queueConnection;
     if (cmd === undefined) return;
+    this.#scannedAt = this.#now();
     const keys: string[] = [];
     let cursor = '0';
     do {
