@@ -80,6 +80,7 @@ export interface WorkerHostStats {
 /** One attempt running here. */
 interface Running {
   readonly jobId: string;
+  readonly runId: string;
   readonly owner: string;
   /** The owner's incarnation its grant named (its lease names it while that owner lives). */
   readonly incarnation: string | undefined;
@@ -408,11 +409,13 @@ export class WorkerHost extends EventEmitter<WorkerHostEvents> {
   }
 
   async #run(jobId: string, d: JobData, agent: Agent, grant: Grant): Promise<string> {
+    await this.#supersede(jobId, d);
     const relay = new RelayClient(jobId, grant.capability, this.options.maxRelayBytes, (bytes) =>
       this.#publish(this.#names.toOwner(d.owner), bytes),
     );
     const running: Running = {
       jobId,
+      runId: d.runId,
       owner: d.owner,
       incarnation: grant.incarnation,
       relay,
@@ -464,6 +467,26 @@ export class WorkerHost extends EventEmitter<WorkerHostEvents> {
     this.#completed++;
     if (this.listenerCount('attempt.ended') > 0) this.emit('attempt.ended', { jobId, status });
     return status;
+  }
+
+  // Its owner granted an attempt of a run this host still runs an older attempt (or leg) of: the
+  // old one lost its job here unseen (Redis restarted empty, a lock lost while a message was
+  // missed) and the owner has already ended it. Stop it, and wait for its end (at most the
+  // grace): the run's cancellation slot is its own until then (the new attempt would be refused
+  // by it, end lost, and could be refused again until the run's attempts ran out).
+  async #supersede(jobId: string, d: JobData): Promise<void> {
+    const stale: Promise<unknown>[] = [];
+    for (const r of this.#running.values()) {
+      if (r.runId !== d.runId || r.jobId === jobId || r.owner !== d.owner || r.handle === undefined) continue;
+      const why = `attempt ${r.jobId} was superseded by ${jobId}`;
+      // Cancelled as a lost attempt is (its tools see it; the grace then kills it), unless it is already.
+      if (!r.lost) {
+        r.relay.fail(new ClosedError(why));
+        this.#giveUp(r.jobId, why);
+      }
+      stale.push(r.handle.ended);
+    }
+    await Promise.all(stale);
   }
 
   // Hand an attempt back to its owner (who runs it again elsewhere) and stop it here.
