@@ -90,6 +90,8 @@ interface Running {
   cancel: CancelReason | undefined;
   /** Handed back or lost: its end is not reported (its owner runs it again elsewhere). */
   lost: boolean;
+  /** Its handback, settled when the owner acknowledged or refused it (or the relay failed). */
+  handback: Promise<void> | undefined;
 }
 
 interface Claim {
@@ -422,6 +424,7 @@ export class WorkerHost extends EventEmitter<WorkerHostEvents> {
       handle: undefined,
       cancel: undefined,
       lost: false,
+      handback: undefined,
     };
     this.#running.set(jobId, running);
     const now = () => Date.now();
@@ -457,8 +460,13 @@ export class WorkerHost extends EventEmitter<WorkerHostEvents> {
     else void this.#readFlag(running);
     const ended = await handle.ended;
     let status: string = ended.end.status;
-    if (running.lost) status = 'lost';
-    else {
+    if (running.lost) {
+      status = 'lost';
+      // The handback is what tells a live owner to run it again when nothing else will (its host's
+      // lease renewed and its job gone with a Redis restarted empty): sent again until answered,
+      // for at most claimTimeoutMs, before the relay stops.
+      if (running.handback !== undefined) await settledWithin(running.handback, this.options.claimTimeoutMs);
+    } else {
       // The end is the attempt's last message: the owner has served everything before it.
       await relay.call('end', encodeEnd(ended), now()).catch(() => {});
     }
@@ -495,7 +503,10 @@ export class WorkerHost extends EventEmitter<WorkerHostEvents> {
     if (running === undefined || running.lost) return;
     running.lost = true;
     this.#handedBack++;
-    running.relay.notice('handback', [why], Date.now());
+    running.handback = running.relay.call('handback', [why], Date.now()).then(
+      () => {},
+      () => {},
+    );
     if (running.handle === undefined) running.cancel = 'shutdown';
     else if (kill) this.#transport.kill(running.handle, 'shutdown');
     else this.#transport.cancel(running.handle, 'shutdown');
@@ -601,6 +612,14 @@ export class WorkerHost extends EventEmitter<WorkerHostEvents> {
   #publish(channel: string, bytes: Buffer): void {
     void this.#cmd?.publish(channel, bytes).catch(() => {});
   }
+}
+
+/** Resolves when `promise` settles or `ms` have passed, whichever is first. */
+function settledWithin(promise: Promise<void>, ms: number): Promise<void> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  return Promise.race([promise, new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]).finally(() =>
+    clearTimeout(timer),
+  );
 }
 
 function rebuild(shape: unknown): Error {
