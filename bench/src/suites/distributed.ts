@@ -111,6 +111,43 @@ async function pubsubOneWay(url: string, n: number): Promise<number[]> {
   return samples;
 }
 
+/**
+ * The cancel's raw baseline (rawCancelPeer): publish here → another process stores into an
+ * Atomics slot → its spinning thread sees it, in epoch ms; one sample at a time, so the cancel
+ * can take its samples interleaved with these (the same load on the machine for both).
+ */
+async function rawCanceller(url: string) {
+  const channel = 'bench-raw-cancel';
+  const peer = await start('rawCancelPeer.js', [url, channel]);
+  const pub = new Redis(url);
+  const sub = new Redis(url);
+  let arrived: ((line: string) => void) | undefined;
+  sub.on('message', (_c: string, m: string) => arrived?.(m));
+  await sub.subscribe(`${channel}:out`);
+  let i = 0;
+  return {
+    async sample(): Promise<number> {
+      const next = () =>
+        new Promise<string>((r) => {
+          arrived = r;
+        });
+      const spinning = next();
+      await pub.publish(`${channel}:in`, 'arm');
+      await spinning;
+      const reply = next();
+      const t0 = nowMs();
+      await pub.publish(`${channel}:in`, String(++i));
+      const [, at] = (await reply).split(' ');
+      return Number(at) - t0;
+    },
+    async close(): Promise<void> {
+      pub.disconnect();
+      sub.disconnect();
+      await stop(peer);
+    },
+  };
+}
+
 /** A relayed host call (approval) through bullmqTransport, from a worker host's relay in another process. */
 async function relayed(url: string, n: number): Promise<number[]> {
   const queue = 'relay';
@@ -241,6 +278,8 @@ const nowMs = () => performance.timeOrigin + performance.now();
 interface CancelSamples {
   /** `abort()` on the API host → the busy tool on a worker host sees it. */
   readonly total: number[];
+  /** The raw baseline (rawCancelPeer), one sample before each of `total`: the same machine load. */
+  readonly raw: number[];
   /** `abort()` → an idle process subscribed to the host's channel gets the cancel (API host + Redis). */
   readonly toTap: number[];
   /** That idle process's arrival → the worker host's event loop reads the same message. */
@@ -271,8 +310,10 @@ async function crossHostCancel(
   const queue = breakdown ? 'cancel-breakdown' : 'cancel';
   const c = await cluster(url, queue, 2, 1, 1_000, undefined, breakdown ? log.file : undefined);
   const tap = breakdown ? await start('cancelTap.js', [url, queue, log.file]) : undefined;
+  const raw = breakdown ? undefined : await rawCanceller(url);
   const samples = {
     total: [] as number[],
+    raw: [] as number[],
     toTap: [] as number[],
     tapToHost: [] as number[],
     hostToSeen: [] as number[],
@@ -285,6 +326,7 @@ async function crossHostCancel(
     for (let i = 0; i < n + 4; i++) {
       if (i % 20 === 0) progress(`distributed: cross-host cancel${breakdown ? ' (breakdown)' : ''} ${i}/${n + 4}`);
       if (i === 4) loop.enable();
+      const rawSample = raw === undefined ? undefined : await raw.sample();
       const abort = new AbortController();
       const before = log.lines().length;
       const run = c.supervisor.spawn(spinner, {
@@ -315,6 +357,7 @@ async function crossHostCancel(
       if (i < 4) continue;
       const seen = at(lines, 'seen');
       samples.total.push(seen - t0);
+      if (rawSample !== undefined) samples.raw.push(rawSample);
       samples.sync.push(t1 - t0);
       if (breakdown) {
         samples.toTap.push(at(lines, 'tap') - t0);
@@ -326,6 +369,7 @@ async function crossHostCancel(
     loop.disable();
     try {
       if (tap !== undefined) await stop(tap);
+      await raw?.close();
       await c.close();
     } finally {
       // The hosts noted their loops' delay as they ended.
@@ -466,12 +510,23 @@ async function cancelFigures(
   const suite = 'distributed';
   progress('distributed: cross-host cancel');
   const cancel = await crossHostCancel(url, n, progress);
+  const rawP50 = median(cancel.raw);
+  const rawP99 = quantile(cancel.raw, 0.99);
   const figures: Figure[] = [
+    {
+      suite,
+      name: 'distributed.raw_cancel_p50_ms',
+      value: round(rawP50),
+      unit: 'ms',
+      detail: ms(cancel.raw),
+    },
     {
       suite,
       name: 'distributed.cancel_p50_ms',
       value: round(median(cancel.total)),
       unit: 'ms',
+      baseline: { name: 'raw cancel, interleaved (p50)', value: round(rawP50) },
+      ratio: round(median(cancel.total) / rawP50),
       detail: { ...ms(cancel.total), api_loop_delay_p99_ms: round(cancel.loop.p99) },
     },
     {
@@ -479,8 +534,13 @@ async function cancelFigures(
       name: 'distributed.cancel_p99_ms',
       value: round(quantile(cancel.total, 0.99)),
       unit: 'ms',
-      baseline: { name: 'pub/sub one way (p99)', value: round(quantile(pubsub, 0.99)) },
-      detail: ms(cancel.total),
+      baseline: { name: 'raw cancel, interleaved (p99)', value: round(rawP99) },
+      ratio: round(quantile(cancel.total, 0.99) / rawP99),
+      detail: {
+        ...ms(cancel.total),
+        pubsub_one_way_p99_ms: round(quantile(pubsub, 0.99)),
+        api_loop_delay_max_ms: round(cancel.loop.max),
+      },
     },
   ];
   if (!breakdown) return figures;
@@ -517,7 +577,9 @@ async function cancelFigures(
  * baseline), pub/sub one way (a cancel's path between hosts), and a relayed
  * host call through bullmqTransport; then, with worker-host processes running
  * attempts on their own threads: a cancel from the API host to the busy tool
- * that sees it, a subagent run of 20 ms of I/O against a raw job of the same,
+ * that sees it (each sample after one of its raw baseline: pub/sub to a process
+ * that stores into the Atomics slot a spinning thread reads, no Troupe), a
+ * subagent run of 20 ms of I/O against a raw job of the same,
  * failover after a SIGKILL, and an I/O-bound fan-out over 1, 2 and 3 hosts.
  *
  * `pnpm bench distributed --cancel` measures the cancel alone, pinned and unpinned: pub/sub one
