@@ -428,13 +428,21 @@ export class WorkerHost extends EventEmitter<WorkerHostEvents> {
     };
     this.#running.set(jobId, running);
     const now = () => Date.now();
+    let receipt: string | undefined;
     const host: HostOperations = {
       agentId: grant.agentId,
       runId: d.runId,
       approve: (request) => relay.call('approve', request, now()),
       task: (request) => relay.call('task', request, now()) as Promise<HostTaskResult | undefined>,
       events: (events) => relay.notice('events', events, now()),
-      checkpoint: (checkpoint) => relay.call('checkpoint', checkpoint, now()),
+      checkpoint: async (checkpoint) => {
+        // The receipt it came with is this host's channel's (its thread's proof); the owner's channel
+        // asks for the receipt it answered the attempt's last relayed checkpoint with.
+        const { receipt: _thread, ...rest } = checkpoint;
+        const reply = await relay.call('checkpoint', receipt === undefined ? rest : { ...rest, receipt }, now());
+        receipt = typeof reply === 'string' ? reply : undefined;
+        return reply;
+      },
     };
     const attempt: Attempt = {
       runId: d.runId as RunId,

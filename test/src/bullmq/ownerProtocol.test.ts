@@ -253,7 +253,10 @@ describe('bullmqTransport: relayed host operations', () => {
       assert.deepEqual(await t.peer.ack(jobId, 1), [1, { status: 'done', result: 'child done', events: [] }]);
       const checkpoint = { phase: 'before', state: { agentId: 'helper-1', messages: [], metadata: {} }, calls: [] };
       await t.peer.relay(t.owner, jobId, cap, 2, 'checkpoint', checkpoint);
-      assert.deepEqual(await t.peer.ack(jobId, 2), [1, true]);
+      // Answered with the receipt the attempt's next checkpoint presents.
+      const [ok, receipt] = await t.peer.ack(jobId, 2);
+      assert.equal(ok, 1);
+      assert.match(String(receipt), /^[\w-]{24}$/);
       assert.equal(served.tasks.length, 1);
       assert.equal(served.checkpoints.length, 1);
     } finally {
@@ -381,7 +384,9 @@ describe('bullmqTransport: cancel, leases, bounds', () => {
       assert.equal(a.grant[3].features & HostFeature.durable, HostFeature.durable);
       const checkpoint = { phase: 'before', state: { agentId: 'helper-1', messages: [], metadata: {} }, calls: [] };
       await t.peer.relay(t.owner, a.jobId, a.grant[3].capability, 1, 'checkpoint', checkpoint);
-      assert.deepEqual(await t.peer.ack(a.jobId, 1), [1, true]);
+      const [ok, receipt] = await t.peer.ack(a.jobId, 1);
+      assert.equal(ok, 1);
+      assert.equal(typeof receipt, 'string');
       assert.equal(a.served.checkpoints.length, 0);
       // A malformed one is refused as a thread's is, and fences the attempt.
       await t.peer.relay(t.owner, a.jobId, a.grant[3].capability, 2, 'checkpoint', { phase: 'sideways' });
