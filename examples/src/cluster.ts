@@ -1,10 +1,11 @@
 // `pnpm demo:cluster`: Troupe past one machine, on this one. It starts a Redis
 // of its own, three worker hosts (processes) and an API host (this process, on
-// SQLite), then shows and checks: a fan-out spread over the hosts, a cancel
-// across hosts timed on the spot, a question asked on one host and answered
-// after that host left, resumed on another, and a host killed mid-tool with
-// the run finished elsewhere and its side effect done once; last, it scans
-// every Redis key and value for the scope. Exit 1 if a claim does not hold.
+// SQLite), then shows and checks: a fan-out spread over the hosts (where each
+// subagent ran, as the supervisor's events say), a cancel across hosts timed on
+// the spot, a question asked on one host and answered after that host left,
+// resumed on another, and a host killed mid-tool with the run finished
+// elsewhere and its side effect done once; last, it scans every Redis key and
+// value for the scope. Exit 1 if a claim does not hold.
 import { type ChildProcess, fork } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync, mkdtempSync, readFileSync, rmSync, watch, writeFileSync } from 'node:fs';
@@ -53,6 +54,11 @@ const supervisor = createSupervisor({
   persistence: sqlitePersistence({ directory: dir }),
 });
 await supervisor.ready();
+// Where each subagent ran: its end event names the worker host (RunPlacement.host).
+const ranOn = new Map<string, string>();
+supervisor.on('subagent.done', (e) => {
+  if (e.host !== undefined) ranOn.set(e.agentId, e.host);
+});
 
 const lines = (): string[] =>
   existsSync(ledger)
@@ -81,12 +87,25 @@ try {
   // 1. A fan-out: six tasks of 300 ms on three hosts of two slots each.
   const fan = await supervisor.startAgent(lead, { scope, toolContext });
   const reply = await fan.send(['work a', 'work b', 'work c', 'work d', 'work e', 'work f'].join('\n'));
-  const placed = lines().filter((l) => l.startsWith('work '));
-  console.log('fan-out:');
-  for (const l of placed) console.log(`  task ${field(l, 1)} ran on ${field(l, 2)}`);
-  const used = new Set(placed.map((l) => field(l, 2)));
+  const placed = [...ranOn].filter(([agentId]) => agentId.startsWith(`${fan.id}-sub-`));
+  console.log('fan-out (from the subagent.done events):');
+  for (const [agentId, host] of placed) console.log(`  ${agentId} ran on ${host}`);
+  const used = new Set(placed.map(([, host]) => host));
   claim(reply.status === 'done' && placed.length === 6, 'six subagents ran to the end');
   claim(used.size === 3, `the fan-out spread over all three hosts (${[...used].join(', ')})`);
+  // The events and the side effects agree: each host did as many tasks as the events say it ran.
+  const tally = (hosts: readonly string[]) =>
+    [...hosts].sort().reduce((m, h) => m.set(h, (m.get(h) ?? 0) + 1), new Map<string, number>());
+  const byEvents = tally(placed.map(([, host]) => host));
+  const byLedger = tally(
+    lines()
+      .filter((l) => l.startsWith('work '))
+      .map((l) => field(l, 2)),
+  );
+  claim(
+    JSON.stringify([...byEvents]) === JSON.stringify([...byLedger]),
+    `each host did the tasks the events say it ran (${[...byEvents].map(([h, k]) => `${h}: ${k}`).join(', ')})`,
+  );
 
   // 2. A cancel across hosts: the API host cancels; a busy tool on a worker host sees it.
   const spinner = await supervisor.startAgent(lead, { scope, toolContext });

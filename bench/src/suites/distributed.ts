@@ -1,8 +1,9 @@
-import { type ChildProcess, fork } from 'node:child_process';
+import { type ChildProcess, fork, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync, mkdtempSync, readFileSync, rmSync, watch, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { bullmqTransport } from '@troupe/bullmq';
 import { startRedisServer } from '@troupe/bullmq/testing';
@@ -37,6 +38,18 @@ const ms = (samples: readonly number[]) => ({
   p99: round(quantile(samples, 0.99)),
   samples: samples.length,
 });
+
+/** Run `measure` while another process keeps one CPU busy (as a cancelled tool's spin does). */
+async function withBusyCore<T>(measure: () => Promise<T>): Promise<T> {
+  const busy = spawn(process.execPath, ['-e', 'for (;;) {}'], { stdio: 'ignore' });
+  try {
+    return await measure();
+  } finally {
+    const exited = once(busy, 'exit');
+    busy.kill('SIGKILL');
+    await exited;
+  }
+}
 
 /** A raw BullMQ job's round trip (add → a worker in another process takes it → its completion seen here). */
 async function rawRoundTrip(url: string, n: number, workers: number): Promise<number[]> {
@@ -96,6 +109,43 @@ async function pubsubOneWay(url: string, n: number): Promise<number[]> {
     await stop(peer);
   }
   return samples;
+}
+
+/**
+ * The cancel's raw baseline (rawCancelPeer): publish here → another process stores into an
+ * Atomics slot → its spinning thread sees it, in epoch ms; one sample at a time, so the cancel
+ * can take its samples interleaved with these (the same load on the machine for both).
+ */
+async function rawCanceller(url: string) {
+  const channel = 'bench-raw-cancel';
+  const peer = await start('rawCancelPeer.js', [url, channel]);
+  const pub = new Redis(url);
+  const sub = new Redis(url);
+  let arrived: ((line: string) => void) | undefined;
+  sub.on('message', (_c: string, m: string) => arrived?.(m));
+  await sub.subscribe(`${channel}:out`);
+  let i = 0;
+  return {
+    async sample(): Promise<number> {
+      const next = () =>
+        new Promise<string>((r) => {
+          arrived = r;
+        });
+      const spinning = next();
+      await pub.publish(`${channel}:in`, 'arm');
+      await spinning;
+      const reply = next();
+      const t0 = nowMs();
+      await pub.publish(`${channel}:in`, String(++i));
+      const [, at] = (await reply).split(' ');
+      return Number(at) - t0;
+    },
+    async close(): Promise<void> {
+      pub.disconnect();
+      sub.disconnect();
+      await stop(peer);
+    },
+  };
 }
 
 /** A relayed host call (approval) through bullmqTransport, from a worker host's relay in another process. */
@@ -192,10 +242,18 @@ async function cluster(
   concurrency: number,
   leaseMs = 1_000,
   store?: string,
+  tapLog?: string,
 ) {
   const children = await Promise.all(
     Array.from({ length: hosts }, (_, i) =>
-      start('hostProcess.js', [url, `bench-${queue}-${i}`, queue, String(concurrency), String(leaseMs)]),
+      start('hostProcess.js', [
+        url,
+        `bench-${queue}-${i}`,
+        queue,
+        String(concurrency),
+        String(leaseMs),
+        ...(tapLog === undefined ? [] : [tapLog]),
+      ]),
     ),
   );
   const supervisor: Supervisor = createSupervisor({
@@ -216,14 +274,59 @@ async function cluster(
 
 const nowMs = () => performance.timeOrigin + performance.now();
 
-/** Cancel → the busy tool on a worker host sees it (its slot's Atomics load), in epoch ms. */
-async function crossHostCancel(url: string, n: number, progress: (m: string) => void): Promise<number[]> {
-  const c = await cluster(url, 'cancel', 2, 1);
+/** What the cross-host cancel took, per sample (ms); with `breakdown`, where. */
+interface CancelSamples {
+  /** `abort()` on the API host → the busy tool on a worker host sees it. */
+  readonly total: number[];
+  /** The raw baseline (rawCancelPeer), one sample before each of `total`: the same machine load. */
+  readonly raw: number[];
+  /** `abort()` → an idle process subscribed to the host's channel gets the cancel (API host + Redis). */
+  readonly toTap: number[];
+  /** That idle process's arrival → the worker host's event loop reads the same message. */
+  readonly tapToHost: number[];
+  /** The worker host's loop read it → the tool sees it (its handler, the Atomics store, the thread). */
+  readonly hostToSeen: number[];
+  /** `abort()` itself: the API host's synchronous path to the publish (ms). */
+  readonly sync: number[];
+  /** The API host's own event-loop delay while it ran (ms): p99 and max. */
+  readonly loop: { readonly p99: number; readonly max: number };
+  /** The worker hosts' event-loop delay (breakdown only): the worst p99 and max of the two (ms). */
+  readonly hostLoop: { readonly p99: number; readonly max: number };
+}
+
+/**
+ * Cancel → the busy tool on a worker host sees it (its slot's Atomics load), in epoch ms. With
+ * `breakdown`, an idle tap process and a second subscriber on each worker host's loop note when
+ * the cancel message arrives there (they add a little work of their own: the total of the plain
+ * run is the figure).
+ */
+async function crossHostCancel(
+  url: string,
+  n: number,
+  progress: (m: string) => void,
+  breakdown = false,
+): Promise<CancelSamples> {
   const log = new Log();
-  const samples: number[] = [];
+  const queue = breakdown ? 'cancel-breakdown' : 'cancel';
+  const c = await cluster(url, queue, 2, 1, 1_000, undefined, breakdown ? log.file : undefined);
+  const tap = breakdown ? await start('cancelTap.js', [url, queue, log.file]) : undefined;
+  const raw = breakdown ? undefined : await rawCanceller(url);
+  const samples = {
+    total: [] as number[],
+    raw: [] as number[],
+    toTap: [] as number[],
+    tapToHost: [] as number[],
+    hostToSeen: [] as number[],
+    sync: [] as number[],
+  };
+  const loop = monitorEventLoopDelay({ resolution: 1 });
+  const hostLoop = { p99: 0, max: 0 };
   try {
-    for (let i = 0; i < n; i++) {
-      if (i % 20 === 0) progress(`distributed: cross-host cancel ${i}/${n}`);
+    // Warm: both hosts' threads have loaded the agent.
+    for (let i = 0; i < n + 4; i++) {
+      if (i % 20 === 0) progress(`distributed: cross-host cancel${breakdown ? ' (breakdown)' : ''} ${i}/${n + 4}`);
+      if (i === 4) loop.enable();
+      const rawSample = raw === undefined ? undefined : await raw.sample();
       const abort = new AbortController();
       const before = log.lines().length;
       const run = c.supervisor.spawn(spinner, {
@@ -234,17 +337,51 @@ async function crossHostCancel(url: string, n: number, progress: (m: string) => 
       });
       run.catch(() => {});
       await log.until((l) => l.length > before && l[l.length - 1]?.startsWith('spinning') === true);
+      const from = log.lines().length;
       const t0 = nowMs();
       abort.abort();
-      const lines = await log.until((l) => l[l.length - 1]?.startsWith('seen ') === true);
-      samples.push(Number((lines[lines.length - 1] as string).split(' ')[1]) - t0);
+      const t1 = nowMs();
+      const at = (lines: string[], word: string) =>
+        Number(
+          lines
+            .slice(from)
+            .find((x) => x.startsWith(`${word} `))
+            ?.split(' ')[1],
+        );
+      const lines = await log.until((l) => {
+        const mine = l.slice(from);
+        const has = (word: string) => mine.some((x) => x.startsWith(`${word} `));
+        return has('seen') && (!breakdown || (has('tap') && has('hosttap')));
+      });
       await run.catch(() => {});
+      if (i < 4) continue;
+      const seen = at(lines, 'seen');
+      samples.total.push(seen - t0);
+      if (rawSample !== undefined) samples.raw.push(rawSample);
+      samples.sync.push(t1 - t0);
+      if (breakdown) {
+        samples.toTap.push(at(lines, 'tap') - t0);
+        samples.tapToHost.push(at(lines, 'hosttap') - at(lines, 'tap'));
+        samples.hostToSeen.push(seen - at(lines, 'hosttap'));
+      }
     }
   } finally {
-    log.remove();
-    await c.close();
+    loop.disable();
+    try {
+      if (tap !== undefined) await stop(tap);
+      await raw?.close();
+      await c.close();
+    } finally {
+      // The hosts noted their loops' delay as they ended.
+      for (const line of log.lines().filter((l) => l.startsWith('hostloop '))) {
+        const [, p99, max] = line.split(' ').map(Number) as [number, number, number];
+        hostLoop.p99 = Math.max(hostLoop.p99, p99);
+        hostLoop.max = Math.max(hostLoop.max, max);
+      }
+      log.remove();
+    }
   }
-  return samples;
+  return { ...samples, loop: { p99: loop.percentile(99) / 1e6, max: loop.max / 1e6 }, hostLoop };
 }
 
 /** A subagent run of `work` ms of I/O through a worker host, end to end, as the API host sees it. */
@@ -362,6 +499,77 @@ async function fanOut(url: string, hosts: number, runs: number, workMs: number):
   }
 }
 
+/** The cross-host cancel's figures (and, with `breakdown`, a second run that says where its time goes). */
+async function cancelFigures(
+  url: string,
+  n: number,
+  pubsub: readonly number[],
+  progress: (m: string) => void,
+  breakdown: boolean,
+): Promise<Figure[]> {
+  const suite = 'distributed';
+  progress('distributed: cross-host cancel');
+  const cancel = await crossHostCancel(url, n, progress);
+  const rawP50 = median(cancel.raw);
+  const rawP99 = quantile(cancel.raw, 0.99);
+  const figures: Figure[] = [
+    {
+      suite,
+      name: 'distributed.raw_cancel_p50_ms',
+      value: round(rawP50),
+      unit: 'ms',
+      detail: ms(cancel.raw),
+    },
+    {
+      suite,
+      name: 'distributed.cancel_p50_ms',
+      value: round(median(cancel.total)),
+      unit: 'ms',
+      baseline: { name: 'raw cancel, interleaved (p50)', value: round(rawP50) },
+      ratio: round(median(cancel.total) / rawP50),
+      detail: { ...ms(cancel.total), api_loop_delay_p99_ms: round(cancel.loop.p99) },
+    },
+    {
+      suite,
+      name: 'distributed.cancel_p99_ms',
+      value: round(quantile(cancel.total, 0.99)),
+      unit: 'ms',
+      baseline: { name: 'raw cancel, interleaved (p99)', value: round(rawP99) },
+      ratio: round(quantile(cancel.total, 0.99) / rawP99),
+      detail: {
+        ...ms(cancel.total),
+        pubsub_one_way_p99_ms: round(quantile(pubsub, 0.99)),
+        api_loop_delay_max_ms: round(cancel.loop.max),
+      },
+    },
+  ];
+  if (!breakdown) return figures;
+  const b = await crossHostCancel(url, n, progress, true);
+  const part = (name: string, samples: readonly number[]) => ({
+    [`${name}_p50`]: round(median(samples)),
+    [`${name}_p99`]: round(quantile(samples, 0.99)),
+  });
+  figures.push({
+    suite,
+    name: 'distributed.cancel_breakdown_p99_ms',
+    value: round(quantile(b.total, 0.99)),
+    unit: 'ms',
+    detail: {
+      ...part('total', b.total),
+      ...part('api_to_tap', b.toTap),
+      ...part('tap_to_host_loop', b.tapToHost),
+      ...part('host_loop_to_seen', b.hostToSeen),
+      ...part('api_sync', b.sync),
+      api_loop_delay_p99_ms: round(b.loop.p99),
+      api_loop_delay_max_ms: round(b.loop.max),
+      host_loop_delay_p99_ms: round(b.hostLoop.p99),
+      host_loop_delay_max_ms: round(b.hostLoop.max),
+      samples: b.total.length,
+    },
+  });
+  return figures;
+}
+
 /**
  * Scale-out (issue 29): what crossing hosts through BullMQ on Redis costs, with
  * its own Redis on 127.0.0.1 and helper processes, against raw BullMQ and raw
@@ -369,22 +577,57 @@ async function fanOut(url: string, hosts: number, runs: number, workMs: number):
  * baseline), pub/sub one way (a cancel's path between hosts), and a relayed
  * host call through bullmqTransport; then, with worker-host processes running
  * attempts on their own threads: a cancel from the API host to the busy tool
- * that sees it, a subagent run of 20 ms of I/O against a raw job of the same,
+ * that sees it (each sample after one of its raw baseline: pub/sub to a process
+ * that stores into the Atomics slot a spinning thread reads, no Troupe), a
+ * subagent run of 20 ms of I/O against a raw job of the same,
  * failover after a SIGKILL, and an I/O-bound fan-out over 1, 2 and 3 hosts.
+ *
+ * `pnpm bench distributed --cancel` measures the cancel alone, pinned and unpinned: pub/sub one
+ * way, the cancel, and the cancel again with its breakdown (where its time goes).
  */
 export const distributedSuite: Suite = {
   name: 'distributed',
   description:
-    'scale-out over BullMQ/Redis (own Redis): cross-host cancel, overhead vs a raw job, relayed call, failover, fan-out over 1-3 hosts',
-  placementSensitive: false,
+    'scale-out over BullMQ/Redis (own Redis): cross-host cancel, overhead vs a raw job, relayed call, failover, fan-out over 1-3 hosts (--cancel: the cancel alone, with its breakdown)',
+  placementSensitive: (flags) => flags.cancel === true,
   inDefaultRun: true,
-  async run({ quick, progress }) {
+  flags: {
+    cancel: {
+      type: 'boolean',
+      description:
+        'the cross-host cancel alone, pinned and unpinned: against pub/sub and its raw baseline, then again with where its time goes',
+    },
+  },
+  async run({ quick, progress, flags }) {
     const suite = 'distributed';
     const figures: Figure[] = [];
     const n = quick ? 200 : 1_000;
     progress('distributed: starting redis-server');
     const redis = await startRedisServer();
     try {
+      if (flags.cancel === true) {
+        progress(`distributed: pub/sub one way, ${n} messages`);
+        const pubsub = await pubsubOneWay(redis.url, n);
+        figures.push({
+          suite,
+          name: 'distributed.pubsub_p50_ms',
+          value: round(median(pubsub)),
+          unit: 'ms',
+          detail: ms(pubsub),
+        });
+        // The cancel's own conditions: its busy tool holds a core of the machine's two the whole time.
+        progress(`distributed: pub/sub one way with a core busy, ${n} messages`);
+        const busy = await withBusyCore(() => pubsubOneWay(redis.url, n));
+        figures.push({
+          suite,
+          name: 'distributed.pubsub_busy_core_p99_ms',
+          value: round(quantile(busy, 0.99)),
+          unit: 'ms',
+          detail: ms(busy),
+        });
+        figures.push(...(await cancelFigures(redis.url, quick ? 40 : 200, pubsub, progress, true)));
+        return figures;
+      }
       progress(`distributed: raw BullMQ job round trip, ${n} jobs, 2 worker processes`);
       const raw = await rawRoundTrip(redis.url, n, 2);
       figures.push({
@@ -414,23 +657,7 @@ export const distributedSuite: Suite = {
         ratio: round(median(relay) / (2 * median(pubsub))),
         detail: ms(relay),
       });
-      progress('distributed: cross-host cancel');
-      const cancel = await crossHostCancel(redis.url, quick ? 40 : 200, progress);
-      figures.push({
-        suite,
-        name: 'distributed.cancel_p50_ms',
-        value: round(median(cancel)),
-        unit: 'ms',
-        detail: ms(cancel),
-      });
-      figures.push({
-        suite,
-        name: 'distributed.cancel_p99_ms',
-        value: round(quantile(cancel, 0.99)),
-        unit: 'ms',
-        baseline: { name: 'pub/sub one way (p99)', value: round(quantile(pubsub, 0.99)) },
-        detail: ms(cancel),
-      });
+      figures.push(...(await cancelFigures(redis.url, quick ? 40 : 200, pubsub, progress, false)));
       const workMs = 20;
       progress(`distributed: a subagent of ${workMs} ms of I/O via a worker host, and a raw job of the same`);
       const runs = quick ? 40 : 200;

@@ -1,4 +1,3 @@
-import { timingSafeEqual } from 'node:crypto';
 import {
   type CancelReason,
   ClosedError,
@@ -8,7 +7,7 @@ import {
   TroupeError,
   WorkerCrashedError,
 } from '@troupe/core';
-import { decodeError, ErrorShape, encodeError, HostOp } from '@troupe/core/internal';
+import { decodeError, ErrorShape, encodeError, HostFeature, HostOp } from '@troupe/core/internal';
 import type {
   Attempt,
   AttemptEnd,
@@ -18,7 +17,14 @@ import type {
   TransportHost,
   TransportStats,
 } from '@troupe/supervisor';
-import { HostChannel, type HostRefusal } from '@troupe/supervisor/internal';
+import {
+  HostChannel,
+  type HostLookup,
+  type HostPeer,
+  type HostRefusal,
+  type HostRun,
+  mintCapability,
+} from '@troupe/supervisor/internal';
 import { Queue, QueueEvents } from 'bullmq';
 import type { Redis } from 'ioredis';
 import {
@@ -54,8 +60,24 @@ type Phase =
 
 interface OwnedAttempt {
   readonly attempt: Attempt;
-  readonly jobId: string;
-  readonly nonce: string;
+  /** Its current job (`<runId>.<attempt>`, then `.<leg>` for each time it was queued again). */
+  jobId: string;
+  /** The current job's one-time nonce. */
+  nonce: string;
+  /** The capability its current grant carries (the tree's for its first leg, a fresh one after). */
+  capability: string;
+  /** How many times it was queued (1, then one more each time it ran again before any tool started). */
+  legs: number;
+  /** How many times its job ended with no grant (claims denied or given up): its next job waits longer. */
+  bounces: number;
+  /**
+   * Who may run it again when its host vanishes: `tree` (the tree checkpoints it and runs it again
+   * as attempt + 1), or this transport while no tool of it has started (`open`: it asks its worker
+   * for a checkpoint before every tool call and answers it here; `closed` once it answered one).
+   */
+  gate: 'tree' | 'open' | 'closed';
+  /** What the host channel's lookup answers for its current leg (one per grant). */
+  found: HostLookup | undefined;
   readonly tenant: string | undefined;
   readonly handle: AttemptHandle;
   readonly resolve: (end: AttemptEnd) => void;
@@ -74,17 +96,10 @@ interface OwnedAttempt {
  * A granted attempt's relay, as a peer of the host channel: the channel keeps its
  * flood window and its refusals; recycling it fences the attempt.
  */
-interface RelayPeer {
-  readonly id: number;
+interface RelayPeer extends HostPeer {
   readonly host: string;
-  recycled: string | undefined;
-  floodCount: number;
-  floodStart: number;
   readonly attempt: OwnedAttempt;
 }
-
-/** What the host channel's lookup answers (its type is not exported by name). */
-type HostLookup = ReturnType<ConstructorParameters<typeof HostChannel>[0]['lookup']>;
 
 /** The host operation each relayed call is, on the host channel. */
 const OP = {
@@ -96,6 +111,12 @@ const OP = {
 
 /** How many ended attempts' hosts are remembered (to answer their late messages). */
 const ENDED_KEPT = 4096;
+
+/** How many times one attempt is queued at most (it runs again only while none of its tools started). */
+const MAX_LEGS = 3;
+
+/** What a checkpoint the transport answers itself resolves with (nothing is saved). */
+const CHECKPOINT_SAVED: Promise<unknown> = Promise.resolve(true);
 
 /** Hosts seen in the last lease scan: their slots. */
 interface HostSeen {
@@ -120,8 +141,10 @@ interface HostSeen {
  * and in order. Cancel sets a durable flag and tells the host; an attempt
  * whose end does not come within the grace and the relay slack ends
  * `cancelled`, forced, and is fenced. An attempt whose host vanishes (lease
- * lapsed, job stalled, lock lost, drained) ends `lost`: the tree runs it
- * again from its last checkpoint.
+ * lapsed, job stalled, lock lost, drained) before any of its tools started is
+ * queued again for any host (without the tree's checkpoints, its worker checks
+ * in here before each tool call); after, it ends `lost`: the tree runs it
+ * again from its last checkpoint, or ends it `crashed` when it has none.
  *
  * Gotchas: `ready()` throws `ERR_REDIS_UNREACHABLE` or `ERR_REDIS_CONFIG`
  * (eviction on) with nothing left started; `close()` lets attempts end within
@@ -164,6 +187,13 @@ export class BullmqTransport implements RunTransport {
   #cmd: Redis | undefined;
   #sub: Redis | undefined;
   #queue: Queue | undefined;
+  /**
+   * The connection of the bulk work — the Queue's (a script per dispatch) and the lease checks'
+   * (scans) —, of its own: none of it sits in front of a cancel, grant or acknowledgement on `#cmd`.
+   */
+  #queueConnection: Redis | undefined;
+  /** When the hosts' leases were last scanned (their slots; at most once a second). */
+  #scannedAt = 0;
   #events: QueueEvents | undefined;
   /** The connection QueueEvents was given (BullMQ closes only the ones it makes). */
   #eventsConnection: Redis | undefined;
@@ -185,6 +215,13 @@ export class BullmqTransport implements RunTransport {
   #completed = 0;
   #refusedCount = 0;
   #lost = 0;
+  /** Attempts queued again by this transport (lost before any tool of them started). */
+  #requeued = 0;
+  /**
+   * This transport's incarnation, in its lease and every grant: a worker host stops the attempts
+   * of an owner whose lease names another (an API host restarted under the same `ownerId`).
+   */
+  readonly #incarnation = mintId(16);
   #drained: (() => void) | undefined;
 
   constructor(options: BullmqTransportOptions) {
@@ -219,27 +256,42 @@ export class BullmqTransport implements RunTransport {
     });
   }
 
-  // Which run a capability presented on a relay names: only the attempt it was granted for.
-  #lookup(capability: string, peer: RelayPeer): HostLookup {
+  // Which run a relayed call is for: the attempt of the peer it came through, while that peer is
+  // its current leg's (the relay checked the capability before it handed the call to the channel).
+  #lookup(_capability: string, peer: RelayPeer): HostLookup {
     const a = peer.attempt;
-    if (a.phase === 'granted' && sameSecret(capability, a.attempt.capability)) {
-      const ops = a.attempt.host;
-      return {
-        kind: 'run',
-        run: {
-          agentId: ops.agentId,
-          runId: ops.runId,
-          approve: (r: Parameters<typeof ops.approve>[0]) => ops.approve(r),
-          task: (r: Parameters<typeof ops.task>[0]) => ops.task(r),
-          events: (e: Parameters<typeof ops.events>[0]) => ops.events(e),
-          checkpoint: (c: Parameters<typeof ops.checkpoint>[0]) => ops.checkpoint(c),
-          // Work a run left behind is held by the worker host's own transport, never relayed.
-          holding: () => 'held work is kept on the worker host',
-        },
-      };
+    if (a.phase === 'granted' && a.peer === peer && a.found !== undefined) return a.found;
+    if (a.phase === 'ended' || a.peer !== peer) {
+      return { kind: 'stale', agentId: a.attempt.agentId, runId: a.attempt.runId, quiet: true };
     }
-    if (a.phase === 'ended') return { kind: 'stale', agentId: a.attempt.agentId, runId: a.attempt.runId, quiet: true };
     return { kind: 'unknown' };
+  }
+
+  // The host channel's view of a granted leg, made once per grant (the channel keeps what a run
+  // asked by this object). A checkpoint goes to the tree when the tree asked for them; otherwise
+  // it is this transport's gate: answered here, it means a tool of the attempt may start now.
+  #found(a: OwnedAttempt): HostLookup {
+    const ops = a.attempt.host;
+    const checkpoint: HostRun['checkpoint'] =
+      a.gate === 'tree'
+        ? (c) => ops.checkpoint(c)
+        : () => {
+            a.gate = 'closed';
+            return CHECKPOINT_SAVED;
+          };
+    return {
+      kind: 'run',
+      run: {
+        agentId: ops.agentId,
+        runId: ops.runId,
+        approve: (r) => ops.approve(r),
+        task: (r) => ops.task(r),
+        events: (e) => ops.events(e),
+        checkpoint,
+        // Work a run left behind is held by the worker host's own transport, never relayed.
+        holding: () => 'held work is kept on the worker host',
+      },
+    };
   }
 
   ready(): Promise<void> {
@@ -261,8 +313,10 @@ export class BullmqTransport implements RunTransport {
       await Promise.all([this.#cmd.connect(), this.#sub.connect()]);
       this.#sub.on('messageBuffer', (_channel: Buffer, message: Buffer) => this.#onMessage(message));
       await this.#sub.subscribe(this.#names.toOwner(o.ownerId));
-      await this.#cmd.set(this.#names.ownerLease(o.ownerId), o.build, 'PX', o.ownerLeaseMs);
-      this.#queue = new Queue(o.queue, { connection: this.#cmd, prefix: o.prefix });
+      await this.#cmd.set(this.#names.ownerLease(o.ownerId), this.#leaseValue(), 'PX', o.ownerLeaseMs);
+      this.#queueConnection = redisClient(o.connection, `troupe-owner-${o.ownerId}-queue`);
+      this.#queueConnection.on('error', () => {});
+      this.#queue = new Queue(o.queue, { connection: this.#queueConnection, prefix: o.prefix });
       this.#queue.on('error', () => {});
       this.#eventsConnection = redisClient(o.connection, `troupe-owner-${o.ownerId}-events`);
       this.#eventsConnection.on('error', () => {});
@@ -294,6 +348,11 @@ export class BullmqTransport implements RunTransport {
       attempt,
       jobId,
       nonce: mintId(22),
+      capability: attempt.capability,
+      legs: 1,
+      bounces: 0,
+      gate: (attempt.features & HostFeature.durable) !== 0 ? 'tree' : 'open',
+      found: undefined,
       tenant: o.tenantOf === undefined ? undefined : safeTenant(o.tenantOf, attempt),
       handle,
       resolve,
@@ -322,7 +381,7 @@ export class BullmqTransport implements RunTransport {
       return handle;
     }
     this.#byJob.set(jobId, a);
-    this.#byCapability.set(attempt.capability, a);
+    this.#byCapability.set(a.capability, a);
     if (a.tenant !== undefined && o.maxInFlightPerTenant !== undefined) {
       const live = this.#tenantLive.get(a.tenant) ?? 0;
       if (live >= o.maxInFlightPerTenant) {
@@ -342,7 +401,7 @@ export class BullmqTransport implements RunTransport {
     void this.#addJob(a);
   }
 
-  async #addJob(a: OwnedAttempt): Promise<void> {
+  async #addJob(a: OwnedAttempt, delay = 0): Promise<void> {
     const o = this.options;
     const data: JobData = {
       v: JOB_VERSION,
@@ -364,6 +423,7 @@ export class BullmqTransport implements RunTransport {
         attempts: 1,
         removeOnComplete: true,
         removeOnFail: true,
+        ...(delay > 0 ? { delay } : {}),
       });
     } catch (error) {
       // Redis refused the job (or never started): the attempt cannot run; nothing ran.
@@ -399,9 +459,9 @@ export class BullmqTransport implements RunTransport {
       return;
     }
     const o = this.options;
-    const flag = this.#names.cancelFlag(a.jobId);
-    void this.#cmd?.set(flag, reason, 'PX', o.cancelFlagTtlMs).catch(() => {});
+    // The message first: it is what the host acts on now (the flag is for a host that reconnects).
     this.#toHost(a, ['cancel', a.jobId, reason]);
+    void this.#cmd?.set(this.#names.cancelFlag(a.jobId), reason, 'PX', o.cancelFlagTtlMs).catch(() => {});
     // The backstop: no end within the grace (the host kills it then) and the relay slack.
     a.backstop = this.#clock().setTimeout(() => {
       a.backstop = undefined;
@@ -417,8 +477,8 @@ export class BullmqTransport implements RunTransport {
       this.withdraw(handle);
       return;
     }
-    void this.#cmd?.set(this.#names.cancelFlag(a.jobId), reason, 'PX', this.options.cancelFlagTtlMs).catch(() => {});
     this.#toHost(a, ['kill', a.jobId, reason]);
+    void this.#cmd?.set(this.#names.cancelFlag(a.jobId), reason, 'PX', this.options.cancelFlagTtlMs).catch(() => {});
     this.#finish(a, { status: 'cancelled', reason, forced: true });
   }
 
@@ -441,6 +501,7 @@ export class BullmqTransport implements RunTransport {
       refused: this.#refusedCount,
       hosts: this.#hosts.size,
       lost: this.#lost,
+      requeued: this.#requeued,
     };
   }
 
@@ -484,10 +545,11 @@ export class BullmqTransport implements RunTransport {
     const queue = this.#queue;
     const events = this.#events;
     const eventsConnection = this.#eventsConnection;
-    this.#cmd = this.#sub = this.#queue = this.#events = this.#eventsConnection = undefined;
+    const queueConnection = this.#queueConnection;
+    this.#cmd = this.#sub = this.#queue = this.#events = this.#eventsConnection = this.#queueConnection = undefined;
     if (!now && cmd !== undefined) await cmd.del(this.#names.ownerLease(this.options.ownerId)).catch(() => {});
     await Promise.allSettled([queue?.close(), events?.close()]);
-    for (const client of [sub, cmd, eventsConnection]) {
+    for (const client of [sub, cmd, eventsConnection, queueConnection]) {
       if (client === undefined) continue;
       if (now) client.disconnect();
       else await client.quit().catch(() => client.disconnect());
@@ -557,8 +619,9 @@ export class BullmqTransport implements RunTransport {
     }
     a.phase = 'granted';
     a.hostId = hostId;
-    a.relay = relayedAttempt(jobId, a.attempt.capability, a.attempt.host, hostId);
+    a.relay = relayedAttempt(jobId, a.capability, a.attempt.host, hostId);
     a.peer = { id: ++this.#peers, host: hostId, recycled: undefined, floodCount: 0, floodStart: 0, attempt: a };
+    a.found = this.#found(a);
     // (Its deadline is the tree's to enforce: a cancel, whose backstop is in cancel().)
     this.#sendGrant(a);
   }
@@ -566,7 +629,7 @@ export class BullmqTransport implements RunTransport {
   #sendGrant(a: OwnedAttempt): void {
     const t = a.attempt;
     const grant: Grant = {
-      capability: t.capability,
+      capability: a.capability,
       agentId: t.agentId,
       parentAgentId: t.parentAgentId,
       scope: t.scope,
@@ -574,8 +637,11 @@ export class BullmqTransport implements RunTransport {
       work: t.work,
       // The time it has left: its queue wait counts (the tree's clock and the host's need not agree).
       timeoutMs: t.timeoutMs === undefined ? undefined : Math.max(0, t.timeoutMs - (this.#now() - a.since)),
-      features: t.features,
+      // Without the tree's checkpoints, the worker still asks before each tool call: answered here,
+      // it tells this transport whether the attempt may run again elsewhere should its host vanish.
+      features: a.gate === 'tree' ? t.features : t.features | HostFeature.durable,
       cancelled: t.cancelled,
+      incarnation: this.#incarnation,
     };
     this.#toHost(a, ['grant', a.jobId, a.nonce, grant]);
   }
@@ -604,7 +670,8 @@ export class BullmqTransport implements RunTransport {
     if (!sameSecret(capability, a.relay.capability)) {
       if (other !== undefined) this.#violation(other.hostId, other, `its capability was presented for ${jobId}`, true);
       else this.#refuse(a, `a capability this API host did not grant for ${jobId}`, false);
-      this.#ackTo(undefined, jobId, rseq, 0, refusal('a capability this API host did not grant'));
+      // Not answered: an acknowledgement goes to the host the job was granted to, whose own message
+      // of that sequence number it would settle (whoever forged this one does not read it).
       return;
     }
     const hostId = a.relay.hostId;
@@ -639,18 +706,21 @@ export class BullmqTransport implements RunTransport {
   #call(a: OwnedAttempt, seq: number, kind: keyof typeof OP, payload: unknown): void {
     const channel = this.#channel as HostChannel<RelayPeer>;
     const peer = a.peer as RelayPeer;
+    // The leg this call came from: a reply that comes after the attempt moved to another host is
+    // that leg's, and goes nowhere (its sequence numbers are not the new leg's).
+    const relay = a.relay as RelayedAttempt;
     const notice = kind === 'events';
-    channel.receive(peer, [OP[kind], notice ? 0 : seq, a.attempt.capability, payload], (message) => {
+    channel.receive(peer, [OP[kind], notice ? 0 : seq, a.capability, payload], (message) => {
       const ok = message[1] === 1 ? 1 : 0;
-      a.relay?.replies.set(seq, [ok, message[2]]);
-      this.#ack(a, seq, ok, message[2]);
+      relay.replies.set(seq, [ok, message[2]]);
+      this.#ackTo(relay.hostId, relay.jobId, seq, ok, message[2]);
     });
     if (!notice) return;
     // A notice has no reply of its own: acknowledged once served (or refused, when it fenced the attempt).
     const reply: readonly [0 | 1, unknown] =
-      a.phase === 'granted' ? [1, undefined] : [0, refusal('the event batch was refused')];
-    a.relay?.replies.set(seq, reply);
-    this.#ack(a, seq, reply[0], reply[1]);
+      a.phase === 'granted' && a.relay === relay ? [1, undefined] : [0, refusal('the event batch was refused')];
+    relay.replies.set(seq, reply);
+    this.#ackTo(relay.hostId, relay.jobId, seq, reply[0], reply[1]);
   }
 
   #served(a: OwnedAttempt, seq: number, served: Served): void {
@@ -735,8 +805,11 @@ export class BullmqTransport implements RunTransport {
     if (a === undefined) return;
     if (a.phase === 'granted') this.#lose(a, `its job failed in BullMQ (${reason})`);
     else if (a.phase === 'queued') {
-      // Its job ended before any grant (the host gave up on its claim): nothing ran; queue it again.
-      void this.#addJob(a);
+      // Its job ended before any grant (its claim denied or given up): nothing ran; queue it again,
+      // a little later each time, so that a host that is denied every claim (one granted no more
+      // work) does not spin through it while the hosts that may run it are busy.
+      a.bounces++;
+      void this.#addJob(a, a.bounces < 2 ? 0 : Math.min(1000, 5 * 2 ** a.bounces));
     }
   }
 
@@ -757,8 +830,41 @@ export class BullmqTransport implements RunTransport {
       this.#finish(a, { status: 'cancelled', reason: a.cancelled, forced: true });
       return;
     }
+    // No tool of it started (this transport answers its worker's ask before each one): nothing of
+    // it happened but model calls, so it is queued again, for any host, as the same attempt.
+    if (a.gate === 'open' && a.phase === 'granted' && a.legs < MAX_LEGS && !this.#closing) {
+      this.#again(a);
+      return;
+    }
     this.#lost++;
     this.#finish(a, { status: 'lost', error: new AttemptLostError(a.jobId, a.hostId, why) });
+  }
+
+  // Queue a granted attempt again under a new job, nonce and capability: the host it was granted
+  // to is told to stop it (should it be alive), and whatever that leg still sends is refused.
+  #again(a: OwnedAttempt): void {
+    const old = a.jobId;
+    if (a.hostId !== undefined) {
+      this.#toHost(a, ['kill', old, 'shutdown']);
+      this.#remember(old, a.hostId);
+    }
+    if (a.peer !== undefined) a.peer.recycled = 'its attempt was queued again';
+    this.#byJob.delete(old);
+    if (this.#byCapability.get(a.capability) === a) this.#byCapability.delete(a.capability);
+    a.legs++;
+    a.jobId = jobIdOf(a.attempt.runId, a.attempt.attempt, a.legs);
+    a.nonce = mintId(22);
+    a.capability = mintCapability();
+    a.phase = 'queued';
+    a.hostId = undefined;
+    a.relay = undefined;
+    a.peer = undefined;
+    a.found = undefined;
+    a.placed = false;
+    this.#byJob.set(a.jobId, a);
+    this.#byCapability.set(a.capability, a);
+    this.#requeued++;
+    void this.#addJob(a);
   }
 
   #schedule(): void {
@@ -772,11 +878,11 @@ export class BullmqTransport implements RunTransport {
   // Renew this API host's lease; end `lost` the attempts of hosts whose leases lapsed; queue again
   // the jobs Redis lost before any host took them (a restart without persistence); learn the hosts.
   async #check(): Promise<void> {
-    const cmd = this.#cmd;
+    const cmd = this.#queueConnection;
     if (cmd === undefined) return;
     const o = this.options;
     try {
-      await cmd.set(this.#names.ownerLease(o.ownerId), o.build, 'PX', o.ownerLeaseMs);
+      await cmd.set(this.#names.ownerLease(o.ownerId), this.#leaseValue(), 'PX', o.ownerLeaseMs);
       const byHost = new Map<string, OwnedAttempt[]>();
       const queued: OwnedAttempt[] = [];
       const now = this.#now();
@@ -802,15 +908,17 @@ export class BullmqTransport implements RunTransport {
           if (states[i] === 'unknown' && a.phase === 'queued') void this.#addJob(a);
         });
       }
-      await this.#scanHosts();
+      // The slots hosts lend are for deferring nested tasks: a scan of the keyspace a second is plenty.
+      if (now - this.#scannedAt >= 1000) await this.#scanHosts();
     } catch {
       // Redis is away: the next check tries again (leases it cannot read are not taken as lapsed).
     }
   }
 
   async #scanHosts(): Promise<void> {
-    const cmd = this.#cmd;
+    const cmd = this.#queueConnection;
     if (cmd === undefined) return;
+    this.#scannedAt = this.#now();
     const keys: string[] = [];
     let cursor = '0';
     do {
@@ -837,11 +945,8 @@ export class BullmqTransport implements RunTransport {
     const clock = this.#clock();
     if (a.backstop !== undefined) clock.clearTimeout(a.backstop);
     if (this.#byJob.get(a.jobId) === a) this.#byJob.delete(a.jobId);
-    if (a.hostId !== undefined) {
-      this.#endedOn.set(a.jobId, a.hostId);
-      if (this.#endedOn.size > ENDED_KEPT) this.#endedOn.delete(this.#endedOn.keys().next().value as string);
-    }
-    if (this.#byCapability.get(a.attempt.capability) === a) this.#byCapability.delete(a.attempt.capability);
+    if (a.hostId !== undefined) this.#remember(a.jobId, a.hostId);
+    if (this.#byCapability.get(a.capability) === a) this.#byCapability.delete(a.capability);
     if (a.cancelled !== undefined || end.status === 'cancelled') {
       void this.#cmd?.del(this.#names.cancelFlag(a.jobId)).catch(() => {});
     }
@@ -859,6 +964,12 @@ export class BullmqTransport implements RunTransport {
     }
     a.resolve({ end, usage });
     if (this.#byJob.size === 0) this.#drained?.();
+  }
+
+  // The host of a job that ended here, to answer its late messages.
+  #remember(jobId: string, hostId: string): void {
+    this.#endedOn.set(jobId, hostId);
+    if (this.#endedOn.size > ENDED_KEPT) this.#endedOn.delete(this.#endedOn.keys().next().value as string);
   }
 
   // ---- sending
@@ -919,6 +1030,11 @@ export class BullmqTransport implements RunTransport {
     void cmd.publish(channel, bytes).catch(() => {});
   }
 
+  /** This API host's lease: `<build> <incarnation>`. */
+  #leaseValue(): string {
+    return `${this.options.build} ${this.#incarnation}`;
+  }
+
   #clock() {
     return (this.#host as TransportHost).clock;
   }
@@ -936,10 +1052,13 @@ function safeTenant(tenantOf: (scope: never) => string, attempt: Attempt): strin
   }
 }
 
+// Compares every character whatever the first difference (no early exit), without allocating:
+// it runs for every relayed message.
 function sameSecret(a: string, b: string): boolean {
-  const x = Buffer.from(a);
-  const y = Buffer.from(b);
-  return x.length === y.length && timingSafeEqual(x, y);
+  if (a.length !== b.length) return false;
+  let diff = 0;
+  for (let i = 0; i < a.length; i++) diff |= a.charCodeAt(i) ^ b.charCodeAt(i);
+  return diff === 0;
 }
 
 function decodeRefusal(shape: unknown): Error {

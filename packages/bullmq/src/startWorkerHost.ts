@@ -80,13 +80,18 @@ export interface WorkerHostStats {
 /** One attempt running here. */
 interface Running {
   readonly jobId: string;
+  readonly runId: string;
   readonly owner: string;
+  /** The owner's incarnation its grant named (its lease names it while that owner lives). */
+  readonly incarnation: string | undefined;
   readonly relay: RelayClient;
   handle: AttemptHandle | undefined;
   /** A cancel that came before the local dispatch. */
   cancel: CancelReason | undefined;
   /** Handed back or lost: its end is not reported (its owner runs it again elsewhere). */
   lost: boolean;
+  /** Its handback, settled when the owner acknowledged or refused it (or the relay failed). */
+  handback: Promise<void> | undefined;
 }
 
 interface Claim {
@@ -406,19 +411,38 @@ export class WorkerHost extends EventEmitter<WorkerHostEvents> {
   }
 
   async #run(jobId: string, d: JobData, agent: Agent, grant: Grant): Promise<string> {
+    await this.#supersede(jobId, d);
     const relay = new RelayClient(jobId, grant.capability, this.options.maxRelayBytes, (bytes) =>
       this.#publish(this.#names.toOwner(d.owner), bytes),
     );
-    const running: Running = { jobId, owner: d.owner, relay, handle: undefined, cancel: undefined, lost: false };
+    const running: Running = {
+      jobId,
+      runId: d.runId,
+      owner: d.owner,
+      incarnation: grant.incarnation,
+      relay,
+      handle: undefined,
+      cancel: undefined,
+      lost: false,
+      handback: undefined,
+    };
     this.#running.set(jobId, running);
     const now = () => Date.now();
+    let receipt: string | undefined;
     const host: HostOperations = {
       agentId: grant.agentId,
       runId: d.runId,
       approve: (request) => relay.call('approve', request, now()),
       task: (request) => relay.call('task', request, now()) as Promise<HostTaskResult | undefined>,
       events: (events) => relay.notice('events', events, now()),
-      checkpoint: (checkpoint) => relay.call('checkpoint', checkpoint, now()),
+      checkpoint: async (checkpoint) => {
+        // The receipt it came with is this host's channel's (its thread's proof); the owner's channel
+        // asks for the receipt it answered the attempt's last relayed checkpoint with.
+        const { receipt: _thread, ...rest } = checkpoint;
+        const reply = await relay.call('checkpoint', receipt === undefined ? rest : { ...rest, receipt }, now());
+        receipt = typeof reply === 'string' ? reply : undefined;
+        return reply;
+      },
     };
     const attempt: Attempt = {
       runId: d.runId as RunId,
@@ -444,8 +468,13 @@ export class WorkerHost extends EventEmitter<WorkerHostEvents> {
     else void this.#readFlag(running);
     const ended = await handle.ended;
     let status: string = ended.end.status;
-    if (running.lost) status = 'lost';
-    else {
+    if (running.lost) {
+      status = 'lost';
+      // The handback is what tells a live owner to run it again when nothing else will (its host's
+      // lease renewed and its job gone with a Redis restarted empty): sent again until answered,
+      // for at most claimTimeoutMs, before the relay stops.
+      if (running.handback !== undefined) await settledWithin(running.handback, this.options.claimTimeoutMs);
+    } else {
       // The end is the attempt's last message: the owner has served everything before it.
       await relay.call('end', encodeEnd(ended), now()).catch(() => {});
     }
@@ -456,13 +485,36 @@ export class WorkerHost extends EventEmitter<WorkerHostEvents> {
     return status;
   }
 
+  // Its owner granted an attempt of a run this host still runs an older attempt (or leg) of: the
+  // old one lost its job here unseen (Redis restarted empty, a lock lost while a message was
+  // missed) and the owner has already ended it. Stop it, and wait for its end (at most the
+  // grace): the run's cancellation slot is its own until then (the new attempt would be refused
+  // by it, end lost, and could be refused again until the run's attempts ran out).
+  async #supersede(jobId: string, d: JobData): Promise<void> {
+    const stale: Promise<unknown>[] = [];
+    for (const r of this.#running.values()) {
+      if (r.runId !== d.runId || r.jobId === jobId || r.owner !== d.owner || r.handle === undefined) continue;
+      const why = `attempt ${r.jobId} was superseded by ${jobId}`;
+      // Cancelled as a lost attempt is (its tools see it; the grace then kills it), unless it is already.
+      if (!r.lost) {
+        r.relay.fail(new ClosedError(why));
+        this.#giveUp(r.jobId, why);
+      }
+      stale.push(r.handle.ended);
+    }
+    await Promise.all(stale);
+  }
+
   // Hand an attempt back to its owner (who runs it again elsewhere) and stop it here.
   #giveUp(jobId: string, why: string, kill = false): void {
     const running = this.#running.get(jobId);
     if (running === undefined || running.lost) return;
     running.lost = true;
     this.#handedBack++;
-    running.relay.notice('handback', [why], Date.now());
+    running.handback = running.relay.call('handback', [why], Date.now()).then(
+      () => {},
+      () => {},
+    );
     if (running.handle === undefined) running.cancel = 'shutdown';
     else if (kill) this.#transport.kill(running.handle, 'shutdown');
     else this.#transport.cancel(running.handle, 'shutdown');
@@ -519,33 +571,45 @@ export class WorkerHost extends EventEmitter<WorkerHostEvents> {
     for (const running of this.#running.values()) running.relay.resend(now, this.options.relayRetryMs);
   }
 
-  // Renew this host's lease; stop the attempts of owners whose leases lapsed (nobody awaits them).
+  // Renew this host's lease; stop the attempts of owners whose leases lapsed, or name another
+  // incarnation (the API host restarted under the same id): nobody awaits them.
   async #renewLease(): Promise<void> {
     const cmd = this.#cmd;
     if (cmd === undefined) return;
     const o = this.options;
     try {
       await cmd.set(this.#names.hostLease(o.hostId), `${o.build} ${o.concurrency}`, 'PX', o.leaseMs);
-      const owners = new Set([...this.#running.values()].map((r) => r.owner));
-      for (const owner of owners) {
-        if ((await cmd.exists(this.#names.ownerLease(owner))) !== 0) {
+      if (this.#running.size === 0) return;
+      const owners = [...new Set([...this.#running.values()].map((r) => r.owner))];
+      const leases = await cmd.mget(...owners.map((owner) => this.#names.ownerLease(owner)));
+      owners.forEach((owner, i) => {
+        const lease = leases[i];
+        if (lease === null || lease === undefined) {
+          // Missing twice in a row: once may be a Redis that restarted empty before the owner renewed.
+          if (!this.#ownerMissing.has(owner)) {
+            this.#ownerMissing.add(owner);
+            return;
+          }
           this.#ownerMissing.delete(owner);
-          continue;
-        }
-        // Missing twice in a row: once may be a Redis that restarted empty before the owner renewed.
-        if (!this.#ownerMissing.has(owner)) {
-          this.#ownerMissing.add(owner);
-          continue;
+          this.#dropOwner(owner, `its API host ${owner} is gone`);
+          return;
         }
         this.#ownerMissing.delete(owner);
-        for (const r of this.#running.values()) {
-          if (r.owner !== owner || r.lost) continue;
-          r.relay.fail(new ClosedError(`the API host ${owner} is gone`));
-          this.#giveUp(r.jobId, `its API host ${owner} is gone`, true);
-        }
-      }
+        const incarnation = lease.split(' ')[1];
+        if (incarnation !== undefined) this.#dropOwner(owner, `its API host ${owner} restarted`, incarnation);
+      });
     } catch (error) {
       this.#error(error as Error);
+    }
+  }
+
+  // Stop the attempts of `owner`: all of them, or those granted by another incarnation than `alive`.
+  #dropOwner(owner: string, why: string, alive?: string): void {
+    for (const r of this.#running.values()) {
+      if (r.owner !== owner || r.lost) continue;
+      if (alive !== undefined && (r.incarnation === undefined || r.incarnation === alive)) continue;
+      r.relay.fail(new ClosedError(why));
+      this.#giveUp(r.jobId, why, true);
     }
   }
 
@@ -556,6 +620,14 @@ export class WorkerHost extends EventEmitter<WorkerHostEvents> {
   #publish(channel: string, bytes: Buffer): void {
     void this.#cmd?.publish(channel, bytes).catch(() => {});
   }
+}
+
+/** Resolves when `promise` settles or `ms` have passed, whichever is first. */
+function settledWithin(promise: Promise<void>, ms: number): Promise<void> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  return Promise.race([promise, new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]).finally(() =>
+    clearTimeout(timer),
+  );
 }
 
 function rebuild(shape: unknown): Error {

@@ -191,7 +191,10 @@ export interface Attempt {
   readonly host: HostOperations;
   /** The W3C trace context of the run on this host (a remote transport may carry it; it is no secret). */
   readonly traceparent?: string | undefined;
-  /** A slot took it (called at most once, before its end). */
+  /**
+   * A slot took it (before its end): once, or once more each time a remote transport moved it to
+   * another host before any of its tools started (its host vanished; the attempt is the same).
+   */
   placed?(placement: AttemptPlacement): void;
 }
 

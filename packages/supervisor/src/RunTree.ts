@@ -236,6 +236,7 @@ export class RunTree {
       placed: (node, attempt, placement) => {
         if (node.attempt !== attempt || node.phase === 'ended') return;
         node.threadId = placement.threadId;
+        node.host = placement.host;
         node.dispatchedAt = placement.at;
         if (node.phase === 'queued') node.phase = 'running';
       },
@@ -559,6 +560,7 @@ export class RunTree {
     // With a durable store its tools start after a checkpoint: lost, it can be run again.
     node.rerun = (features & HostFeature.durable) !== 0 ? work : undefined;
     node.threadId = undefined;
+    node.host = undefined;
     node.dispatchedAt = undefined;
     const handle = this.#transport.dispatch(
       new RunAttempt(node, this.#hostView, {

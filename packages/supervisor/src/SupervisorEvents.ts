@@ -79,18 +79,21 @@ interface SubagentRef extends RunRef {
 }
 
 /**
- * Where a worker run's last dispatch ran: its thread, and when it got it (`undefined`: it never did).
+ * Where a worker run's last dispatch ran: its thread, the worker host of that thread when it is
+ * not this process, and when it got it (`undefined`: it never did).
  *
  * @example
  * ```ts
  * supervisor.on('subagent.done', (e) => {
  *   const placed: RunPlacement = e
- *   if (placed.dispatchedAt !== undefined) console.log(`thread ${placed.threadId}, ${e.at - placed.dispatchedAt} ms from dispatch to done`)
+ *   if (placed.dispatchedAt !== undefined) console.log(`thread ${placed.threadId} on ${placed.host ?? 'this process'}, ${e.at - placed.dispatchedAt} ms from dispatch to done`)
  * })
  * ```
  */
 export interface RunPlacement {
   readonly threadId: number | undefined;
+  /** The worker host that ran it (a remote transport's `AttemptPlacement.host`); `undefined`: this process. */
+  readonly host?: string | undefined;
   /** When the run was handed to its thread, in the Clock base (the queue wait ends here). */
   readonly dispatchedAt: number | undefined;
 }

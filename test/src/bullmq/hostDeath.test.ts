@@ -7,7 +7,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { sqlitePersistence } from '@troupe/sqlite';
-import { coordinator } from './cluster/agents.js';
+import { ChatServer, event, finishChunk, sse, startSse, textAnswer, textChunk } from '../openai/chatServer.js';
+import { BASE_URL_VARIABLE, coordinator, streamer, worker } from './cluster/agents.js';
 import { type Cluster, hostOf, startCluster } from './cluster/cluster.js';
 
 async function durable(hosts: number, host: Parameters<typeof startCluster>[1] = {}): Promise<Cluster> {
@@ -92,6 +93,83 @@ describe('host death', () => {
       assert.equal(after.status, 'done');
       assert.equal(c.lines().filter((x) => x.startsWith('start k4 ')).length, 1);
       assert.equal(c.lines().filter((x) => x.startsWith('done k5 ')).length, 1);
+    } finally {
+      await c.close();
+    }
+  });
+
+  it('SIGKILL of a host mid-model-stream: a direct spawn (nothing saved) runs again on the other host, its tool once', async () => {
+    const server = await ChatServer.start();
+    process.env[BASE_URL_VARIABLE] = server.baseURL;
+    const c = await startCluster(2);
+    try {
+      let placedOn: string | undefined;
+      c.supervisor.on('subagent.done', (e) => {
+        placedOn = e.host;
+      });
+      server.script(
+        // The first host's stream: one delta, then nothing (it dies reading it).
+        (res) => {
+          startSse(res);
+          event(res, textChunk('Let me'));
+        },
+        // The run again, on the other host: the tool call, then the answer.
+        sse([
+          {
+            choices: [
+              {
+                index: 0,
+                delta: {
+                  tool_calls: [{ index: 0, id: 'c1', function: { name: 'effect', arguments: '{"key":"m1"}' } }],
+                },
+              },
+            ],
+          },
+          finishChunk('tool_calls'),
+        ]),
+        textAnswer('charged'),
+      );
+      const outcome = c.supervisor.spawn(streamer, { input: 'charge m1', scope: c.scope, toolContext: c.toolContext });
+      const first = await server.request(1);
+      const on = String(first.headers['x-troupe-host']);
+      const victim = c.hosts.find((h) => h.hostId === on);
+      assert.ok(victim !== undefined, on);
+      victim.kill('SIGKILL');
+      const r = await outcome;
+      assert.equal(r.status, 'done', JSON.stringify(r));
+      assert.equal(r.status === 'done' ? r.result : '', 'charged');
+      await first.socketClosed;
+      const other = c.hosts.find((h) => h !== victim)?.hostId;
+      assert.equal((await server.request(2)).headers['x-troupe-host'], other, 'the model was asked again elsewhere');
+      assert.deepEqual(
+        c.lines().filter((l) => l.startsWith('done m1 ')),
+        [`done m1 ${other}`],
+        'the tool ran once',
+      );
+      assert.equal(placedOn, other, 'subagent.done names the host that ran it');
+      assert.equal(c.transport.stats().requeued, 1);
+    } finally {
+      await c.close();
+      delete process.env[BASE_URL_VARIABLE];
+      await server.close();
+    }
+  });
+
+  it('SIGKILL of a host mid-tool, a direct spawn (nothing saved): it ends crashed, the tool is not run again', async () => {
+    const c = await startCluster(2);
+    try {
+      const outcome = c.supervisor.spawn(worker, { input: 'hold g1', scope: c.scope, toolContext: c.toolContext });
+      const lines = await c.until((l) => l.some((x) => x.startsWith('start g1 ')));
+      const on = hostOf(lines.find((x) => x.startsWith('start g1 ')) as string);
+      c.hosts.find((h) => h.hostId === on)?.kill('SIGKILL');
+      const r = await outcome;
+      assert.equal(r.status, 'crashed', JSON.stringify(r));
+      assert.match(r.status === 'crashed' ? r.error.message : '', /lost/);
+      assert.deepEqual(
+        c.lines().filter((l) => l.startsWith('start g1 ')),
+        [`start g1 ${on}`],
+      );
+      assert.equal(c.transport.stats().requeued, 0);
     } finally {
       await c.close();
     }

@@ -6,6 +6,7 @@ import { after, before, describe, it } from 'node:test';
 import { BullmqTransport, bullmqTransport } from '@troupe/bullmq';
 import { encodeEnd } from '@troupe/bullmq/internal';
 import { isTroupeError } from '@troupe/core';
+import { HostFeature } from '@troupe/core/internal';
 import { type RedisServer, startRedis } from '../servers/redis.js';
 import { makeAttempt, PeerHost, transportHost } from './peer.js';
 
@@ -16,6 +17,9 @@ before(async () => {
 after(async () => {
   await redis.stop();
 });
+
+/** An attempt the tree checkpoints (a durable store): the tree, not the transport, runs it again. */
+const checkpointed = { features: HostFeature.durable };
 
 let queues = 0;
 /** A transport and a peer host on a queue of their own. */
@@ -238,7 +242,7 @@ describe('bullmqTransport: relayed host operations', () => {
   it('a nested task and a checkpoint are served by the tree and answered', async () => {
     const t = await pair();
     try {
-      const { served, jobId, grant } = await granted(t);
+      const { served, jobId, grant } = await granted(t, checkpointed);
       const cap = grant[3].capability;
       await t.peer.relay(t.owner, jobId, cap, 1, 'task', {
         subagent: 'child',
@@ -249,7 +253,10 @@ describe('bullmqTransport: relayed host operations', () => {
       assert.deepEqual(await t.peer.ack(jobId, 1), [1, { status: 'done', result: 'child done', events: [] }]);
       const checkpoint = { phase: 'before', state: { agentId: 'helper-1', messages: [], metadata: {} }, calls: [] };
       await t.peer.relay(t.owner, jobId, cap, 2, 'checkpoint', checkpoint);
-      assert.deepEqual(await t.peer.ack(jobId, 2), [1, true]);
+      // Answered with the receipt the attempt's next checkpoint presents.
+      const [ok, receipt] = await t.peer.ack(jobId, 2);
+      assert.equal(ok, 1);
+      assert.match(String(receipt), /^[\w-]{24}$/);
       assert.equal(served.tasks.length, 1);
       assert.equal(served.checkpoints.length, 1);
     } finally {
@@ -347,7 +354,7 @@ describe('bullmqTransport: cancel, leases, bounds', () => {
   it('a granted attempt whose host lease lapses ends lost (ERR_ATTEMPT_LOST)', async () => {
     const t = await pair();
     try {
-      const a = await granted(t);
+      const a = await granted(t, checkpointed);
       await t.peer.dropLease();
       const { end } = await a.handle.ended;
       assert.equal(end.status, 'lost');
@@ -361,10 +368,96 @@ describe('bullmqTransport: cancel, leases, bounds', () => {
   it('a host handing an attempt back ends it lost', async () => {
     const t = await pair();
     try {
-      const a = await granted(t);
+      const a = await granted(t, checkpointed);
       await t.peer.relay(t.owner, a.jobId, a.grant[3].capability, 1, 'handback', ['draining']);
       const { end } = await a.handle.ended;
       assert.equal(end.status, 'lost');
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('without the tree’s checkpoints, the grant asks the worker to check in before each tool; the transport answers it, the tree never sees it', async () => {
+    const t = await pair();
+    try {
+      const a = await granted(t);
+      assert.equal(a.grant[3].features & HostFeature.durable, HostFeature.durable);
+      const checkpoint = { phase: 'before', state: { agentId: 'helper-1', messages: [], metadata: {} }, calls: [] };
+      await t.peer.relay(t.owner, a.jobId, a.grant[3].capability, 1, 'checkpoint', checkpoint);
+      const [ok, receipt] = await t.peer.ack(a.jobId, 1);
+      assert.equal(ok, 1);
+      assert.equal(typeof receipt, 'string');
+      assert.equal(a.served.checkpoints.length, 0);
+      // A malformed one is refused as a thread's is, and fences the attempt.
+      await t.peer.relay(t.owner, a.jobId, a.grant[3].capability, 2, 'checkpoint', { phase: 'sideways' });
+      assert.equal((await a.handle.ended).end.status, 'crashed');
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('lost before any tool started (no check-in yet), an attempt is queued again: a new job, nonce and capability; the old host is told to stop; its late messages are refused', async () => {
+    const t = await pair();
+    try {
+      const a = await granted(t);
+      await t.peer.relay(t.owner, a.jobId, a.grant[3].capability, 1, 'placed', [3]);
+      assert.deepEqual(await t.peer.ack(a.jobId, 1), [1, undefined]);
+      await t.peer.dropLease();
+      // The old leg is told to stop where it ran.
+      await t.peer.next('kill', a.jobId);
+      const again = `${a.attempt.runId}.1.2`;
+      const nonce = await t.peer.nonce(again);
+      assert.notEqual(nonce, a.nonce);
+      await t.peer.lease(1, 60_000);
+      await t.peer.claim(t.owner, again, nonce, 'b1');
+      const grant = await t.peer.next('grant', again);
+      assert.notEqual(grant[3].capability, a.grant[3].capability, 'a fresh capability');
+      assert.deepEqual(grant[3].work, a.attempt.work, 'the same work');
+      assert.equal(t.transport.stats().requeued, 1);
+      // The old leg's late message is refused; the new leg is served.
+      await t.peer.relay(t.owner, a.jobId, a.grant[3].capability, 2, 'approve', {
+        toolName: 'ship',
+        toolCallId: 'c1',
+        arguments: {},
+      });
+      assert.equal((await t.peer.ack(a.jobId, 2))[0], 0);
+      assert.equal(a.served.approvals.length, 0);
+      await t.peer.relay(t.owner, again, grant[3].capability, 1, 'placed', [4]);
+      await t.peer.ack(again, 1);
+      assert.deepEqual(
+        a.served.placements.map((p) => (p as { threadId: number; host: string }).threadId),
+        [3, 4],
+        'placed once per leg',
+      );
+      await t.peer.relay(
+        t.owner,
+        again,
+        grant[3].capability,
+        2,
+        'end',
+        encodeEnd({ end: { status: 'incomplete', events: [], turns: 1 }, usage: { inputTokens: 0, outputTokens: 0 } }),
+      );
+      assert.equal((await a.handle.ended).end.status, 'incomplete');
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('lost after its worker checked in before a tool, an attempt ends lost (the tool may have run)', async () => {
+    const t = await pair();
+    try {
+      const a = await granted(t);
+      const checkpoint = {
+        phase: 'before',
+        state: { agentId: 'helper-1', messages: [], metadata: {} },
+        calls: [{ id: 'c1', name: 'charge', idempotent: false }],
+      };
+      await t.peer.relay(t.owner, a.jobId, a.grant[3].capability, 1, 'checkpoint', checkpoint);
+      await t.peer.ack(a.jobId, 1);
+      await t.peer.dropLease();
+      const { end } = await a.handle.ended;
+      assert.equal(end.status, 'lost');
+      assert.equal(t.transport.stats().requeued, 0);
     } finally {
       await t.close();
     }
@@ -449,7 +542,7 @@ describe('bullmqTransport: Redis and BullMQ failures', () => {
     const connection = new Redis(redis.url, { maxRetriesPerRequest: null });
     try {
       await t.peer.lease(1, 60_000);
-      const { attempt } = makeAttempt();
+      const { attempt } = makeAttempt(checkpointed);
       const handle = t.transport.dispatch(attempt);
       const jobId = `${attempt.runId}.1`;
       const nonce = await t.peer.nonce(jobId);
@@ -473,15 +566,32 @@ describe('bullmqTransport: Redis and BullMQ failures', () => {
     }
   });
 
-  it('the API host holds a lease while it runs and removes it on close', async () => {
-    const t = await pair({ ownerLeaseMs: 2_000 });
-    const key = t.peer.names.ownerLease(t.owner);
-    assert.equal(await t.peer.command('GET', key), 'b1');
-    const ttl = Number(await t.peer.command('PTTL', key));
-    assert.ok(ttl > 0 && ttl <= 2_000, `a TTL within the lease (${ttl})`);
-    await t.transport.close({ drainMs: 0 });
-    assert.equal(await t.peer.command('EXISTS', key), 0);
-    await t.peer.close();
+  it('the API host holds a lease (its build and incarnation) while it runs and removes it on close', async () => {
+    // (No lease check during the test: its renewal would write over the other incarnation's.)
+    const t = await pair({ ownerLeaseMs: 2_000, leaseCheckMs: 60_000 });
+    const again = bullmqTransport({
+      connection: redis.url,
+      build: 'b1',
+      ownerId: t.owner,
+      queue: t.transport.options.queue,
+    });
+    try {
+      const key = t.peer.names.ownerLease(t.owner);
+      const value = String(await t.peer.command('GET', key));
+      assert.match(value, /^b1 [\w-]{16}$/);
+      const ttl = Number(await t.peer.command('PTTL', key));
+      assert.ok(ttl > 0 && ttl <= 2_000, `a TTL within the lease (${ttl})`);
+      // Another transport under the same owner id (a restarted API host) is another incarnation.
+      again.start(transportHost());
+      await again.ready();
+      assert.notEqual(String(await t.peer.command('GET', key)), value);
+      await again.destroy();
+      await t.transport.close({ drainMs: 0 });
+      assert.equal(await t.peer.command('EXISTS', key), 0);
+    } finally {
+      await again.destroy();
+      await t.close();
+    }
   });
 });
 

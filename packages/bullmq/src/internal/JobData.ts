@@ -26,7 +26,11 @@ export const JobData = z.strictObject({
 /** See the {@link JobData} schema. */
 export type JobData = z.infer<typeof JobData>;
 
-/** The job of one attempt: `<runId>.<attempt>` (BullMQ refuses a second job of one id). */
-export function jobIdOf(runId: string, attempt: number): string {
-  return `${runId}.${attempt}`;
+/**
+ * The job of one attempt: `<runId>.<attempt>`, and `<runId>.<attempt>.<leg>` when the API host
+ * queued the same attempt again (lost before any of its tools started). BullMQ refuses a second
+ * job of one id.
+ */
+export function jobIdOf(runId: string, attempt: number, leg = 1): string {
+  return leg === 1 ? `${runId}.${attempt}` : `${runId}.${attempt}.${leg}`;
 }

@@ -63,6 +63,11 @@ export interface Grant {
   readonly timeoutMs: number | undefined;
   readonly features: number;
   readonly cancelled: CancelReason | undefined;
+  /**
+   * The owner's incarnation (its lease says it): the host stops the attempt when the owner's
+   * lease names another one (the API host restarted under the same id: nobody awaits it).
+   */
+  readonly incarnation?: string | undefined;
 }
 
 export type ToHost =
@@ -121,6 +126,7 @@ export function decodeToHost(bytes: Buffer, maxBytes: number): ToHost | string {
         return 'a malformed grant (timeoutMs)';
       if (typeof g.features !== 'number' || !Number.isSafeInteger(g.features)) return 'a malformed grant (features)';
       if (g.cancelled !== undefined && !REASONS.has(g.cancelled)) return 'a malformed grant (cancelled)';
+      if (g.incarnation !== undefined && !isString(g.incarnation, 64)) return 'a malformed grant (incarnation)';
       return raw as unknown as ToHost;
     }
     case 'deny':

@@ -271,6 +271,7 @@ export class RunEvents {
       usage: node.usage,
       totalUsage,
       threadId: node.threadId,
+      host: node.host,
       dispatchedAt: node.dispatchedAt,
       at: this.#clock.now(),
     });
@@ -293,6 +294,7 @@ export class RunEvents {
       usage: node.usage,
       totalUsage,
       threadId: node.threadId,
+      host: node.host,
       dispatchedAt: node.dispatchedAt,
       at: this.#clock.now(),
     };

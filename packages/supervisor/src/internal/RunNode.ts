@@ -163,6 +163,8 @@ export class RunNode {
   handle: AttemptHandle | undefined = undefined;
   /** The thread its current attempt runs on, and when a slot took it (telemetry: the end of its queue wait). */
   threadId: number | undefined = undefined;
+  /** The worker host of that thread, when a remote transport runs it (`AttemptPlacement.host`). */
+  host: string | undefined = undefined;
   dispatchedAt: number | undefined = undefined;
   /** Incremented on every (re)dispatch: a fencing token for what is saved of it. */
   attempt = 0;

@@ -17,6 +17,15 @@ export { RunTree, type RunTreeOptions } from '../RunTree.js';
 export { Watchdog, type WatchdogKillCause, type WatchdogOptions } from '../Watchdog.js';
 export { mintCapability } from './capability.js';
 export { Dispatcher } from './Dispatcher.js';
-export { HostChannel, type HostRefusal, MAX_QUESTIONS_PER_DISPATCH } from './HostChannel.js';
+export {
+  HostChannel,
+  type HostChannelOptions,
+  type HostLookup,
+  type HostPeer,
+  type HostRefusal,
+  type HostReply,
+  type HostRun,
+  MAX_QUESTIONS_PER_DISPATCH,
+} from './HostChannel.js';
 export type { RunNode, RunPhase } from './RunNode.js';
 export { type ThreadInfo, WorkerPool } from './WorkerPool.js';

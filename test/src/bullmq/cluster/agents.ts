@@ -4,15 +4,19 @@
 //   `effect <key>`  a side effect that is not idempotent: a line `done <key> <host>` in the
 //                   effects file (toolContext.effects), written once it returns;
 //   `hold <key>`    the same, but it writes `start <key> <host>` first and then holds until
-//                   cancelled (a host killed mid-tool: the side effect never committed);
+//                   cancelled (a host killed mid-tool: the side effect never committed), when it
+//                   writes `released <key> <host>`;
 //   `idem <key>`    as `hold`, but idempotent (re-run after a crash);
 //   `spin <key>`    loops until it sees its cancel, and writes `cancelled <key> <host> <epoch ms>`;
 //   `ask <key>`     asks a person; when answered, writes `answered <key> <host>` once;
 //   `where`         answers with the host it runs on.
-// The host is TROUPE_HOST_ID from the worker host's environment.
+// The host is TROUPE_HOST_ID from the worker host's environment. The `streamer` agent does the
+// same with a real model: an OpenAI-compatible server of the test's own (its address in
+// TROUPE_TEST_OPENAI_BASE_URL), asked with the header `x-troupe-host: <host>`.
 import { appendFileSync, readFileSync } from 'node:fs';
 import { defineAgent, defineTool, type Message, ToolResult } from '@troupe/core';
 import { ScriptedModel } from '@troupe/core/testing';
+import { openaiModel } from '@troupe/openai';
 import { z } from 'zod';
 
 type EffectsContext = { readonly effects: string };
@@ -48,6 +52,7 @@ export const hold = defineTool({
   execute: async ({ key }, ctx) => {
     note(ctx as never, `start ${key} ${host()}`);
     await holdUntilCancelled(ctx);
+    note(ctx as never, `released ${key} ${host()}`);
     return 'released';
   },
 });
@@ -118,8 +123,27 @@ export const worker = defineAgent({
   ]),
 });
 
+/** Where the test's OpenAI-compatible server listens (the worker hosts inherit it). */
+export const BASE_URL_VARIABLE = 'TROUPE_TEST_OPENAI_BASE_URL';
+
+/** The `worker`'s tools on a model served over HTTP (logical id `streamer`). */
+export const streamer = defineAgent({
+  name: 'streamer',
+  description: 'Does what its model says, on a worker host',
+  module: import.meta.url,
+  instructions: 'Do what the task says.',
+  tools: [effect, hold, idem, spin, ask],
+  model: openaiModel({
+    model: 'test-model',
+    baseURL: process.env[BASE_URL_VARIABLE] ?? 'http://127.0.0.1:9/v1',
+    apiKey: 'sk-cluster',
+    maxAttempts: 1,
+    headers: { 'x-troupe-host': host() },
+  }),
+});
+
 /** What a worker host runs, by logical id. */
-export const agents = { worker };
+export const agents = { worker, streamer };
 
 /**
  * A parent on the API host: each line `<word> <key>` of its message becomes a task of a

@@ -4,7 +4,7 @@
 import { mkdtempSync, readFileSync, rmSync, watch, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { bullmqTransport } from '@troupe/bullmq';
+import { type BullmqTransport, bullmqTransport } from '@troupe/bullmq';
 import { createSupervisor, type Supervisor, type SupervisorOptions } from '@troupe/supervisor';
 import { type RedisServer, startRedis } from '../../servers/redis.js';
 import { type HostOptions, type HostProcess, startHost, stopHosts } from './hosts.js';
@@ -16,6 +16,8 @@ export interface Cluster {
   readonly redis: RedisServer;
   readonly hosts: HostProcess[];
   readonly supervisor: Supervisor;
+  /** The API host's transport (its stats: `lost`, `requeued`). */
+  readonly transport: BullmqTransport;
   readonly dir: string;
   readonly effects: string;
   readonly scope: { readonly tenant: string; readonly marker: string };
@@ -48,18 +50,16 @@ export async function startCluster(
       startHost(redis.url, `host-${String.fromCharCode(97 + i)}`, hostOptions),
     ),
   );
-  const supervisor = createSupervisor({
-    transport: bullmqTransport({
-      connection: redis.url,
-      build: hostOptions.build ?? 'cluster-test',
-      queue,
-      graceMs: hostOptions.graceMs ?? 500,
-      leaseCheckMs: 100,
-      relaySlackMs: 1_000,
-      ...options.transport,
-    }),
-    ...options.supervisor,
+  const transport = bullmqTransport({
+    connection: redis.url,
+    build: hostOptions.build ?? 'cluster-test',
+    queue,
+    graceMs: hostOptions.graceMs ?? 500,
+    leaseCheckMs: 100,
+    relaySlackMs: 1_000,
+    ...options.transport,
   });
+  const supervisor = createSupervisor({ transport, ...options.supervisor });
   await supervisor.ready();
   const lines = () =>
     readFileSync(effects, 'utf8')
@@ -69,6 +69,7 @@ export async function startCluster(
     redis,
     hosts,
     supervisor,
+    transport,
     dir,
     effects,
     scope: { tenant: 't1', marker: SCOPE_MARKER },
