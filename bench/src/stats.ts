@@ -1,18 +1,10 @@
+import { quantile } from '@troupe/supervisor/internal';
+
+export { quantile };
+
 /** Median of a sample (not mutated). */
 export function median(values: readonly number[]): number {
   return quantile(values, 0.5);
-}
-
-/** The q-quantile (0..1) of a sample, linear between ranks. */
-export function quantile(values: readonly number[], q: number): number {
-  if (values.length === 0) return Number.NaN;
-  const sorted = [...values].sort((a, b) => a - b);
-  const pos = (sorted.length - 1) * q;
-  const lo = Math.floor(pos);
-  const hi = Math.ceil(pos);
-  const a = sorted[lo] as number;
-  const b = sorted[hi] as number;
-  return a + (b - a) * (pos - lo);
 }
 
 /** High-resolution time in nanoseconds as a number. */

@@ -1,18 +1,14 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { isTroupeError } from '@troupe/core';
+import { formatBytes } from '@troupe/core/internal';
 import { MAX_MEASURED_HOPS, measureScopeCost } from '@troupe/supervisor';
 import { BenchInputError } from '../BenchInputError.js';
 import type { Figure } from '../Suite.js';
 import { type FlagValues, intFlag, stringFlag } from '../SuiteFlags.js';
 import { median, round } from '../stats.js';
 
-/** `1.5 KiB`, `18.2 KiB`, `1.0 MiB`, `200 B`. */
-export function formatBytes(bytes: number): string {
-  if (bytes < 1024) return `${bytes} B`;
-  if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KiB`;
-  return `${(bytes / 1024 / 1024).toFixed(2)} MiB`;
-}
+export { formatBytes };
 
 function formatUs(us: number): string {
   return us >= 10_000 ? `${(us / 1000).toFixed(1)} ms` : `${round(us)} µs`;

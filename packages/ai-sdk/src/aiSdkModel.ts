@@ -9,6 +9,7 @@ import {
   type ModelResponse,
   type ToolSpec,
 } from '@troupe/core';
+import { keepAliveClock } from '@troupe/core/internal';
 import {
   type AiSdkModelOptions,
   type ResolvedAiSdkModelOptions,
@@ -19,7 +20,6 @@ import { abortableSleep } from './internal/abortableSleep.js';
 import { asLanguageModelV4 } from './internal/asLanguageModelV4.js';
 import { backoffDelay, parseRetryAfter } from './internal/retryPolicy.js';
 import { runAttempt } from './internal/runAttempt.js';
-import { systemClock } from './internal/systemClock.js';
 import { type FailureContext, overCapError, toModelError } from './internal/toModelError.js';
 import { toFunctionTools } from './toFunctionTools.js';
 import { toLanguageModelPrompt } from './toLanguageModelPrompt.js';
@@ -139,7 +139,7 @@ export function aiSdkModel(languageModel: AiSdkLanguageModel, options: AiSdkMode
     );
   }
   const resolved = resolveAiSdkModelOptions(options);
-  const clock = resolved.clock ?? systemClock;
+  const clock = resolved.clock ?? keepAliveClock;
   const modelId = String(languageModel.modelId);
   const provider = resolved.provider ?? String(languageModel.provider);
   let v4: Promise<LanguageModelV4> | undefined;

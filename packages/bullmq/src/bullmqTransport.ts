@@ -7,7 +7,7 @@ import {
   TroupeError,
   WorkerCrashedError,
 } from '@troupe/core';
-import { decodeError, ErrorShape, encodeError, HostFeature, HostOp } from '@troupe/core/internal';
+import { encodeError, HostFeature, HostOp } from '@troupe/core/internal';
 import type {
   Attempt,
   AttemptEnd,
@@ -20,7 +20,6 @@ import type {
 import {
   HostChannel,
   type HostLookup,
-  type HostPeer,
   type HostRefusal,
   type HostRun,
   mintCapability,
@@ -35,6 +34,7 @@ import {
 import { AttemptLostError, VersionSkewError } from './ClusterError.js';
 import { JOB_VERSION, type JobData, jobIdOf } from './internal/JobData.js';
 import { mintId } from './internal/mintId.js';
+import { type HostSeen, type OwnedAttempt, type RelayPeer, safeTenant, sameSecret } from './internal/OwnedAttempt.js';
 import { probeRedis, redisClient } from './internal/openRedis.js';
 import { RedisNames } from './internal/RedisNames.js';
 import {
@@ -46,60 +46,7 @@ import {
   serve,
   weight,
 } from './internal/RelayServer.js';
-import { decodeToOwner, encodeWire, type Grant, type RelayKind, type ToHost } from './internal/Wire.js';
-
-/** Where an attempt is, on its owner. */
-type Phase =
-  /** Waiting on this API host for its tenant's cap (not in Redis yet). */
-  | 'held'
-  /** Its job is in the queue (or a host took it and claims it). */
-  | 'queued'
-  /** A host claimed it and was granted it. */
-  | 'granted'
-  | 'ended';
-
-interface OwnedAttempt {
-  readonly attempt: Attempt;
-  /** Its current job (`<runId>.<attempt>`, then `.<leg>` for each time it was queued again). */
-  jobId: string;
-  /** The current job's one-time nonce. */
-  nonce: string;
-  /** The capability its current grant carries (the tree's for its first leg, a fresh one after). */
-  capability: string;
-  /** How many times it was queued (1, then one more each time it ran again before any tool started). */
-  legs: number;
-  /** How many times its job ended with no grant (claims denied or given up): its next job waits longer. */
-  bounces: number;
-  /**
-   * Who may run it again when its host vanishes: `tree` (the tree checkpoints it and runs it again
-   * as attempt + 1), or this transport while no tool of it has started (`open`: it asks its worker
-   * for a checkpoint before every tool call and answers it here; `closed` once it answered one).
-   */
-  gate: 'tree' | 'open' | 'closed';
-  /** What the host channel's lookup answers for its current leg (one per grant). */
-  found: HostLookup | undefined;
-  readonly tenant: string | undefined;
-  readonly handle: AttemptHandle;
-  readonly resolve: (end: AttemptEnd) => void;
-  readonly since: number;
-  phase: Phase;
-  hostId: string | undefined;
-  relay: RelayedAttempt | undefined;
-  /** Its relay as a peer of the host channel (from its grant on). */
-  peer: RelayPeer | undefined;
-  cancelled: CancelReason | undefined;
-  placed: boolean;
-  backstop: TimerHandle | undefined;
-}
-
-/**
- * A granted attempt's relay, as a peer of the host channel: the channel keeps its
- * flood window and its refusals; recycling it fences the attempt.
- */
-interface RelayPeer extends HostPeer {
-  readonly host: string;
-  readonly attempt: OwnedAttempt;
-}
+import { decodeRefusal, decodeToOwner, encodeWire, type Grant, type RelayKind, type ToHost } from './internal/Wire.js';
 
 /** The host operation each relayed call is, on the host channel. */
 const OP = {
@@ -117,12 +64,6 @@ const MAX_LEGS = 3;
 
 /** What a checkpoint the transport answers itself resolves with (nothing is saved). */
 const CHECKPOINT_SAVED: Promise<unknown> = Promise.resolve(true);
-
-/** Hosts seen in the last lease scan: their slots. */
-interface HostSeen {
-  readonly slots: number;
-  readonly build: string;
-}
 
 /**
  * A `RunTransport` that runs attempts on worker hosts through BullMQ on Redis 7
@@ -1042,29 +983,4 @@ export class BullmqTransport implements RunTransport {
   #now(): number {
     return this.#host?.clock.now() ?? Date.now();
   }
-}
-
-function safeTenant(tenantOf: (scope: never) => string, attempt: Attempt): string {
-  try {
-    return String(tenantOf(attempt.scope as never));
-  } catch {
-    return '(tenantOf threw)';
-  }
-}
-
-// Compares every character whatever the first difference (no early exit), without allocating:
-// it runs for every relayed message.
-function sameSecret(a: string, b: string): boolean {
-  if (a.length !== b.length) return false;
-  let diff = 0;
-  for (let i = 0; i < a.length; i++) diff |= a.charCodeAt(i) ^ b.charCodeAt(i);
-  return diff === 0;
-}
-
-function decodeRefusal(shape: unknown): Error {
-  // The host's refusal, rebuilt as its class when it is one of ours.
-  const parsed = ErrorShape.safeParse(shape);
-  return parsed.success
-    ? decodeError(parsed.data)
-    : new TroupeError('the worker host refused the job', { code: 'ERR_HOST_REFUSED' });
 }

@@ -2,6 +2,7 @@ import { serialize } from 'node:v8';
 import type { z } from 'zod';
 import { assertCloneable, cloneableSizeBound, irregularKeys } from './assertCloneable.js';
 import { describeValue } from './internal/describeValue.js';
+import { formatBytes } from './internal/formatBytes.js';
 import { InvalidArgumentError } from './TroupeError.js';
 
 /**
@@ -310,10 +311,6 @@ function isFlat(value: Record<string, unknown>): boolean {
     if (typeof item === 'object' && item !== null) return false;
   }
   return true;
-}
-
-function formatBytes(n: number): string {
-  return n < 1024 ? `${n} B` : `${(n / 1024).toFixed(1).replace(/\.0$/, '')} KiB`;
 }
 
 /** Where the budget of a scope sealed without a schema is set (`sealScope`'s default). */

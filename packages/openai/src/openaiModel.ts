@@ -9,6 +9,7 @@ import {
   type OutputSpec,
   type ToolSpec,
 } from '@troupe/core';
+import { keepAliveClock } from '@troupe/core/internal';
 import OpenAI from 'openai';
 import type { ChatCompletionCreateParamsBase, ChatCompletionFunctionTool } from 'openai/resources/chat/completions';
 import type { ResponseFormatJSONSchema } from 'openai/resources/shared';
@@ -25,7 +26,6 @@ import {
   outputTool,
   type StructuredOutputMode,
 } from './internal/structuredOutput.js';
-import { systemClock } from './internal/systemClock.js';
 import { type FailureContext, overCapError, secretsOf, toModelError } from './internal/toModelError.js';
 import {
   type OpenAIModelOptions,
@@ -120,7 +120,7 @@ export function openaiModel(options: OpenAIModelOptions): OpenAIModel {
     logLevel: 'off',
     defaultHeaders: { ...resolved.headers, ...(apiKey === undefined ? { Authorization: null } : {}) },
   });
-  const clock = resolved.clock ?? systemClock;
+  const clock = resolved.clock ?? keepAliveClock;
   const toolCache = new WeakMap<readonly ToolSpec[], ChatCompletionFunctionTool[]>();
   const chatTools = (tools: readonly ToolSpec[]): ChatCompletionFunctionTool[] => {
     let converted = toolCache.get(tools);

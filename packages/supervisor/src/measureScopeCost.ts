@@ -12,6 +12,7 @@ import {
 } from '@troupe/core';
 import { irregularKeys } from '@troupe/core/internal';
 import { z } from 'zod';
+import { quantile } from './internal/quantile.js';
 import { createSupervisor, Supervisor } from './Supervisor.js';
 
 /**
@@ -210,14 +211,6 @@ const CHAIN: readonly Agent[] = [
   scopeCostHop7,
   scopeCostHop8,
 ];
-
-function quantile(values: readonly number[], q: number): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const pos = (sorted.length - 1) * q;
-  const lo = sorted[Math.floor(pos)] as number;
-  const hi = sorted[Math.ceil(pos)] as number;
-  return lo + (hi - lo) * (pos - Math.floor(pos));
-}
 
 function quantiles(values: readonly number[]): ScopeCostQuantiles {
   return { median: quantile(values, 0.5), p95: quantile(values, 0.95) };

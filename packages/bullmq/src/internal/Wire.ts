@@ -1,6 +1,6 @@
 import { deserialize, serialize } from 'node:v8';
-import { type CancelReason, isUsage, type Usage } from '@troupe/core';
-import { ErrorShape, findUnwalkable, isCapability } from '@troupe/core/internal';
+import { type CancelReason, isUsage, TroupeError, type Usage } from '@troupe/core';
+import { decodeError, ErrorShape, findUnwalkable, isCapability } from '@troupe/core/internal';
 
 /**
  * The messages between an API host and its worker hosts, over Redis pub/sub:
@@ -163,4 +163,12 @@ function read(bytes: Buffer, maxBytes: number): unknown[] | string {
 /** Usage as it crosses (checked). */
 export function checkUsage(value: unknown): Usage | undefined {
   return isUsage(value) ? value : undefined;
+}
+
+/** A worker host's refusal of a job, rebuilt as its class when it is one of ours. */
+export function decodeRefusal(shape: unknown): Error {
+  const parsed = ErrorShape.safeParse(shape);
+  return parsed.success
+    ? decodeError(parsed.data)
+    : new TroupeError('the worker host refused the job', { code: 'ERR_HOST_REFUSED' });
 }

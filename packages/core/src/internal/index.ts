@@ -91,5 +91,7 @@ export { createTaskTool, DEFERRED_TASK_KIND, type TaskSpawner } from '../TaskToo
 export { buildToolContext, type CallContext, type RunContext } from '../ToolContext.js';
 export { type ScrubbedToolExceptionEvent, scrub } from '../ToolEvents.js';
 export { describeValue } from './describeValue.js';
+export { formatBytes } from './formatBytes.js';
+export { keepAliveClock } from './keepAliveClock.js';
 export { DEFAULT_MAX_FAILED_TURNS, type ResumeAnswer, type RunAgentLoopOptions } from './RunAgentLoopOptions.js';
 export type { CheckpointCall, TurnCheckpoints } from './TurnCheckpoints.js';

@@ -27,5 +27,6 @@ export {
   type HostRun,
   MAX_QUESTIONS_PER_DISPATCH,
 } from './HostChannel.js';
+export { quantile } from './quantile.js';
 export type { RunNode, RunPhase } from './RunNode.js';
 export { type ThreadInfo, WorkerPool } from './WorkerPool.js';
