@@ -22,7 +22,7 @@ import { loadedAgent } from '@troupe/subagent';
 import type { AgentHandle, AgentReply } from './AgentHandle.js';
 import { definitionOf } from './internal/AgentDefinitions.js';
 import { AgentRegistry } from './internal/AgentRegistry.js';
-import { checkMetadata, cloneMetadata, sealToolContext } from './internal/checkChannels.js';
+import { checkMetadata, checkRestoredToolContext, cloneMetadata, sealToolContext } from './internal/checkChannels.js';
 import { checkSignal } from './internal/checkSignal.js';
 import { ParentAgent, type ParentAgentDeps } from './internal/ParentAgent.js';
 import type { RootOwner, RunNode } from './internal/RunNode.js';
@@ -227,6 +227,13 @@ export class Supervisor<S = unknown, I = S> extends VersionedEmitter {
           `agent ${id} of conversation ${conversationId} was saved as "${saved.agentName}", not "${def.name}": start it with the agent it was saved with`,
           { code: 'ERR_UNKNOWN_AGENT' },
         );
+      }
+      if (saved !== undefined) {
+        checkRestoredToolContext(saved.toolContextKeys, toolContext, {
+          agentId: id,
+          conversationId,
+          agentName: def.name,
+        });
       }
       this.#assertOpen();
       parent = new ParentAgent(

@@ -120,6 +120,8 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
         state: init.state,
         children: init.children,
         revision: init.revision,
+        // Sorted: the same keys save the same envelope, in whatever order they were given.
+        toolContextKeys: Object.keys(init.toolContext).sort(),
       },
       deps,
     );

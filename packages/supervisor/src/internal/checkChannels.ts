@@ -45,6 +45,27 @@ export function sealToolContext(toolContext: unknown): Readonly<Record<string, u
   return sealed;
 }
 
+/**
+ * Refuse to restore a conversation without a key of the toolContext it was
+ * started with (`saved`: the keys its envelope holds; none for an envelope
+ * saved before they were): its tools read them, and would read `undefined`.
+ * A toolContext is never saved, as the scope, so it must be given again.
+ */
+export function checkRestoredToolContext(
+  saved: readonly string[] | undefined,
+  toolContext: Readonly<Record<string, unknown>>,
+  where: { readonly agentId: string; readonly conversationId: string; readonly agentName: string },
+): void {
+  if (saved === undefined || !Array.isArray(saved)) return;
+  const missing = saved.filter((key) => typeof key === 'string' && !Object.hasOwn(toolContext, key));
+  if (missing.length === 0) return;
+  const keys = missing.map((k) => JSON.stringify(k)).join(', ');
+  throw new InvalidArgumentError(
+    `conversation ${where.conversationId} (agent ${where.agentId}, "${where.agentName}") was started with toolContext keys ${saved.map((k) => JSON.stringify(k)).join(', ')}, and is being restored without ${keys}: its tools would read undefined. A toolContext is never saved (as the scope): pass it again, with ${missing.length === 1 ? 'that key' : 'those keys'} — startAgent(agent, { agentId, conversationId, scope, toolContext }), or answer(requestId, answer, { scope, toolContext }) — nothing was restored`,
+    { code: 'ERR_TOOL_CONTEXT_MISSING' },
+  );
+}
+
 // Metadata becomes the state's, saved as JSON: a plain object JSON carries exactly (ContextUpdate
 // refuses the same values). A deep-frozen one — a fan-out passes one snapshot to every spawn — is
 // checked once.
