@@ -12,6 +12,7 @@ import {
   InvalidArgumentError,
   isAgent,
   isTroupeError,
+  type OutputOf,
   type Scope,
   type ScopeDefinition,
   sealScope,
@@ -36,12 +37,16 @@ import { migrateEnvelope, stateBefore } from './persistence/StateEnvelope.js';
 import { RunTree } from './RunTree.js';
 import type { SubagentOutcome } from './SubagentOutcome.js';
 import {
+  type AgentFor,
   type AnswerOptions,
+  type AnswerOptionsFor,
   type PendingRequestInfo,
   type ResolvedSupervisorOptions,
   resolveSupervisorOptions,
   type SpawnOptions,
+  type SpawnOptionsFor,
   type StartAgentOptions,
+  type StartAgentOptionsFor,
   type SupervisorOptions,
   type SupervisorStats,
 } from './SupervisorOptions.js';
@@ -73,7 +78,7 @@ import {
  * const reply = await handle.send('Hello')
  * ```
  */
-export class Supervisor<S = unknown, I = S> extends VersionedEmitter {
+export class Supervisor<S = unknown, I = S, A extends Agent = Agent> extends VersionedEmitter {
   /** The worker pool, as far as a host needs it. */
   readonly pool: { ready(): Promise<void>; stats(): SupervisorStats['pool'] };
   readonly #o: ResolvedSupervisorOptions;
@@ -94,7 +99,7 @@ export class Supervisor<S = unknown, I = S> extends VersionedEmitter {
   #destroying: Promise<void> | undefined;
   #closed = false;
 
-  constructor(options: SupervisorOptions<S, I> = {}) {
+  constructor(options: SupervisorOptions<S, I, A> = {}) {
     super();
     const o = resolveSupervisorOptions(options);
     this.#o = o;
@@ -129,7 +134,7 @@ export class Supervisor<S = unknown, I = S> extends VersionedEmitter {
             agentsByName: o.agents,
             sealScope: (input) => this.#sealScope(input),
             // The stored agent and scope are untyped here: the typed overloads are for hosts.
-            startAgent: (agent, start) => (this as Supervisor).startAgent(agent, start),
+            startAgent: (agent, start) => this.#startAgent(agent, start),
             stopAgent: (agentId) => this.stopAgent(agentId),
           });
     this.#spawnOwner = Object.freeze({ settle: (root: RunNode) => spawnOutcome(root, tree) });
@@ -176,16 +181,25 @@ export class Supervisor<S = unknown, I = S> extends VersionedEmitter {
    * Start (or restore) a parent agent. With the `agentId` and
    * `conversationId` of a saved agent, its state is loaded from persistence
    * (with the scope given now: scope is never saved), including an open
-   * request, which is listed by `pendingRequests()` again.
+   * request, which is listed by `pendingRequests()` again. `agent` is an
+   * agent, or the name of one given in `options.agents`.
+   *
+   * Its types hold the scope to the supervisor's schema (or, without one, to
+   * what the agent's tools read) and require the `toolContext` keys its tools
+   * declare; a restore without a key the conversation was started with is
+   * refused at run time too (`ERR_TOOL_CONTEXT_MISSING`).
    */
-  startAgent<SA = unknown, TC extends object = Record<never, never>, O = unknown>(
-    agent: Agent<unknown extends S ? SA : S, TC, O>,
-    options: StartAgentOptions<DeepReadonly<unknown extends S ? SA : I>, TC> &
-      (Partial<TC> extends TC ? unknown : { readonly toolContext: TC }),
-  ): Promise<AgentHandle<O>>;
-  /** Start (or restore) an agent given in `options.agents`, by name. */
-  startAgent(agent: string, options: StartAgentOptions<DeepReadonly<I>>): Promise<AgentHandle>;
-  async startAgent(agent: Agent | string, options: StartAgentOptions): Promise<AgentHandle> {
+  // One signature for an agent and a name (not two overloads): a wrong option is then reported at
+  // its key, not as the agent not being a string (the error of the last overload tried).
+  // (`G`: the agent given; the class's `A` are the agents of `options.agents`.)
+  async startAgent<G extends AgentFor<S> | string>(
+    agent: G,
+    options: StartAgentOptionsFor<G, S, I>,
+  ): Promise<AgentHandle<G extends Agent ? OutputOf<G> : unknown>> {
+    return (await this.#startAgent(agent as Agent | string, options as StartAgentOptions)) as AgentHandle<never>;
+  }
+
+  async #startAgent(agent: Agent | string, options: StartAgentOptions): Promise<AgentHandle> {
     this.#assertOpen();
     const def = typeof agent === 'string' ? this.#o.agents.get(agent) : agent;
     if (def === undefined || !isAgent(def)) {
@@ -318,14 +332,22 @@ export class Supervisor<S = unknown, I = S> extends VersionedEmitter {
    * that follows it. n answers so cost one resume and one save of the run's
    * state, not n.
    *
+   * With `{ scope }` it answers a request this supervisor does not hold
+   * (after a restart): its conversation is restored from the store with that
+   * scope and `toolContext` — neither is ever saved, so give both again. When
+   * the tools of the supervisor's `agents` declare toolContext keys, the types
+   * require `toolContext` with the scope; a restore without a key the
+   * conversation was started with is refused (`ERR_TOOL_CONTEXT_MISSING`).
+   *
    * Refused with a typed error, leaving the request open: a malformed answer
-   * (`ERR_INVALID_ARGUMENT`). Refused: an unknown or withdrawn id
+   * (`ERR_INVALID_ARGUMENT`), a missing toolContext key
+   * (`ERR_TOOL_CONTEXT_MISSING`). Refused: an unknown or withdrawn id
    * (`ERR_UNKNOWN_REQUEST`), a second answer (`ERR_REQUEST_ALREADY_ANSWERED`).
    */
   async answer<R extends AgentReply | SubagentOutcome = AgentReply>(
     requestId: string,
     answer: Omit<Answer, 'id'> & { readonly id?: string },
-    options: AnswerOptions = {},
+    options: AnswerOptionsFor<DeepReadonly<I>, A> = {},
   ): Promise<R> {
     this.#assertOpen();
     if (typeof requestId !== 'string' || requestId.length === 0) {
@@ -347,7 +369,7 @@ export class Supervisor<S = unknown, I = S> extends VersionedEmitter {
     const restorer = this.#restorer;
     if (options?.scope !== undefined && restorer !== undefined) {
       // Answered as someone: only a request of their tenant (the store keeps requests by tenant key).
-      await restorer.forAnswer(requestId, options, this.#tree.requests.hasOpenRequest(requestId));
+      await restorer.forAnswer(requestId, options as AnswerOptions, this.#tree.requests.hasOpenRequest(requestId));
     }
     let root: RunNode;
     try {
@@ -356,7 +378,7 @@ export class Supervisor<S = unknown, I = S> extends VersionedEmitter {
       if (!isTroupeError(error, 'ERR_STORE_FENCED') || options?.scope === undefined || restorer === undefined)
         throw error;
       // The copy held here was behind what is saved, and is let go: answered on what is saved.
-      await restorer.forAnswer(requestId, options, false);
+      await restorer.forAnswer(requestId, options as AnswerOptions, false);
       root = await this.#tree.requests.answer(requestId, parsed.data);
     }
     const reply = await this.#tree.whenQuiet(root);
@@ -371,21 +393,13 @@ export class Supervisor<S = unknown, I = S> extends VersionedEmitter {
    * Resolves with its outcome once its whole tree has ended — or suspended:
    * answer its question and `answer()` resolves with what it did then.
    */
-  spawn<SA = unknown, TC extends object = Record<never, never>, O = unknown>(
-    agent: Agent<unknown extends S ? SA : S, TC, O>,
-    options: SpawnOptions<DeepReadonly<unknown extends S ? SA : I>, TC> &
-      (Partial<TC> extends TC ? unknown : { readonly toolContext: TC }),
-  ): Promise<SubagentOutcome<O>>;
-  spawn<SA = unknown, TC extends object = Record<never, never>, O = unknown>(
-    agent: Agent<unknown extends S ? SA : S, TC, O>,
-    options: SpawnOptions<DeepReadonly<unknown extends S ? SA : I>, TC> &
-      (Partial<TC> extends TC ? unknown : { readonly toolContext: TC }),
-  ): Promise<SubagentOutcome<O>>;
+  spawn<G extends AgentFor<S>>(agent: G, options: SpawnOptionsFor<G, S, I>): Promise<SubagentOutcome<OutputOf<G>>>;
   // Not an async function: a spawn of a loaded agent (the norm) starts its run
   // synchronously and its promise is settled by the run tree directly, with no
   // async frame and no await hop on every run's way back. Every throw before
   // the run starts is a rejection, as from an async function.
-  spawn(agent: Agent, options: SpawnOptions): Promise<SubagentOutcome> {
+  spawn(agent: Agent, given: unknown): Promise<SubagentOutcome> {
+    const options = given as SpawnOptions;
     try {
       this.#assertOpen();
       if (!isAgent(agent))
@@ -680,6 +694,8 @@ function infoOf(r: RequestRecord): PendingRequestInfo {
  * const reply = await assistant.send('Summarise the open incidents')
  * ```
  */
-export function createSupervisor<S = unknown, I = S>(options: SupervisorOptions<S, I> = {}): Supervisor<S, I> {
+export function createSupervisor<S = unknown, I = S, A extends Agent = Agent>(
+  options: SupervisorOptions<S, I, A> = {},
+): Supervisor<S, I, A> {
   return new Supervisor(options);
 }

@@ -97,11 +97,15 @@ export type {
   WorkerRecycledEvent,
 } from './SupervisorEvents.js';
 export type {
+  AgentFor,
   AnswerOptions,
+  AnswerOptionsFor,
   PendingRequestInfo,
   PoolOptions,
   SpawnOptions,
+  SpawnOptionsFor,
   StartAgentOptions,
+  StartAgentOptionsFor,
   SupervisorOptions,
   SupervisorStats,
 } from './SupervisorOptions.js';
