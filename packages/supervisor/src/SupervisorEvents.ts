@@ -185,6 +185,16 @@ export interface SupervisorEvents {
   'agent.restarted': [At & { readonly agentId: AgentId; readonly restarts: number }];
   /** The agent was stopped: by `stop()`, or because it restarted too often. */
   'agent.stopped': [At & { readonly agentId: AgentId; readonly reason: string }];
+  /**
+   * A message met its agent waiting on a question (`requestId`): refused with
+   * `ERR_AGENT_SUSPENDED` (`queued` false: sent without `{ whileSuspended: 'queue' }`,
+   * or waiting behind a message that then suspended), or left to wait until the
+   * question is answered or withdrawn (`queued` true). `waiting`: the messages
+   * now waiting behind the question.
+   */
+  'agent.message.waiting': [
+    At & { readonly agentId: AgentId; readonly requestId: string; readonly queued: boolean; readonly waiting: number },
+  ];
   'tool.execute.start': [ToolStartEvent];
   'tool.execute.stop': [ToolStopEvent];
   'tool.execute.exception': [ToolExceptionEvent];

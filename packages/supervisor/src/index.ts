@@ -10,6 +10,7 @@ export type {
   AgentReply,
   AgentSnapshot,
   AgentStatus,
+  SendOptions,
   StreamChunk,
   StreamOptions,
 } from './AgentHandle.js';

@@ -183,16 +183,26 @@ export class Conversation implements SavedConversation {
   /**
    * Ask the store (once at a time; only one other processes share) whether another process carried
    * this conversation past the copy suspended at `root` (`asked`: its open questions' ids): `behind`
-   * is told why when it did. A store that cannot answer now changes nothing.
+   * is told why when it did, `current` when it did not (a store that cannot answer now counts as
+   * not: nothing is refused on a guess). False, and nothing asked, without a durable store.
    */
-  whenBehind(root: RunNode, asked: readonly string[], behind: (why: string) => void): void {
+  whenBehind(
+    root: RunNode,
+    asked: readonly string[],
+    behind: (why: string) => void,
+    current: () => void = () => {},
+  ): boolean {
     const durability = this.#deps.durability;
-    if (this.#checking || durability === undefined || !durability.durable) return;
+    if (durability === undefined || !durability.durable) return false;
+    // A check in flight answers for what was queued since: its outcome acts on the whole mailbox.
+    if (this.#checking) return true;
     this.#checking = true;
     void durability.behind(root, asked).then((why) => {
       this.#checking = false;
       if (why !== undefined) behind(why);
+      else current();
     });
+    return true;
   }
 
   /** The error its owner gave up with, if it did. */
