@@ -25,6 +25,7 @@ import { definitionOf } from './internal/AgentDefinitions.js';
 import { AgentRegistry } from './internal/AgentRegistry.js';
 import { checkMetadata, checkRestoredToolContext, cloneMetadata, sealToolContext } from './internal/checkChannels.js';
 import { checkSignal } from './internal/checkSignal.js';
+import { reportDroppedRequests } from './internal/droppedRequests.js';
 import { ParentAgent, type ParentAgentDeps } from './internal/ParentAgent.js';
 import type { RootOwner, RunNode } from './internal/RunNode.js';
 import { spawnOutcome } from './internal/spawnOutcome.js';
@@ -564,7 +565,10 @@ export class Supervisor<S = unknown, I = S, A extends Agent = Agent> extends Ver
    * `timeoutMs` (default 30 s), then cancel what still runs (reason
    * `shutdown`; killed after the grace period if it ignores it), persist,
    * and resolve once every worker has exited. Suspended conversations keep
-   * their saved questions for a new supervisor. Idempotent.
+   * their saved questions for a new supervisor — in a durable store: the
+   * in-memory store (the default) and `persistence: null` drop them, and say
+   * so (`requests.dropped`, or a process warning when nobody listens).
+   * Idempotent.
    */
   close(options: { readonly timeoutMs?: number } = {}): Promise<void> {
     if (this.#closing !== undefined) return this.#closing;
@@ -611,6 +615,7 @@ export class Supervisor<S = unknown, I = S, A extends Agent = Agent> extends Ver
       }
       // Bounded: what was cancelled ends cooperatively or is killed after the grace period.
       await tree.whenIdle();
+      this.#reportDropped();
       await this.#stopAgents();
       this.#agents.clear();
       tree.endSuspendedSpawns();
@@ -636,6 +641,7 @@ export class Supervisor<S = unknown, I = S, A extends Agent = Agent> extends Ver
       tree.cancelRunning('shutdown');
       await tree.destroyTransport();
       await tree.whenIdle();
+      this.#reportDropped();
       await this.#stopAgents();
       this.#agents.clear();
       tree.endSuspendedSpawns();
@@ -644,6 +650,16 @@ export class Supervisor<S = unknown, I = S, A extends Agent = Agent> extends Ver
     })();
     this.#closing ??= this.#destroying;
     return this.#destroying;
+  }
+
+  #droppedReported = false;
+
+  // The open questions a store that does not outlive the supervisor takes with it: said, once.
+  #reportDropped(): void {
+    if (this.#droppedReported) return;
+    this.#droppedReported = true;
+    const held = this.#tree.requests.openRequests().map((r) => r.request.id);
+    reportDroppedRequests(this, this.#o.persistence, held, this.#clock.now());
   }
 
   // Stop every agent; a reply still being saved is waited for, up to the grace period (a

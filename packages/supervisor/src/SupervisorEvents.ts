@@ -244,6 +244,13 @@ export interface SupervisorEvents {
   /** A worker sent something its host channel does not serve. */
   'host.refused': [HostRefusedEvent];
   'worker.recycled': [WorkerRecycledEvent];
+  /**
+   * `close()` or `destroy()` dropped open questions: the in-memory store (the
+   * default) or `persistence: null` does not keep them past the supervisor.
+   * `message` says so and how to keep them (a durable store). Without a
+   * listener it is printed as a process warning (code `TROUPE_REQUESTS_DROPPED`).
+   */
+  'requests.dropped': [At & { readonly requestIds: readonly string[]; readonly message: string }];
   /** Saving a run's row or request failed (the run itself went on); the store's error. */
   'persistence.failed': [At & { readonly agentId: AgentId; readonly runId: string; readonly error: Error }];
 }

@@ -598,6 +598,32 @@ export class MemoryPersistence<S = unknown> implements PersistenceAdapter<S> {
     return true;
   }
 
+  /**
+   * The ids of the requests it holds open, of every tenant: what `close()`
+   * drops. A supervisor closing this store reports them (`requests.dropped`,
+   * or a process warning when nobody listens).
+   *
+   * @example
+   * ```ts
+   * const store = new MemoryPersistence()
+   * const supervisor = createSupervisor({ persistence: store })
+   * // ...
+   * if (store.openRequestIds().length > 0) console.warn('close() will drop open questions: answer them first')
+   * ```
+   */
+  openRequestIds(): string[] {
+    const ids: string[] = [];
+    for (const [key, stored] of this.#t.requests) {
+      if (stored.status === 'open') ids.push(key.slice(stored.conv.tenant.length + SEP.length));
+    }
+    return ids;
+  }
+
+  /**
+   * Drop everything it holds — open questions too: it lives in this process's
+   * memory only. Keep questions across a restart with a durable store
+   * (`sqlitePersistence` from `@troupe/sqlite`).
+   */
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
