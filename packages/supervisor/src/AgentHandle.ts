@@ -191,6 +191,8 @@ export interface AgentHandle<O = unknown> {
    * answer it, or `cancel()` to withdraw it, then send — unless it is sent
    * with `{ whileSuspended: 'queue' }`: it then waits until the question is
    * answered or withdrawn. Either way `agent.message.waiting` is emitted.
+   * With a durable store the store is asked first whether the question is
+   * still open: a copy another process moved on refuses with `ERR_STORE_FENCED`.
    */
   send(message: string, options?: SendOptions): Promise<AgentReply<O>>;
   /**

@@ -243,13 +243,14 @@ export class Supervisor<S = unknown, I = S, A extends Agent = Agent> extends Ver
           { code: 'ERR_UNKNOWN_AGENT' },
         );
       }
-      if (saved !== undefined) {
-        checkRestoredToolContext(saved.toolContextKeys, toolContext, {
+      // Checked once a conversation running elsewhere was refused (ERR_CONVERSATION_BUSY says more).
+      const checkToolContext = (): void =>
+        checkRestoredToolContext(saved?.toolContextKeys, toolContext, {
           agentId: id,
           conversationId,
           agentName: def.name,
         });
-      }
+      if (saved !== undefined && this.#restorer === undefined) checkToolContext();
       this.#assertOpen();
       parent = new ParentAgent(
         def,
@@ -270,7 +271,7 @@ export class Supervisor<S = unknown, I = S, A extends Agent = Agent> extends Ver
         this.#agentDeps,
       );
       if (saved !== undefined && this.#restorer !== undefined)
-        await this.#restorer.conversation(parent, def, saved, context);
+        await this.#restorer.conversation(parent, def, saved, context, checkToolContext);
       this.#assertOpen();
     } catch (error) {
       this.#agents.abandoned(id);
