@@ -58,8 +58,9 @@ export type ErrorCode =
    */
   | 'ERR_AGENT_SUSPENDED'
   /**
-   * A conversation restored without the `toolContext` keys it was started
-   * with (its tools read them): pass the same keys again, as the scope.
+   * A conversation restored with a `toolContext` holding none of the keys it
+   * was started with (forgotten, or misspelt; its tools read them): pass it
+   * again, as the scope.
    */
   | 'ERR_TOOL_CONTEXT_MISSING'
   /** An agent id is held here by another conversation (ids are unique per supervisor, across tenants). */

@@ -187,8 +187,9 @@ export class Supervisor<S = unknown, I = S, A extends Agent = Agent> extends Ver
    *
    * Its types hold the scope to the supervisor's schema (or, without one, to
    * what the agent's tools read) and require the `toolContext` keys its tools
-   * declare; a restore without a key the conversation was started with is
-   * refused at run time too (`ERR_TOOL_CONTEXT_MISSING`).
+   * declare; a restore whose toolContext holds none of the keys the
+   * conversation was started with is refused at run time too
+   * (`ERR_TOOL_CONTEXT_MISSING`).
    */
   // One signature for an agent and a name (not two overloads): a wrong option is then reported at
   // its key, not as the agent not being a string (the error of the last overload tried).
@@ -338,11 +339,12 @@ export class Supervisor<S = unknown, I = S, A extends Agent = Agent> extends Ver
    * (after a restart): its conversation is restored from the store with that
    * scope and `toolContext` — neither is ever saved, so give both again. When
    * the tools of the supervisor's `agents` declare toolContext keys, the types
-   * require `toolContext` with the scope; a restore without a key the
-   * conversation was started with is refused (`ERR_TOOL_CONTEXT_MISSING`).
+   * require `toolContext` with the scope; a restore whose toolContext holds
+   * none of the keys the conversation was started with is refused
+   * (`ERR_TOOL_CONTEXT_MISSING`).
    *
    * Refused with a typed error, leaving the request open: a malformed answer
-   * (`ERR_INVALID_ARGUMENT`), a missing toolContext key
+   * (`ERR_INVALID_ARGUMENT`), a restore without its toolContext
    * (`ERR_TOOL_CONTEXT_MISSING`). Refused: an unknown or withdrawn id
    * (`ERR_UNKNOWN_REQUEST`), a second answer (`ERR_REQUEST_ALREADY_ANSWERED`).
    */

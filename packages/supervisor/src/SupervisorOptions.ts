@@ -152,8 +152,9 @@ export interface AnswerOptions<I = unknown, TC extends object = Readonly<Record<
   readonly scope?: I;
   /**
    * The restored conversation's toolContext: never saved either, so give it
-   * again, with every key the conversation was started with (a missing one is
-   * refused with `ERR_TOOL_CONTEXT_MISSING`, nothing restored).
+   * again, with the keys its tools need (one holding none of the keys the
+   * conversation was started with is refused with `ERR_TOOL_CONTEXT_MISSING`,
+   * nothing restored).
    */
   readonly toolContext?: TC;
 }

@@ -129,9 +129,9 @@ export interface AgentStateEnvelope {
   /**
    * The keys — never the values — of the `toolContext` the conversation was
    * started with. Like the scope, a toolContext is never saved and is given
-   * again on restore; a restore without one of these keys is refused
-   * (`ERR_TOOL_CONTEXT_MISSING`) rather than run with tools reading
-   * `undefined`. Absent in envelopes saved before it existed (nothing is checked then).
+   * again on restore; a restore whose toolContext holds none of these keys
+   * (forgotten, or misspelt) is refused (`ERR_TOOL_CONTEXT_MISSING`) rather
+   * than run with tools reading `undefined`. Absent in envelopes saved before it existed (nothing is checked then).
    */
   readonly toolContextKeys?: readonly string[] | undefined;
   /**
