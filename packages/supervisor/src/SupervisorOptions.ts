@@ -211,7 +211,7 @@ export type StartAgentOptionsFor<A, S, I> =
  *
  * @example
  * ```ts
- * const options: SpawnOptionsFor<typeof agent, unknown, unknown> = { input: 'Summarise the incident' }
+ * const options: SpawnOptionsFor<typeof agent, unknown, unknown> = { input: 'Summarise the incident', scope: {} }
  * ```
  */
 export type SpawnOptionsFor<A, S, I> = [A] extends [AgentOf<infer SA, infer TC>]

@@ -29,6 +29,8 @@ export interface PersistenceContext {
  *
  * @example
  * ```ts
+ * import { defineScope, type ScopeOf } from '@troupe/core'
+ *
  * const TenantScope = defineScope(z.object({ tenantId: z.string(), userId: z.string() }))
  * const tenantKey: TenantKey<ScopeOf<typeof TenantScope>> = (scope) => scope.tenantId
  * const supervisor = createSupervisor({ scope: TenantScope, persistence: new MemoryPersistence({ tenantKey }) })
