@@ -148,7 +148,7 @@ describe('a model factory', () => {
     const half = factoryError(await supervisor.spawn(notAModel, { input: 'hi', scope: {} }));
     assert.match(
       half.message,
-      /^agent "not_a_model": its model factory returned \[object Object\], not a model: return an object with generate/,
+      /^agent "not_a_model": its model factory returned an object, not a model: return an object with generate/,
     );
   });
 
