@@ -45,6 +45,13 @@ import { emitMessageOutcome, endedReply, type MessageRef } from './messageEvents
 import type { RootOwner, RunNode } from './RunNode.js';
 import { totalOf } from './RunNode.js';
 
+const NO_KEYS: readonly string[] = Object.freeze([]);
+/** A toolContext's keys, sorted (none: one shared empty list, not an array per idle conversation). */
+const keysOf = (toolContext: object): readonly string[] => {
+  const keys = Object.keys(toolContext);
+  return keys.length === 0 ? NO_KEYS : keys.sort();
+};
+
 /** What a parent agent borrows from its supervisor. */
 export interface ParentAgentDeps {
   readonly tree: RunTree;
@@ -122,7 +129,7 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
         children: init.children,
         revision: init.revision,
         // Sorted: the same keys save the same envelope, in whatever order they were given.
-        toolContextKeys: Object.keys(init.toolContext).sort(),
+        toolContextKeys: keysOf(init.toolContext),
       },
       deps,
     );
