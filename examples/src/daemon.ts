@@ -86,9 +86,9 @@ type TenantScopeValue = ReturnType<typeof TenantScope.parse>;
 
 // Every row is stored under the scope's tenant: nothing of one tenant can be
 // loaded, listed or answered under another. The scope itself is never saved.
-let store: SqlitePersistence;
+let store: SqlitePersistence<TenantScopeValue>;
 try {
-  store = sqlitePersistence({ directory: dataDir, tenantKey: (s) => (s as TenantScopeValue).tenantId });
+  store = sqlitePersistence({ directory: dataDir, tenantKey: (scope: TenantScopeValue) => scope.tenantId });
 } catch (error) {
   refuse(
     `cannot keep state in ${dataDir}: ${(error as Error).message} (set TROUPE_DATA_DIR to a directory this process can write)`,

@@ -23,6 +23,7 @@ import { DemoDirError, openDemoStore } from './demo/openDemoStore.js';
 import { Person } from './demo/Person.js';
 import { PlainOutput } from './demo/PlainOutput.js';
 import { Stage } from './demo/Stage.js';
+import { StallGuard } from './demo/StallGuard.js';
 import { approval, refundPolicy } from './demo/scenes/approval.js';
 import { closeDown } from './demo/scenes/closeDown.js';
 import { crash } from './demo/scenes/crash.js';
@@ -67,6 +68,16 @@ async function forgetRun(dir: string, run: string): Promise<void> {
   } finally {
     await store.close();
   }
+}
+
+/**
+ * Why a check fails on a real model, and what to do: appended to the failure
+ * when the agents talk to one (on scripts, a failure is the demo's own).
+ */
+function realModelNote(model: { readonly model: string; readonly baseURL: string } | undefined): string {
+  return model === undefined
+    ? ''
+    : `\nThe agents run on ${model.model} at ${model.baseURL} (TROUPE_MODEL_BASE_URL), which did not do what this scene's script needs: the delegating agents are told to hand each line "<subagent>: <task>" to that subagent with the task tool, and to answer with the JSON array of the results. The demo's claims hold only with a model that follows those instructions; unset TROUPE_MODEL_BASE_URL to run it on its scripts.`;
 }
 
 async function main(): Promise<number> {
@@ -127,6 +138,11 @@ async function main(): Promise<number> {
     run,
     threads: THREADS,
   });
+  // A scene that waits for what its agents never do fails, saying what (never a silent exit 13).
+  const guard = new StallGuard(
+    (name, waits) =>
+      `${name} could not finish: its next checks needed ${waits.length === 0 ? 'its agents to act' : waits.join('; ')} — none of it happened, and nothing else was left to run.`,
+  );
   let interrupted = false;
   const onSigint = (): void => {
     interrupted = true;
@@ -163,7 +179,7 @@ async function main(): Promise<number> {
     const mode = tracingMode();
     const tracing = mode === 'off' ? undefined : startTracing(supervisor, mode);
     const scene = (name: string, work: () => Promise<void>): Promise<void> =>
-      tracing === undefined ? work() : tracing.scene(name, work);
+      guard.run(name, () => (tracing === undefined ? work() : tracing.scene(name, work)));
     await scene('scene 1: fan-out', () => fanOut(stage));
     await scene('scene 2: runaway tool', () => runaway(stage, GRACE_MS));
     await scene('scene 3: polite cancel', () => politeCancel(stage));
@@ -191,9 +207,14 @@ async function main(): Promise<number> {
     await supervisor.destroy();
     out.close();
     if ((error as { code?: unknown })?.code === 'SIGINT') return 130;
-    fail(error instanceof DemoFailure ? error.message : String((error as Error)?.stack ?? error));
+    fail(
+      error instanceof DemoFailure
+        ? `${error.message}${realModelNote(model)}`
+        : `${String((error as Error)?.stack ?? error)}${realModelNote(model)}`,
+    );
     return 1;
   } finally {
+    guard.close();
     process.off('SIGINT', onSigint);
     out.close();
     if (!interrupted) await forgetRun(options.dir, run);

@@ -12,7 +12,7 @@ const open = () =>
     agents: [assistant], // by name: how a restored conversation finds its agent
     pool: { threads: 2 },
     // Rows are kept by tenant: another tenant's scope neither lists nor answers them.
-    persistence: sqlitePersistence({ directory, tenantKey: (scope) => (scope as { tenantId: string }).tenantId }),
+    persistence: sqlitePersistence({ directory, tenantKey: (scope: { tenantId: string }) => scope.tenantId }),
   });
 const scope = { tenantId: 'acme', userId: 'u-42' }; // never saved: every caller supplies it
 

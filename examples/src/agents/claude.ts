@@ -4,9 +4,6 @@ import { aiSdkModel } from '@troupe/ai-sdk';
 import { defineAgent, defineTool } from '@troupe/core';
 import { z } from 'zod';
 
-// Built in the worker that runs the agent: ANTHROPIC_API_KEY is read there.
-const anthropic = createAnthropic();
-
 const lookup = defineTool({
   name: 'lookup',
   description: 'The temperature in a city',
@@ -18,6 +15,8 @@ export const claude = defineAgent({
   name: 'claude',
   module: import.meta.url,
   instructions: 'Answer with the temperature.',
-  model: aiSdkModel(anthropic('claude-sonnet-4-5'), { maxOutputTokens: 2048 }),
+  // A model factory: made in the thread that runs the agent, at its first use,
+  // so ANTHROPIC_API_KEY is read there and then (and never crosses a thread).
+  model: () => aiSdkModel(createAnthropic()('claude-sonnet-4-5'), { maxOutputTokens: 2048 }),
   tools: [lookup],
 });

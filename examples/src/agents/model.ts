@@ -1,8 +1,11 @@
 // The demo's models: its scripts, or a real model when TROUPE_MODEL_BASE_URL
-// is set. Each agent module calls `demoModel`, so a subagent's model is built
-// in the worker that runs it, from that worker's environment: the key is read
-// there and never crosses a thread.
-import { InvalidArgumentError, type Model } from '@troupe/core';
+// is set. Each agent gives `demoModel(...)` as its model: a model factory,
+// which Troupe calls on the thread that runs the agent (a subagent's worker,
+// the supervisor's thread for a parent) at the agent's first model call, with
+// the environment as it is then. The key is read there and never crosses a
+// thread; a variable that is wrong fails that agent's run with
+// ERR_MODEL_FACTORY, saying which, instead of the import of its module.
+import { InvalidArgumentError, type ModelFactory } from '@troupe/core';
 import type { ScriptedModel } from '@troupe/core/testing';
 import { type OpenAIModelOptions, openaiModel } from '@troupe/openai';
 
@@ -26,11 +29,9 @@ export function realModelOptions(env: NodeJS.ProcessEnv = process.env): OpenAIMo
 }
 
 /**
- * An agent's model in the demo: `script` when `TROUPE_MODEL_BASE_URL` is not
- * set, else `openaiModel` on that server (`options` tune it; the environment
- * picks the server, model and key). A configuration `openaiModel` refuses does
- * not fail the module's import: every call of the model rejects with that
- * typed error instead (the demo checks the model before it starts).
+ * An agent's model in the demo, as a model factory: `script` when
+ * `TROUPE_MODEL_BASE_URL` is not set, else `openaiModel` on that server
+ * (`options` tune it; the environment picks the server, model and key).
  *
  * @example
  * ```ts
@@ -40,14 +41,9 @@ export function realModelOptions(env: NodeJS.ProcessEnv = process.env): OpenAIMo
 export function demoModel(
   script: ScriptedModel,
   options: Omit<OpenAIModelOptions, 'baseURL' | 'model' | 'apiKey'> = {},
-): Model {
-  let name = 'misconfigured';
-  try {
+): ModelFactory {
+  return () => {
     const real = realModelOptions();
-    if (real === undefined) return script;
-    name = real.model;
-    return openaiModel({ ...options, ...real });
-  } catch (error) {
-    return { name, generate: () => Promise.reject(error) };
-  }
+    return real === undefined ? script : openaiModel({ ...options, ...real });
+  };
 }

@@ -27,7 +27,7 @@ export class BareSpinner {
     const words = new Int32Array(buffer, 0, 2);
     const seen = once(this.#worker, 'message');
     this.#worker.postMessage(buffer);
-    await probeReached(words, 1);
+    await probeReached(words, 1, 'the bare spinning thread to start');
     const t0 = sharedNow();
     Atomics.store(words, 0, 1);
     await seen;

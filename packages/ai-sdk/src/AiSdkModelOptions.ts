@@ -58,6 +58,14 @@ export interface AiSdkModelOptions {
     | undefined;
   /** Whether the model must call a tool: `auto` (default), `none` or `required`. */
   readonly toolChoice?: 'auto' | 'none' | 'required' | undefined;
+  /**
+   * How an agent's structured `output` is asked for: `response_format` (the
+   * default) passes its JSON schema as the provider's `responseFormat`, which
+   * providers that support it enforce (natively, or with a JSON tool of their
+   * own); `none` sends no schema (the instructions must ask for the JSON). The
+   * agent loop checks the answer against the schema either way.
+   */
+  readonly structuredOutput?: 'response_format' | 'none' | undefined;
   /** Provider-specific settings, by provider (`{ anthropic: { thinking: ... } }`), passed as they are. */
   readonly providerOptions?: SharedV4ProviderOptions | undefined;
   /** Extra HTTP headers on every request. */
@@ -96,6 +104,7 @@ export interface ResolvedAiSdkModelOptions {
   readonly stopSequences: readonly string[] | undefined;
   readonly reasoning: AiSdkModelOptions['reasoning'];
   readonly toolChoice: 'auto' | 'none' | 'required' | undefined;
+  readonly structuredOutput: 'response_format' | 'none';
   readonly providerOptions: SharedV4ProviderOptions | undefined;
   readonly headers: Readonly<Record<string, string>>;
   readonly provider: string | undefined;
@@ -123,6 +132,7 @@ const Schema = z.strictObject({
   stopSequences: z.array(z.string().min(1)).optional(),
   reasoning: z.enum(['provider-default', 'none', 'minimal', 'low', 'medium', 'high', 'xhigh', 'max']).optional(),
   toolChoice: z.enum(['auto', 'none', 'required']).optional(),
+  structuredOutput: z.enum(['response_format', 'none']).optional(),
   providerOptions: z.record(z.string(), z.record(z.string(), z.unknown())).optional(),
   headers: z.record(z.string(), z.string()).optional(),
   provider: z.string().min(1).optional(),
@@ -146,6 +156,7 @@ const HINTS: Record<string, string> = {
   topK: 'pass an integer from 1',
   reasoning: "pass 'provider-default', 'none', 'minimal', 'low', 'medium', 'high', 'xhigh' or 'max'",
   toolChoice: "pass 'auto', 'none' or 'required'",
+  structuredOutput: "pass 'response_format' (the agent's output schema as the provider's responseFormat) or 'none'",
   providerOptions: 'pass an object of objects keyed by provider, e.g. { anthropic: { thinking: { ... } } }',
 };
 
@@ -199,6 +210,7 @@ export function resolveAiSdkModelOptions(options: AiSdkModelOptions = {}): Resol
     stopSequences: o.stopSequences === undefined ? undefined : Object.freeze([...o.stopSequences]),
     reasoning: o.reasoning,
     toolChoice: o.toolChoice,
+    structuredOutput: o.structuredOutput ?? 'response_format',
     providerOptions: o.providerOptions as SharedV4ProviderOptions | undefined,
     headers: Object.freeze({ ...(o.headers ?? {}) }),
     provider: o.provider,

@@ -1,4 +1,10 @@
-import type { LanguageModelV2, LanguageModelV3, LanguageModelV4, LanguageModelV4CallOptions } from '@ai-sdk/provider';
+import type {
+  JSONSchema7,
+  LanguageModelV2,
+  LanguageModelV3,
+  LanguageModelV4,
+  LanguageModelV4CallOptions,
+} from '@ai-sdk/provider';
 import {
   CancelledError,
   type CancelReason,
@@ -7,6 +13,7 @@ import {
   type Model,
   type ModelRequest,
   type ModelResponse,
+  type OutputSpec,
   type ToolSpec,
 } from '@troupe/core';
 import { keepAliveClock } from '@troupe/core/internal';
@@ -174,9 +181,15 @@ export function aiSdkModel(languageModel: AiSdkLanguageModel, options: AiSdkMode
     const model = await v4;
     if (signal.aborted) throw cancelled(signal);
     const tools = request.tools.length === 0 ? undefined : functionTools(request.tools);
+    const output = resolved.structuredOutput === 'response_format' ? request.output : undefined;
     const callOptions: Omit<LanguageModelV4CallOptions, 'abortSignal'> = {
       ...settings,
       prompt: toLanguageModelPrompt(request.messages),
+      // The agent's structured output, as the provider's JSON response format: a provider that
+      // supports it holds the answer to the schema (Anthropic natively, or with its own JSON tool
+      // whose call it turns back into text); one that does not warns and ignores it. The loop
+      // checks the answer against the agent's schema either way.
+      ...(output === undefined ? {} : { responseFormat: responseFormatOf(output) }),
       ...(tools === undefined ? {} : { tools }),
       ...(tools === undefined || resolved.toolChoice === undefined
         ? {}
@@ -237,6 +250,11 @@ export function aiSdkModel(languageModel: AiSdkLanguageModel, options: AiSdkMode
   };
 
   return Object.freeze({ name: modelId, provider, options: resolved, languageModel, generate });
+}
+
+// JSON Schema as the provider specification types it (the output's schema is plain JSON Schema, made by core).
+function responseFormatOf(output: OutputSpec): NonNullable<LanguageModelV4CallOptions['responseFormat']> {
+  return { type: 'json', schema: output.schema as JSONSchema7, name: output.name };
 }
 
 function cancelled(signal: AbortSignal): CancelledError {

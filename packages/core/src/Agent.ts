@@ -1,7 +1,9 @@
 import type { z } from 'zod';
 import { type AgentOutput, agentOutput, DEFAULT_OUTPUT_RETRIES, OUTPUT_NAME } from './AgentOutput.js';
 import { describeValue } from './internal/describeValue.js';
+import { FactoryModel } from './internal/FactoryModel.js';
 import type { Model } from './Model.js';
+import type { ModelFactory } from './ModelFactory.js';
 import type { AnyTool, Tool } from './Tool.js';
 import { InvalidArgumentError } from './TroupeError.js';
 
@@ -54,7 +56,14 @@ export interface AgentDefinition<
   readonly module?: string;
   /** The system prompt. */
   readonly instructions: string;
-  readonly model: Model;
+  /**
+   * The model, or a {@link ModelFactory} that makes it on the thread that
+   * runs the agent, at its first use there (with that thread's environment
+   * as it is then; kept for later runs on that thread). Use a factory when
+   * the model needs what is known only after start-up — a port, a key —
+   * rather than what the environment holds when the module is imported.
+   */
+  readonly model: Model | ModelFactory;
   readonly tools?: T;
   /** Agents this one may delegate to with its built-in `task` tool (they get its scope and toolContext). */
   readonly subagents?: U;
@@ -106,6 +115,7 @@ export interface Agent<S = any, TC extends object = any, O = any> {
   readonly description: string;
   readonly module: string | undefined;
   readonly instructions: string;
+  /** Its model (for a definition with a model factory: the model that factory makes on this thread, at its first use). */
   readonly model: Model;
   // biome-ignore lint/suspicious/noExplicitAny: tools of every argument and result type; only S and TC are checked.
   readonly tools: readonly Tool<any, any, S, TC>[];
@@ -193,8 +203,12 @@ export function defineAgent<
   }
   if (typeof definition.instructions !== 'string')
     throw new InvalidArgumentError(`${where}: instructions must be a string`);
-  if (typeof definition.model?.generate !== 'function') {
-    throw new InvalidArgumentError(`${where}: model must implement generate({ messages, tools, signal })`);
+  const model: unknown = definition.model;
+  const factory = typeof model === 'function' && typeof (model as Partial<Model>).generate !== 'function';
+  if (!factory && typeof (model as Partial<Model> | null | undefined)?.generate !== 'function') {
+    throw new InvalidArgumentError(
+      `${where}: model must implement generate({ messages, tools, signal }), or be a function that returns such a model (a model factory, called on the thread that runs the agent), got ${describeValue(model)}`,
+    );
   }
   if (definition.module !== undefined) {
     // Workers import the module from this machine's files: a path is not a URL,
@@ -269,7 +283,7 @@ export function defineAgent<
     description: definition.description ?? '',
     module: definition.module,
     instructions: definition.instructions,
-    model: definition.model,
+    model: factory ? new FactoryModel(definition.name, model as ModelFactory) : (model as Model),
     tools: Object.freeze(tools),
     subagents: Object.freeze(subagents),
     mergeMetadataFrom,

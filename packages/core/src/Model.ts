@@ -202,9 +202,9 @@ export interface ModelResponse {
  */
 export interface Model {
   /** The model's name, as telemetry reports it (`gpt-4.1-mini`, `scripted`). */
-  readonly name?: string;
+  readonly name?: string | undefined;
   /** Who serves it (`openai`, `ollama`, ...), for telemetry. */
-  readonly provider?: string;
+  readonly provider?: string | undefined;
   generate(request: ModelRequest): Promise<ModelResponse>;
 }
 

@@ -52,6 +52,17 @@ export type ErrorCode =
   | 'ERR_REQUEST_EXPIRED'
   | 'ERR_REQUEST_DECLINED'
   | 'ERR_AGENT_STOPPED'
+  /**
+   * A message was sent to a parent agent that waits on a person (a question or
+   * an approval): answer or cancel the request first, or send with `{ whileSuspended: 'queue' }`.
+   */
+  | 'ERR_AGENT_SUSPENDED'
+  /**
+   * A conversation restored with a `toolContext` holding none of the keys it
+   * was started with (forgotten, or misspelt; its tools read them): pass it
+   * again, as the scope.
+   */
+  | 'ERR_TOOL_CONTEXT_MISSING'
   /** An agent id is held here by another conversation (ids are unique per supervisor, across tenants). */
   | 'ERR_AGENT_ID_IN_USE'
   | 'ERR_INTERNAL'
@@ -65,6 +76,11 @@ export type ErrorCode =
   | 'ERR_MODEL_RATE_LIMITED'
   /** The model call overran its timeout. */
   | 'ERR_MODEL_TIMEOUT'
+  /**
+   * An agent's model factory threw, rejected or returned something that is not
+   * a model (the message names the agent): fix what it reads; the next run calls it again.
+   */
+  | 'ERR_MODEL_FACTORY'
   /** The model server could not be reached (refused, reset, DNS). */
   | 'ERR_MODEL_CONNECTION'
   /** A streamed answer stalled: no delta within the idle timeout. */

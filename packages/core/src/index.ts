@@ -75,6 +75,7 @@ export type {
   ToolMessage,
 } from './Model.js';
 export type { ModelErrorEvent, ModelEventBase, ModelEvents, ModelStartEvent, ModelStopEvent } from './ModelEvents.js';
+export type { ModelFactory } from './ModelFactory.js';
 export type { OutputSpec } from './OutputSpec.js';
 
 export { Answer, Request } from './Request.js';

@@ -152,9 +152,11 @@ function addressOf(options: ResolvedPostgresPersistenceOptions): StoreAddress {
  * await supervisor.close() // closes the store too
  * ```
  */
-export class PostgresPersistence implements PersistenceAdapter {
+export class PostgresPersistence<S = unknown> implements PersistenceAdapter<S> {
   /** Where the store is: host, port, database, user and schema (never the password). */
   readonly address: StoreAddress;
+  /** The store's tenant hook (`undefined`: every scope shares one tenant). */
+  readonly tenantKey: TenantKey<S> | undefined;
   readonly #pool: pg.Pool;
   readonly #ownPool: boolean;
   readonly #sql: Statements;
@@ -171,6 +173,7 @@ export class PostgresPersistence implements PersistenceAdapter {
   /** Use {@link postgresPersistence}: it opens the store (migrations, the owner's lease). */
   private constructor(options: ResolvedPostgresPersistenceOptions, pool: pg.Pool, ownPool: boolean) {
     this.address = addressOf(options);
+    this.tenantKey = options.tenantKey as TenantKey<S> | undefined;
     this.#pool = pool;
     this.#ownPool = ownPool;
     this.#sql = statementsFor(options.schema);
@@ -184,7 +187,7 @@ export class PostgresPersistence implements PersistenceAdapter {
   }
 
   /** Open a store: see {@link postgresPersistence}. */
-  static async open(options: PostgresPersistenceOptions): Promise<PostgresPersistence> {
+  static async open<S = unknown>(options: PostgresPersistenceOptions<S>): Promise<PostgresPersistence<S>> {
     const resolved = resolvePostgresPersistenceOptions(options);
     const ownPool = resolved.pool === undefined;
     const pool =
@@ -201,7 +204,7 @@ export class PostgresPersistence implements PersistenceAdapter {
     // An idle client whose server went away emits 'error' on the pool; without a listener it would
     // be thrown. The pool drops that client; the next call gets a new connection.
     if (ownPool) pool.on('error', () => {});
-    const store = new PostgresPersistence(resolved, pool, ownPool);
+    const store = new PostgresPersistence<S>(resolved, pool, ownPool);
     try {
       const client = await pool.connect();
       try {
@@ -821,10 +824,12 @@ export class PostgresPersistence implements PersistenceAdapter {
  * ```ts
  * const store = await postgresPersistence({
  *   connectionString: 'postgres://troupe@127.0.0.1:5432/app',
- *   tenantKey: (scope) => (scope as { orgId: string }).orgId,
+ *   tenantKey: (scope: { orgId: string }) => scope.orgId,
  * })
  * ```
  */
-export function postgresPersistence(options: PostgresPersistenceOptions): Promise<PostgresPersistence> {
+export function postgresPersistence<S = unknown>(
+  options: PostgresPersistenceOptions<S>,
+): Promise<PostgresPersistence<S>> {
   return PostgresPersistence.open(options);
 }

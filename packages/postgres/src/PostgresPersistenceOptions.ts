@@ -4,7 +4,8 @@ import type pg from 'pg';
 import { z } from 'zod';
 
 /**
- * Options of {@link postgresPersistence}: give `connectionString`, or a `pool` of your own.
+ * Options of {@link postgresPersistence}: give `connectionString`, or a `pool` of your own. `S` is
+ * the scope its `tenantKey` reads.
  *
  * @example
  * ```ts
@@ -16,7 +17,7 @@ import { z } from 'zod';
  * const store = await postgresPersistence(options)
  * ```
  */
-export interface PostgresPersistenceOptions {
+export interface PostgresPersistenceOptions<S = unknown> {
   /** `postgres://user:password@host:port/database`: the store makes its own pool (and ends it at close). */
   readonly connectionString?: string | undefined;
   /**
@@ -32,8 +33,12 @@ export interface PostgresPersistenceOptions {
   readonly schema?: string | undefined;
   /** Connections of the pool the store makes from `connectionString` (default 10). */
   readonly maxConnections?: number | undefined;
-  /** Maps a scope to the tenant its rows are kept under; default: every scope shares `'default'`. */
-  readonly tenantKey?: TenantKey | undefined;
+  /**
+   * Maps a scope to the tenant its rows are kept under; default: every scope shares `'default'`.
+   * Type its parameter as the supervisor's scope (`(scope: TenantScope) => scope.tenantId`): the
+   * store is then typed by it, and a supervisor of another scope schema refuses it at compile time.
+   */
+  readonly tenantKey?: TenantKey<S> | undefined;
   /**
    * How long this store's claim to be alive lasts on the database clock without being renewed
    * (default 10,000 ms; renewed every third of it). Another host takes over this host's
@@ -109,8 +114,8 @@ const HINTS: Record<string, string> = {
  * resolvePostgresPersistenceOptions({ connectionString: 'postgres://localhost/app', leaseMs: 50 }) // throws: leaseMs …
  * ```
  */
-export function resolvePostgresPersistenceOptions(
-  options: PostgresPersistenceOptions,
+export function resolvePostgresPersistenceOptions<S = unknown>(
+  options: PostgresPersistenceOptions<S>,
 ): ResolvedPostgresPersistenceOptions {
   if (typeof options !== 'object' || options === null) {
     throw new InvalidArgumentError('postgresPersistence(options): pass { connectionString } or { pool }');
@@ -129,7 +134,8 @@ export function resolvePostgresPersistenceOptions(
     pool: o.pool,
     schema: o.schema ?? 'public',
     maxConnections: o.maxConnections ?? 10,
-    tenantKey: o.tenantKey,
+    // The store reads a scope as data of any shape (the supervisor hands over what its schema made).
+    tenantKey: o.tenantKey as TenantKey | undefined,
     leaseMs: o.leaseMs ?? 10_000,
     clock: o.clock ?? { now: () => Date.now() },
   });

@@ -127,15 +127,17 @@ const closedHere = new Set<string>();
  * ```ts
  * import { createSupervisor } from '@troupe/supervisor'
  *
- * const store = sqlitePersistence({ directory: './data', tenantKey: (s) => (s as { org: string }).org })
+ * const store = sqlitePersistence({ directory: './data', tenantKey: (scope: { org: string }) => scope.org })
  * const supervisor = createSupervisor({ persistence: store })
  * // ...
  * await supervisor.close() // closes the store too
  * ```
  */
-export class SqlitePersistence implements PersistenceAdapter {
+export class SqlitePersistence<S = unknown> implements PersistenceAdapter<S> {
   /** The database file. */
   readonly file: string;
+  /** The store's tenant hook (`undefined`: every scope shares one tenant). */
+  readonly tenantKey: TenantKey<S> | undefined;
   readonly #db: Database.Database;
   readonly #s: Statements;
   /** The statements that write a transcript's chunks, and a state's messages' chunks. */
@@ -154,14 +156,16 @@ export class SqlitePersistence implements PersistenceAdapter {
   readonly #written = new Map<string, Written>();
   #closed = false;
 
-  constructor(options: SqlitePersistenceOptions) {
+  constructor(options: SqlitePersistenceOptions<S>) {
     if (typeof options !== 'object' || options === null) {
       throw new InvalidArgumentError('sqlitePersistence(options): pass { file } or { directory }');
     }
     if (options.tenantKey !== undefined && typeof options.tenantKey !== 'function') {
       throw new InvalidArgumentError('tenantKey must be a function (scope) => string');
     }
-    this.#tenantKey = options.tenantKey;
+    this.tenantKey = options.tenantKey;
+    // The rules read a scope as data of any shape (the supervisor hands over what its schema made).
+    this.#tenantKey = options.tenantKey as TenantKey | undefined;
     this.#clock = options.clock ?? { now: () => Date.now() };
     const opened = openDatabase(options, WAL_AUTOCHECKPOINT_PAGES);
     this.file = opened.file;
@@ -733,6 +737,6 @@ export class SqlitePersistence implements PersistenceAdapter {
  * const store = sqlitePersistence({ file: '/var/lib/app/troupe.sqlite', synchronous: 'FULL' })
  * ```
  */
-export function sqlitePersistence(options: SqlitePersistenceOptions): SqlitePersistence {
+export function sqlitePersistence<S = unknown>(options: SqlitePersistenceOptions<S>): SqlitePersistence<S> {
   return new SqlitePersistence(options);
 }

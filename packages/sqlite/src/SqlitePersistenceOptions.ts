@@ -3,6 +3,7 @@ import type { TenantKey } from '@troupe/supervisor';
 
 /**
  * Options of {@link sqlitePersistence}: give `file`, or `directory` (the file is `troupe.sqlite` in it).
+ * `S` is the scope its `tenantKey` reads.
  *
  * @example
  * ```ts
@@ -10,13 +11,18 @@ import type { TenantKey } from '@troupe/supervisor';
  * const store = sqlitePersistence(options)
  * ```
  */
-export interface SqlitePersistenceOptions {
+export interface SqlitePersistenceOptions<S = unknown> {
   /** The database file (created if missing). */
   readonly file?: string;
   /** A directory (created if missing) holding `troupe.sqlite`. */
   readonly directory?: string;
-  /** Maps a scope to the tenant its rows are kept under; default: every scope shares `'default'`. */
-  readonly tenantKey?: TenantKey;
+  /**
+   * Maps a scope to the tenant its rows are kept under; default: every scope
+   * shares `'default'`. Type its parameter as the supervisor's scope
+   * (`(scope: TenantScope) => scope.tenantId`): the store is then typed by it,
+   * and a supervisor of another scope schema refuses it at compile time.
+   */
+  readonly tenantKey?: TenantKey<S>;
   /**
    * `NORMAL` (default): in WAL mode a commit survives the process dying at
    * any point (SIGKILL, a crash) and the file is never corrupted; only a

@@ -114,7 +114,37 @@ interface ChunkSource {
 export type StreamChunk = ChunkSource & ModelDelta;
 
 /**
- * Options of {@link AgentHandle.stream}.
+ * Options of {@link AgentHandle.send}.
+ *
+ * `whileSuspended` says what a message does when its agent is waiting on a
+ * question (a reply came back `suspended` and nobody has answered it yet):
+ * - `'refuse'` (default): the message is refused with `ERR_AGENT_SUSPENDED`,
+ *   naming the question and how to answer it — also a message that was
+ *   waiting behind a running one when that one suspended. Nothing waits on a
+ *   person unless it was asked to.
+ * - `'queue'`: the message waits in the mailbox and runs once the question is
+ *   answered (`supervisor.answer`) or withdrawn (`cancel()`); a script that
+ *   never answers never gets its reply.
+ *
+ * Either way the supervisor emits `agent.message.waiting` (`queued` true or
+ * false): the waiting is visible, never silent.
+ *
+ * @example
+ * ```ts
+ * const handle = await supervisor.startAgent(agent, { scope: {} })
+ * const options: SendOptions = { signal: AbortSignal.timeout(60_000), whileSuspended: 'queue' }
+ * const reply = await handle.send('And then?', options)
+ * ```
+ */
+export interface SendOptions {
+  /** Aborting it cancels this message only (its listener is removed when the message settles). */
+  readonly signal?: AbortSignal | undefined;
+  /** What the message does when its agent waits on a question: `'refuse'` (default) or `'queue'`. */
+  readonly whileSuspended?: 'refuse' | 'queue' | undefined;
+}
+
+/**
+ * Options of {@link AgentHandle.stream}: those of `send`, and how many chunks are kept.
  *
  * @example
  * ```ts
@@ -123,9 +153,7 @@ export type StreamChunk = ChunkSource & ModelDelta;
  * for await (const chunk of handle.stream('Draft the summary', options)) console.log(chunk.type)
  * ```
  */
-export interface StreamOptions {
-  /** Aborting it cancels this message (like `send`'s). */
-  readonly signal?: AbortSignal | undefined;
+export interface StreamOptions extends SendOptions {
   /** Chunks kept while the consumer is slow; past it the oldest text is merged (default 1024 chunks). */
   readonly highWaterMark?: number | undefined;
 }
@@ -157,8 +185,16 @@ export interface AgentHandle<O = unknown> {
    * error once stopped, a `CancelledError` when `signal` is already aborted.
    * Aborting `signal` later cancels this message only (its listener is
    * removed when the message settles).
+   *
+   * While the agent waits on a question (its last reply was `suspended`), a
+   * message is refused with `ERR_AGENT_SUSPENDED` naming the question —
+   * answer it, or `cancel()` to withdraw it, then send — unless it is sent
+   * with `{ whileSuspended: 'queue' }`: it then waits until the question is
+   * answered or withdrawn. Either way `agent.message.waiting` is emitted.
+   * With a durable store the store is asked first whether the question is
+   * still open: a copy another process moved on refuses with `ERR_STORE_FENCED`.
    */
-  send(message: string, options?: { readonly signal?: AbortSignal }): Promise<AgentReply<O>>;
+  send(message: string, options?: SendOptions): Promise<AgentReply<O>>;
   /**
    * Like `send`, read as it is written: the tokens of this agent's model and
    * of every subagent under it, in order per run, batched across threads.

@@ -12,6 +12,7 @@ import {
   InvalidArgumentError,
   isAgent,
   isTroupeError,
+  type OutputOf,
   type Scope,
   type ScopeDefinition,
   sealScope,
@@ -22,8 +23,9 @@ import { loadedAgent } from '@troupe/subagent';
 import type { AgentHandle, AgentReply } from './AgentHandle.js';
 import { definitionOf } from './internal/AgentDefinitions.js';
 import { AgentRegistry } from './internal/AgentRegistry.js';
-import { checkMetadata, cloneMetadata, sealToolContext } from './internal/checkChannels.js';
+import { checkMetadata, checkRestoredToolContext, cloneMetadata, sealToolContext } from './internal/checkChannels.js';
 import { checkSignal } from './internal/checkSignal.js';
+import { reportDroppedRequests } from './internal/droppedRequests.js';
 import { ParentAgent, type ParentAgentDeps } from './internal/ParentAgent.js';
 import type { RootOwner, RunNode } from './internal/RunNode.js';
 import { spawnOutcome } from './internal/spawnOutcome.js';
@@ -36,12 +38,16 @@ import { migrateEnvelope, stateBefore } from './persistence/StateEnvelope.js';
 import { RunTree } from './RunTree.js';
 import type { SubagentOutcome } from './SubagentOutcome.js';
 import {
+  type AgentFor,
   type AnswerOptions,
+  type AnswerOptionsFor,
   type PendingRequestInfo,
   type ResolvedSupervisorOptions,
   resolveSupervisorOptions,
   type SpawnOptions,
+  type SpawnOptionsFor,
   type StartAgentOptions,
+  type StartAgentOptionsFor,
   type SupervisorOptions,
   type SupervisorStats,
 } from './SupervisorOptions.js';
@@ -73,7 +79,7 @@ import {
  * const reply = await handle.send('Hello')
  * ```
  */
-export class Supervisor<S = unknown, I = S> extends VersionedEmitter {
+export class Supervisor<S = unknown, I = S, A extends Agent = Agent> extends VersionedEmitter {
   /** The worker pool, as far as a host needs it. */
   readonly pool: { ready(): Promise<void>; stats(): SupervisorStats['pool'] };
   readonly #o: ResolvedSupervisorOptions;
@@ -94,7 +100,7 @@ export class Supervisor<S = unknown, I = S> extends VersionedEmitter {
   #destroying: Promise<void> | undefined;
   #closed = false;
 
-  constructor(options: SupervisorOptions<S, I> = {}) {
+  constructor(options: SupervisorOptions<S, I, A> = {}) {
     super();
     const o = resolveSupervisorOptions(options);
     this.#o = o;
@@ -129,7 +135,7 @@ export class Supervisor<S = unknown, I = S> extends VersionedEmitter {
             agentsByName: o.agents,
             sealScope: (input) => this.#sealScope(input),
             // The stored agent and scope are untyped here: the typed overloads are for hosts.
-            startAgent: (agent, start) => (this as Supervisor).startAgent(agent, start),
+            startAgent: (agent, start) => this.#startAgent(agent, start),
             stopAgent: (agentId) => this.stopAgent(agentId),
           });
     this.#spawnOwner = Object.freeze({ settle: (root: RunNode) => spawnOutcome(root, tree) });
@@ -176,16 +182,26 @@ export class Supervisor<S = unknown, I = S> extends VersionedEmitter {
    * Start (or restore) a parent agent. With the `agentId` and
    * `conversationId` of a saved agent, its state is loaded from persistence
    * (with the scope given now: scope is never saved), including an open
-   * request, which is listed by `pendingRequests()` again.
+   * request, which is listed by `pendingRequests()` again. `agent` is an
+   * agent, or the name of one given in `options.agents`.
+   *
+   * Its types hold the scope to the supervisor's schema (or, without one, to
+   * what the agent's tools read) and require the `toolContext` keys its tools
+   * declare; a restore whose toolContext holds none of the keys the
+   * conversation was started with is refused at run time too
+   * (`ERR_TOOL_CONTEXT_MISSING`).
    */
-  startAgent<SA = unknown, TC extends object = Record<never, never>, O = unknown>(
-    agent: Agent<unknown extends S ? SA : S, TC, O>,
-    options: StartAgentOptions<DeepReadonly<unknown extends S ? SA : I>, TC> &
-      (Partial<TC> extends TC ? unknown : { readonly toolContext: TC }),
-  ): Promise<AgentHandle<O>>;
-  /** Start (or restore) an agent given in `options.agents`, by name. */
-  startAgent(agent: string, options: StartAgentOptions<DeepReadonly<I>>): Promise<AgentHandle>;
-  async startAgent(agent: Agent | string, options: StartAgentOptions): Promise<AgentHandle> {
+  // One signature for an agent and a name (not two overloads): a wrong option is then reported at
+  // its key, not as the agent not being a string (the error of the last overload tried).
+  // (`G`: the agent given; the class's `A` are the agents of `options.agents`.)
+  async startAgent<G extends AgentFor<S> | string>(
+    agent: G,
+    options: StartAgentOptionsFor<G, S, I>,
+  ): Promise<AgentHandle<G extends Agent ? OutputOf<G> : unknown>> {
+    return (await this.#startAgent(agent as Agent | string, options as StartAgentOptions)) as AgentHandle<never>;
+  }
+
+  async #startAgent(agent: Agent | string, options: StartAgentOptions): Promise<AgentHandle> {
     this.#assertOpen();
     const def = typeof agent === 'string' ? this.#o.agents.get(agent) : agent;
     if (def === undefined || !isAgent(def)) {
@@ -228,6 +244,14 @@ export class Supervisor<S = unknown, I = S> extends VersionedEmitter {
           { code: 'ERR_UNKNOWN_AGENT' },
         );
       }
+      // Checked once a conversation running elsewhere was refused (ERR_CONVERSATION_BUSY says more).
+      const checkToolContext = (): void =>
+        checkRestoredToolContext(saved?.toolContextKeys, toolContext, {
+          agentId: id,
+          conversationId,
+          agentName: def.name,
+        });
+      if (saved !== undefined && this.#restorer === undefined) checkToolContext();
       this.#assertOpen();
       parent = new ParentAgent(
         def,
@@ -248,7 +272,7 @@ export class Supervisor<S = unknown, I = S> extends VersionedEmitter {
         this.#agentDeps,
       );
       if (saved !== undefined && this.#restorer !== undefined)
-        await this.#restorer.conversation(parent, def, saved, context);
+        await this.#restorer.conversation(parent, def, saved, context, checkToolContext);
       this.#assertOpen();
     } catch (error) {
       this.#agents.abandoned(id);
@@ -311,14 +335,23 @@ export class Supervisor<S = unknown, I = S> extends VersionedEmitter {
    * that follows it. n answers so cost one resume and one save of the run's
    * state, not n.
    *
+   * With `{ scope }` it answers a request this supervisor does not hold
+   * (after a restart): its conversation is restored from the store with that
+   * scope and `toolContext` — neither is ever saved, so give both again. When
+   * the tools of the supervisor's `agents` declare toolContext keys, the types
+   * require `toolContext` with the scope; a restore whose toolContext holds
+   * none of the keys the conversation was started with is refused
+   * (`ERR_TOOL_CONTEXT_MISSING`).
+   *
    * Refused with a typed error, leaving the request open: a malformed answer
-   * (`ERR_INVALID_ARGUMENT`). Refused: an unknown or withdrawn id
+   * (`ERR_INVALID_ARGUMENT`), a restore without its toolContext
+   * (`ERR_TOOL_CONTEXT_MISSING`). Refused: an unknown or withdrawn id
    * (`ERR_UNKNOWN_REQUEST`), a second answer (`ERR_REQUEST_ALREADY_ANSWERED`).
    */
   async answer<R extends AgentReply | SubagentOutcome = AgentReply>(
     requestId: string,
     answer: Omit<Answer, 'id'> & { readonly id?: string },
-    options: AnswerOptions = {},
+    options: AnswerOptionsFor<DeepReadonly<I>, A> = {},
   ): Promise<R> {
     this.#assertOpen();
     if (typeof requestId !== 'string' || requestId.length === 0) {
@@ -340,7 +373,7 @@ export class Supervisor<S = unknown, I = S> extends VersionedEmitter {
     const restorer = this.#restorer;
     if (options?.scope !== undefined && restorer !== undefined) {
       // Answered as someone: only a request of their tenant (the store keeps requests by tenant key).
-      await restorer.forAnswer(requestId, options, this.#tree.requests.hasOpenRequest(requestId));
+      await restorer.forAnswer(requestId, options as AnswerOptions, this.#tree.requests.hasOpenRequest(requestId));
     }
     let root: RunNode;
     try {
@@ -349,7 +382,7 @@ export class Supervisor<S = unknown, I = S> extends VersionedEmitter {
       if (!isTroupeError(error, 'ERR_STORE_FENCED') || options?.scope === undefined || restorer === undefined)
         throw error;
       // The copy held here was behind what is saved, and is let go: answered on what is saved.
-      await restorer.forAnswer(requestId, options, false);
+      await restorer.forAnswer(requestId, options as AnswerOptions, false);
       root = await this.#tree.requests.answer(requestId, parsed.data);
     }
     const reply = await this.#tree.whenQuiet(root);
@@ -364,21 +397,13 @@ export class Supervisor<S = unknown, I = S> extends VersionedEmitter {
    * Resolves with its outcome once its whole tree has ended — or suspended:
    * answer its question and `answer()` resolves with what it did then.
    */
-  spawn<SA = unknown, TC extends object = Record<never, never>, O = unknown>(
-    agent: Agent<unknown extends S ? SA : S, TC, O>,
-    options: SpawnOptions<DeepReadonly<unknown extends S ? SA : I>, TC> &
-      (Partial<TC> extends TC ? unknown : { readonly toolContext: TC }),
-  ): Promise<SubagentOutcome<O>>;
-  spawn<SA = unknown, TC extends object = Record<never, never>, O = unknown>(
-    agent: Agent<unknown extends S ? SA : S, TC, O>,
-    options: SpawnOptions<DeepReadonly<unknown extends S ? SA : I>, TC> &
-      (Partial<TC> extends TC ? unknown : { readonly toolContext: TC }),
-  ): Promise<SubagentOutcome<O>>;
+  spawn<G extends AgentFor<S>>(agent: G, options: SpawnOptionsFor<G, S, I>): Promise<SubagentOutcome<OutputOf<G>>>;
   // Not an async function: a spawn of a loaded agent (the norm) starts its run
   // synchronously and its promise is settled by the run tree directly, with no
   // async frame and no await hop on every run's way back. Every throw before
   // the run starts is a rejection, as from an async function.
-  spawn(agent: Agent, options: SpawnOptions): Promise<SubagentOutcome> {
+  spawn(agent: Agent, given: unknown): Promise<SubagentOutcome> {
+    const options = given as SpawnOptions;
     try {
       this.#assertOpen();
       if (!isAgent(agent))
@@ -543,7 +568,10 @@ export class Supervisor<S = unknown, I = S> extends VersionedEmitter {
    * `timeoutMs` (default 30 s), then cancel what still runs (reason
    * `shutdown`; killed after the grace period if it ignores it), persist,
    * and resolve once every worker has exited. Suspended conversations keep
-   * their saved questions for a new supervisor. Idempotent.
+   * their saved questions for a new supervisor — in a durable store: the
+   * in-memory store (the default) and `persistence: null` drop them, and say
+   * so (`requests.dropped`, or a process warning when nobody listens).
+   * Idempotent.
    */
   close(options: { readonly timeoutMs?: number } = {}): Promise<void> {
     if (this.#closing !== undefined) return this.#closing;
@@ -590,6 +618,7 @@ export class Supervisor<S = unknown, I = S> extends VersionedEmitter {
       }
       // Bounded: what was cancelled ends cooperatively or is killed after the grace period.
       await tree.whenIdle();
+      this.#reportDropped();
       await this.#stopAgents();
       this.#agents.clear();
       tree.endSuspendedSpawns();
@@ -615,6 +644,7 @@ export class Supervisor<S = unknown, I = S> extends VersionedEmitter {
       tree.cancelRunning('shutdown');
       await tree.destroyTransport();
       await tree.whenIdle();
+      this.#reportDropped();
       await this.#stopAgents();
       this.#agents.clear();
       tree.endSuspendedSpawns();
@@ -623,6 +653,16 @@ export class Supervisor<S = unknown, I = S> extends VersionedEmitter {
     })();
     this.#closing ??= this.#destroying;
     return this.#destroying;
+  }
+
+  #droppedReported = false;
+
+  // The open questions a store that does not outlive the supervisor takes with it: said, once.
+  #reportDropped(): void {
+    if (this.#droppedReported) return;
+    this.#droppedReported = true;
+    const held = this.#tree.requests.openRequests().map((r) => r.request.id);
+    reportDroppedRequests(this, this.#o.persistence, held, this.#clock.now());
   }
 
   // Stop every agent; a reply still being saved is waited for, up to the grace period (a
@@ -673,6 +713,8 @@ function infoOf(r: RequestRecord): PendingRequestInfo {
  * const reply = await assistant.send('Summarise the open incidents')
  * ```
  */
-export function createSupervisor<S = unknown, I = S>(options: SupervisorOptions<S, I> = {}): Supervisor<S, I> {
+export function createSupervisor<S = unknown, I = S, A extends Agent = Agent>(
+  options: SupervisorOptions<S, I, A> = {},
+): Supervisor<S, I, A> {
   return new Supervisor(options);
 }

@@ -185,6 +185,16 @@ export interface SupervisorEvents {
   'agent.restarted': [At & { readonly agentId: AgentId; readonly restarts: number }];
   /** The agent was stopped: by `stop()`, or because it restarted too often. */
   'agent.stopped': [At & { readonly agentId: AgentId; readonly reason: string }];
+  /**
+   * A message met its agent waiting on a question (`requestId`): refused with
+   * `ERR_AGENT_SUSPENDED` (`queued` false: sent without `{ whileSuspended: 'queue' }`,
+   * or waiting behind a message that then suspended), or left to wait until the
+   * question is answered or withdrawn (`queued` true). `waiting`: the messages
+   * now waiting behind the question.
+   */
+  'agent.message.waiting': [
+    At & { readonly agentId: AgentId; readonly requestId: string; readonly queued: boolean; readonly waiting: number },
+  ];
   'tool.execute.start': [ToolStartEvent];
   'tool.execute.stop': [ToolStopEvent];
   'tool.execute.exception': [ToolExceptionEvent];
@@ -234,6 +244,13 @@ export interface SupervisorEvents {
   /** A worker sent something its host channel does not serve. */
   'host.refused': [HostRefusedEvent];
   'worker.recycled': [WorkerRecycledEvent];
+  /**
+   * `close()` or `destroy()` dropped open questions: the in-memory store (the
+   * default) or `persistence: null` does not keep them past the supervisor.
+   * `message` says so and how to keep them (a durable store). Without a
+   * listener it is printed as a process warning (code `TROUPE_REQUESTS_DROPPED`).
+   */
+  'requests.dropped': [At & { readonly requestIds: readonly string[]; readonly message: string }];
   /** Saving a run's row or request failed (the run itself went on); the store's error. */
   'persistence.failed': [At & { readonly agentId: AgentId; readonly runId: string; readonly error: Error }];
 }

@@ -4,6 +4,7 @@ import {
   type ApprovalHandler,
   type Clock,
   DEFAULT_SCOPE_BUDGET_BYTES,
+  type DeepReadonly,
   InvalidArgumentError,
   isAgent,
   type Metadata,
@@ -37,7 +38,9 @@ export type PoolOptions = LocalTransportOptions;
 
 /**
  * Options of `createSupervisor`; validated and defaulted once. `S` and `I` are
- * what the `scope` definition produces and accepts (see {@link Supervisor}).
+ * what the `scope` definition produces and accepts (see {@link Supervisor});
+ * `A` the agents given in `agents` (what `answer(id, answer, { scope })` may
+ * restore, so what its `toolContext` must hold).
  *
  * @example
  * ```ts
@@ -50,9 +53,13 @@ export type PoolOptions = LocalTransportOptions;
  * const supervisor = createSupervisor(options)
  * ```
  */
-export interface SupervisorOptions<S = unknown, I = S> {
-  /** Parent agents the host may start by name (optional: `startAgent` also takes an agent). */
-  readonly agents?: readonly Agent[];
+export interface SupervisorOptions<S = unknown, I = S, A extends Agent = Agent> {
+  /**
+   * Parent agents the host may start by name (optional: `startAgent` also
+   * takes an agent), and that `answer(id, answer, { scope })` may restore
+   * after a restart.
+   */
+  readonly agents?: readonly A[];
   /** The worker pool (threads, resourceLimits, maxQueue, graceMs, ...) of the default transport. */
   readonly pool?: PoolOptions;
   /**
@@ -71,9 +78,13 @@ export interface SupervisorOptions<S = unknown, I = S> {
    * a bounded `MemoryPersistence`; `null`: nowhere). A daemon passes
    * `sqlitePersistence({ file })` from `@troupe/sqlite`: every turn is then
    * checkpointed, and a new supervisor on the same file restores what was
-   * open (`startAgent`, `answer(id, answer, { scope })`).
+   * open (`startAgent`, `answer(id, answer, { scope })`). A store whose
+   * `tenantKey` reads a typed scope (`tenantKey: (scope: TenantScope) => ...`)
+   * is held to this supervisor's scope schema: one typed for another scope
+   * does not compile.
    */
-  readonly persistence?: PersistenceAdapter | null;
+  // biome-ignore lint/suspicious/noExplicitAny: without a schema, a store typed for any scope fits.
+  readonly persistence?: PersistenceAdapter<unknown extends S ? any : NoInfer<S>> | null;
   /**
    * Idle parent agents this supervisor keeps holding (least recently used
    * first out; default 1000). Past it an idle agent is held only by its
@@ -123,7 +134,8 @@ export interface StartAgentOptions<I = unknown, TC extends object = Readonly<Rec
 
 /**
  * Options of `supervisor.answer`: who answers a request this supervisor does
- * not hold (after a restart, or one another process asked).
+ * not hold (after a restart, or one another process asked). `I` is the scope
+ * it takes (the supervisor's schema input), `TC` the toolContext.
  *
  * @example
  * ```ts
@@ -131,16 +143,125 @@ export interface StartAgentOptions<I = unknown, TC extends object = Readonly<Rec
  * await supervisor.answer('req_123', { ok: true }, options)
  * ```
  */
-export interface AnswerOptions {
+export interface AnswerOptions<I = unknown, TC extends object = Readonly<Record<string, unknown>>> {
   /**
    * Who answers, when the request is not open in this supervisor (after a
    * restart): the store is asked for it under this scope's tenant and its
    * conversation is restored with this scope (scope is never saved).
    */
-  readonly scope?: unknown;
-  /** The restored conversation's toolContext. */
-  readonly toolContext?: Readonly<Record<string, unknown>>;
+  readonly scope?: I;
+  /**
+   * The restored conversation's toolContext: never saved either, so give it
+   * again, with the keys its tools need (one holding none of the keys the
+   * conversation was started with is refused with `ERR_TOOL_CONTEXT_MISSING`,
+   * nothing restored).
+   */
+  readonly toolContext?: TC;
 }
+
+// biome-ignore lint/suspicious/noExplicitAny: an agent of any tool context and output.
+type AnyOf<S> = Agent<S, any, any>;
+// biome-ignore lint/suspicious/noExplicitAny: an agent of any output (what is inferred is its scope and tool context).
+type AgentOf<SA, TC extends object> = Agent<SA, TC, any>;
+
+/**
+ * The agents a supervisor whose scope schema produces `S` may start or spawn:
+ * those whose tools read no more than `S` (without a schema, any agent: the
+ * scope given is then what its tools read).
+ *
+ * @example
+ * ```ts
+ * import { defineScope, type ScopeOf } from '@troupe/core'
+ *
+ * const Tenant = defineScope(z.object({ tenantId: z.string() }))
+ * const ok: AgentFor<ScopeOf<typeof Tenant>> = agent
+ * ```
+ */
+export type AgentFor<S> = unknown extends S ? Agent : AnyOf<S>;
+
+/**
+ * What `startAgent(agent, options)` takes for `A` (an agent, or the name of
+ * one given in `agents`): the scope (the schema's input, or what the agent's
+ * tools read when there is no schema) and, when its tools declare keys, the
+ * `toolContext` holding them.
+ *
+ * @example
+ * ```ts
+ * import { defineAgent, defineTool, type ToolContext } from '@troupe/core'
+ *
+ * const lookup = defineTool({
+ *   name: 'lookup',
+ *   description: 'Look the ticket up',
+ *   parameters: z.object({}),
+ *   execute: (_args, ctx: ToolContext<unknown, { ticketId: string }>) => ctx.ticketId,
+ * })
+ * const triage = defineAgent({ name: 'triage', instructions: 'Triage.', tools: [lookup], model })
+ * const options: StartAgentOptionsFor<typeof triage, unknown, unknown> = { scope: {}, toolContext: { ticketId: 'T-1' } }
+ * ```
+ */
+export type StartAgentOptionsFor<A, S, I> =
+  // Not distributed: an agent typed `never` (a cast) takes any options, as a bare agent does.
+  [A] extends [AgentOf<infer SA, infer TC>]
+    ? StartAgentOptions<DeepReadonly<unknown extends S ? SA : I>, TC> &
+        (Partial<TC> extends TC ? unknown : { readonly toolContext: TC })
+    : StartAgentOptions<DeepReadonly<I>>;
+
+/**
+ * What `spawn(agent, options)` takes for agent `A` (as {@link StartAgentOptionsFor}, with the input).
+ *
+ * @example
+ * ```ts
+ * const options: SpawnOptionsFor<typeof agent, unknown, unknown> = { input: 'Summarise the incident', scope: {} }
+ * ```
+ */
+export type SpawnOptionsFor<A, S, I> = [A] extends [AgentOf<infer SA, infer TC>]
+  ? SpawnOptions<DeepReadonly<unknown extends S ? SA : I>, TC> &
+      (Partial<TC> extends TC ? unknown : { readonly toolContext: TC })
+  : never;
+
+/** The `toolContext` shapes of agents `A`, as a union (`never` for none). */
+// biome-ignore lint/suspicious/noExplicitAny: an agent of any scope.
+type ToolContextsOf<A> = 0 extends 1 & A ? never : A extends AgentOf<any, infer TC> ? TC : never;
+/** Those of the shapes `TC` that declare a required key (an `any` shape declares none that is known). */
+type WithRequiredKeys<TC> = 0 extends 1 & TC
+  ? never
+  : TC extends unknown
+    ? Partial<TC> extends TC
+      ? never
+      : TC
+    : never;
+
+/**
+ * What `answer(requestId, answer, options)` takes on a supervisor whose
+ * `agents` are `A`: with a `scope` (a request of a conversation restored from
+ * the store), the `toolContext` its conversation was started with — required
+ * when one of those agents' tools declares a key (which one the request
+ * belongs to is known only at run time: the toolContext must fit one of
+ * them, and the run-time check holds it to the conversation's own keys).
+ *
+ * @example
+ * ```ts
+ * import { defineAgent, defineTool, type ToolContext } from '@troupe/core'
+ *
+ * const lookup = defineTool({
+ *   name: 'lookup',
+ *   description: 'Look the ticket up',
+ *   parameters: z.object({}),
+ *   execute: (_args, ctx: ToolContext<unknown, { ticketId: string }>) => ctx.ticketId,
+ * })
+ * const triage = defineAgent({ name: 'triage', instructions: 'Triage.', tools: [lookup], model })
+ * // After a restart: the scope and the toolContext are given again (neither is saved).
+ * const options: AnswerOptionsFor<{ tenantId: string }, typeof triage> = {
+ *   scope: { tenantId: 'acme' },
+ *   toolContext: { ticketId: 'T-1' },
+ * }
+ * ```
+ */
+export type AnswerOptionsFor<I, A> = [WithRequiredKeys<ToolContextsOf<A>>] extends [never]
+  ? AnswerOptions<I>
+  :
+      | { readonly scope?: never; readonly toolContext?: never }
+      | { readonly scope: I; readonly toolContext: ToolContextsOf<A> };
 
 /**
  * Options of {@link Supervisor.spawn}: `I` and `TC` as in {@link StartAgentOptions}.

@@ -10,6 +10,7 @@ export type {
   AgentReply,
   AgentSnapshot,
   AgentStatus,
+  SendOptions,
   StreamChunk,
   StreamOptions,
 } from './AgentHandle.js';
@@ -97,11 +98,15 @@ export type {
   WorkerRecycledEvent,
 } from './SupervisorEvents.js';
 export type {
+  AgentFor,
   AnswerOptions,
+  AnswerOptionsFor,
   PendingRequestInfo,
   PoolOptions,
   SpawnOptions,
+  SpawnOptionsFor,
   StartAgentOptions,
+  StartAgentOptionsFor,
   SupervisorOptions,
   SupervisorStats,
 } from './SupervisorOptions.js';

@@ -32,3 +32,25 @@ export const claudeAgent = defineAgent({
   model: aiSdkModel(anthropic('claude-test'), { maxAttempts: 1, maxOutputTokens: 1024 }),
   tools: [lookup],
 });
+
+/** A forecast, as an agent's structured output. */
+export const Forecast = z.object({ city: z.string(), tempC: z.number() });
+
+/**
+ * Claude Sonnet 4.5 (as the test's server plays it) asked for a `Forecast`,
+ * its model made by a model factory in the worker that runs it, from the
+ * environment as it is then.
+ */
+export const forecaster = defineAgent({
+  name: 'aisdk-forecaster',
+  module: import.meta.url,
+  instructions: 'Forecast the weather of the city you are given.',
+  model: () =>
+    aiSdkModel(
+      createAnthropic({ apiKey: 'sk-ant-worker', baseURL: process.env[BASE_URL_VARIABLE] ?? 'http://127.0.0.1:1/v1' })(
+        'claude-sonnet-4-5',
+      ),
+      { maxAttempts: 1, maxOutputTokens: 1024 },
+    ),
+  output: Forecast,
+});

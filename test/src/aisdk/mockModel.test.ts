@@ -706,12 +706,18 @@ describe('aiSdkModel: bad input, one rule each', () => {
       () => aiSdkModel(language, { toolChoice: 'any' as never }),
       /toolChoice is invalid .*'auto', 'none' or 'required'/,
     ));
+  it('a known way to ask for structured output', () =>
+    refused(
+      () => aiSdkModel(language, { structuredOutput: 'json_schema' as never }),
+      /structuredOutput is invalid \(got "json_schema"\): pass 'response_format' .* or 'none'/,
+    ));
   it('headers are never repeated', () =>
     refused(() => aiSdkModel(language, { headers: { a: 1 as never } }), /headers is invalid \(got \(hidden\)\)/));
   it('defaults', () => {
     const model = aiSdkModel(language);
     assert.equal(model.options.maxAttempts, 3);
     assert.equal(model.options.stream, true);
+    assert.equal(model.options.structuredOutput, 'response_format');
     assert.equal(model.provider, 'mock-provider');
     assert.equal(aiSdkModel(language, { provider: 'anthropic' }).provider, 'anthropic');
   });

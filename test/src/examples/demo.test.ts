@@ -11,6 +11,7 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
@@ -168,6 +169,17 @@ describe('examples/demo', { timeout: 180_000 }, () => {
     assert.ok(run.stderr.replace(/\n\s*/g, ' ').includes(`cannot keep its database in ${dir}`), run.stderr);
     assert.match(run.stderr, /change --dir/);
     assertPlain(run.stderr);
+  });
+
+  it("its default directory is the user's own (issue 32): under HOME, not one path in the OS temp dir", async () => {
+    // A HOME that is a file: the default directory cannot be made, and the message names where it was.
+    const home = join(freshDir(), 'home-file');
+    writeFileSync(home, 'not a directory');
+    const run = await runDemo([], { HOME: home, XDG_CACHE_HOME: '' });
+    assert.equal(run.code, 2, run.stdout + run.stderr);
+    const said = run.stderr.replace(/\n\s*/g, ' ');
+    assert.ok(said.includes(`cannot keep its database in ${join(home, '.cache', 'troupe-demo')}`), run.stderr);
+    assert.match(said, /pass --dir <directory> or set TROUPE_DEMO_DIR/);
   });
 
   it('an unknown flag: exit 2 with the usage', async () => {
@@ -373,5 +385,79 @@ describe('examples/demo: its text layout', () => {
     const cut = fitText(`\x1b[32m${'y'.repeat(30)}\x1b[39m`, 10);
     assert.equal(visibleLength(cut), 10);
     assert.ok(cut.endsWith('\x1b[0m…'), 'a cut colour is reset');
+  });
+});
+
+describe('examples/demo: what it says (issue 32)', () => {
+  it('the default database directory is per user: two users, two directories, none shared in the temp dir', async () => {
+    const { defaultDemoDir, parseDemoOptions } = await load<{
+      defaultDemoDir: (env: NodeJS.ProcessEnv, platform?: NodeJS.Platform) => string;
+      parseDemoOptions: (argv: readonly string[], env: NodeJS.ProcessEnv, streams: object) => { dir: string };
+    }>('demo/DemoOptions.js');
+    const streams = { stdinIsTTY: false, stdoutIsTTY: false };
+    const alice = parseDemoOptions([], { HOME: '/home/alice' }, streams).dir;
+    const bob = parseDemoOptions([], { HOME: '/home/bob' }, streams).dir;
+    if (process.platform === 'linux') {
+      assert.equal(alice, '/home/alice/.cache/troupe-demo');
+      assert.equal(bob, '/home/bob/.cache/troupe-demo');
+      assert.equal(
+        parseDemoOptions([], { HOME: '/home/alice', XDG_CACHE_HOME: '/var/cache/alice' }, streams).dir,
+        '/var/cache/alice/troupe-demo',
+      );
+    }
+    assert.notEqual(alice, bob);
+    assert.ok(!alice.startsWith(tmpdir()) && !bob.startsWith(tmpdir()), `${alice}, ${bob}`);
+    assert.equal(
+      defaultDemoDir({ HOME: '/Users/carol' }, 'darwin'),
+      join('/Users/carol', 'Library', 'Caches', 'troupe-demo'),
+    );
+    assert.equal(
+      defaultDemoDir({ LOCALAPPDATA: 'C:\\Users\\dan\\AppData\\Local' }, 'win32'),
+      join('C:\\Users\\dan\\AppData\\Local', 'troupe-demo'),
+    );
+    // The flag and the variable still win.
+    assert.equal(parseDemoOptions(['--dir', '/srv/demo'], { HOME: '/home/alice' }, streams).dir, '/srv/demo');
+  });
+
+  it('a ratio below 1 reads as slower, never "0.93× faster"', async () => {
+    const { fasterOrSlower } = await load<{ fasterOrSlower: (x: number) => string }>('demo/scenes/fanOut.js');
+    assert.equal(fasterOrSlower(1.85), '1.85× faster');
+    assert.equal(fasterOrSlower(1), '1.00× faster');
+    assert.equal(fasterOrSlower(0.93), '1.08× slower');
+    assert.equal(fasterOrSlower(0.5), '2.00× slower');
+  });
+
+  it('the transcript shows a reply as its words, not JSON inside JSON', async () => {
+    const { transcriptLine } = await load<{
+      transcriptLine: (m: { role: string; content: string; toolCalls?: unknown[] }, who: string) => string | undefined;
+    }>('demo/transcriptLine.js');
+    // What the desk's transcript holds after an answer: its reply, the JSON of its tasks' reports, each
+    // report's text the deployer's own JSON answer. Shown before as [{"ok":"[\"deployed…\"]"}].
+    const reply = JSON.stringify([{ ok: JSON.stringify(['deployed checkout-api to staging']) }]);
+    assert.equal(
+      transcriptLine({ role: 'assistant', content: reply }, 'desk'),
+      'desk  deployed checkout-api to staging',
+    );
+    assert.equal(
+      transcriptLine({ role: 'tool', content: JSON.stringify(['deployed checkout-api to staging']) }, 'desk'),
+      'tool  deployed checkout-api to staging',
+    );
+    const failed = JSON.stringify([{ ok: 'done' }, { error: { error: 'worker exited', code: 'ERR_WORKER_CRASHED' } }]);
+    assert.equal(
+      transcriptLine({ role: 'assistant', content: failed }, 'desk'),
+      'desk  done | error: worker exited (ERR_WORKER_CRASHED)',
+    );
+    assert.equal(transcriptLine({ role: 'assistant', content: 'in its own words' }, 'desk'), 'desk  in its own words');
+    assert.equal(
+      transcriptLine(
+        {
+          role: 'assistant',
+          content: '',
+          toolCalls: [{ name: 'task', arguments: { subagent: 'deployer', instructions: 'checkout-api' } }],
+        },
+        'desk',
+      ),
+      'desk  → task(deployer, "checkout-api")',
+    );
   });
 });

@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { ChatServer, json } from '../openai/chatServer.js';
 import { tempDir } from '../persistence/sqliteFiles.js';
-import { instructedModel } from './instructedModel.js';
+import { instructedModel, ownWordsModel } from './instructedModel.js';
 import { EXAMPLES_DIST, startProcess } from './startProcess.js';
 
 const KEY = 'sk-demo-test';
@@ -92,6 +92,43 @@ describe('the demo on a real model adapter', () => {
       assert.equal(r.headers.authorization, `Bearer ${KEY}`);
       assert.equal(r.body.stream, true);
     }
+  });
+
+  it('a model that does not follow the script: the check it broke fails, saying which and why, exit 1 (not 13)', {
+    timeout: 60_000,
+  }, async (t) => {
+    server.reset();
+    server.script(...Array.from({ length: 200 }, () => ownWordsModel('served-model', 'Sure! I checked it: all fine.')));
+    const dir = tempDir('demo-own-words');
+    t.after(() => dir.remove());
+    const demo = run('demo.js', {
+      TROUPE_MODEL_BASE_URL: server.baseURL,
+      TROUPE_MODEL: 'demo-model',
+      TROUPE_MODEL_API_KEY: KEY,
+      TROUPE_DEMO_DIR: dir.dir,
+    });
+    t.after(() => demo.child.kill('SIGKILL'));
+    const exit = await demo.exited;
+    const stderr = demo.stderr();
+    const output = `${demo.lines.join('\n')}\n${stderr}`;
+    assert.deepEqual(exit, { code: 1, signal: null }, output);
+    // The fan-out is scripted whatever the model: it passes; the runaway scene's forms is the first to ask the model.
+    assert.match(output, /✓ triage delegated the 4 calls in one turn/);
+    const failure = stderr.replace(/\s+/g, ' ');
+    assert.match(failure, /^✗ /, stderr);
+    // Which check: what the scene waited for, or the answer that was not the shape asked for.
+    assert.match(
+      failure,
+      /(scene 2: runaway tool could not finish: its next checks needed .*validate_input to start on a worker \(forms delegating to validator\)|validate_input to start on a worker \(forms delegating to validator\): it did not happen within|the delegating agent's answer is not the JSON array of its tasks' results .* it answered "Sure! I checked it: all fine\.")/,
+    );
+    // Why, and what to do.
+    assert.match(
+      failure,
+      new RegExp(
+        `The agents run on demo-model at ${server.baseURL.replace(/[.]/g, '\\.')} \\(TROUPE_MODEL_BASE_URL\\), which did not do what this scene's script needs: .* unset TROUPE_MODEL_BASE_URL to run it on its scripts\\.`,
+      ),
+    );
+    assert.doesNotMatch(stderr, /^\s+at /m, 'no stack trace');
   });
 
   it('examples/stream prints the tokens of the parent and of each subagent under its path, then the tree’s usage', {

@@ -132,3 +132,8 @@ export function instructedModel(served: string): Handler {
     stream(res, answer(tools, body.messages), served);
   };
 }
+
+/** A model that does not follow the agents' instructions: whatever it is asked, it answers `text` in its own words. */
+export function ownWordsModel(served: string, text: string): Handler {
+  return (res: ServerResponse) => stream(res, { text }, served);
+}

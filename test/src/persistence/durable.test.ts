@@ -102,10 +102,12 @@ describe('durable state: a question asked two levels down survives a restart', (
 
     // A third process finds it answered and the conversation idle, with its transcript.
     const c = open(at);
+    // Its toolContext again (never saved): a restore with none of its keys is refused (ERR_TOOL_CONTEXT_MISSING).
     const again = await c.supervisor.startAgent(office, {
       scope: alice,
       agentId: 'office-1',
       conversationId: 'conv-1',
+      toolContext: { effects: at.effects },
     });
     assert.equal(again.status, 'idle');
     assert.equal((await c.supervisor.listRequests(alice)).items.length, 0);

@@ -78,7 +78,12 @@ describe('a conversation running a message in another live process', () => {
       'each tool ran once, in the process that ran the message',
     );
     // Once that message has ended, this process starts the conversation as it was saved there.
-    const here = await b.supervisor.startAgent(office, { scope: alice, agentId: 'office-l1' });
+    // Its toolContext again (never saved): a restore with none of its keys is refused (ERR_TOOL_CONTEXT_MISSING).
+    const here = await b.supervisor.startAgent(office, {
+      scope: alice,
+      agentId: 'office-l1',
+      toolContext: { effects: at.effects },
+    });
     assert.equal(here.status, 'idle');
     assert.deepEqual(
       (await b.store.loadMessages(alice, ctx('office-l1', 'office-l1'))).map((m) => m.role),
@@ -109,7 +114,12 @@ describe('a conversation running a message in another live process', () => {
     const reply = await answered;
     assert.equal(reply.status, 'done', JSON.stringify(reply));
     assert.match((reply as { text: string }).text, /released api to prod/);
-    const here = await b.supervisor.startAgent(office, { scope: alice, agentId: 'office-l2' });
+    // Its toolContext again (never saved): a restore with none of its keys is refused (ERR_TOOL_CONTEXT_MISSING).
+    const here = await b.supervisor.startAgent(office, {
+      scope: alice,
+      agentId: 'office-l2',
+      toolContext: { effects: at.effects },
+    });
     assert.equal(here.status, 'idle');
     assert.equal(effects(at.effects).filter((l) => l.startsWith('release')).length, 1);
     await a.supervisor.close();

@@ -52,7 +52,12 @@ async function twoCopies(t: TestContext, agentId: string, gate?: Int32Array) {
   const asked = await onA.send('please release');
   assert.equal(asked.status, 'suspended', JSON.stringify(asked));
   const request = (asked as { request: Request }).request;
-  const onB = await b.supervisor.startAgent(office, { scope: alice, agentId });
+  // The same toolContext keys: a restore without one it was started with is refused (ERR_TOOL_CONTEXT_MISSING).
+  const onB = await b.supervisor.startAgent(office, {
+    scope: alice,
+    agentId,
+    toolContext: gate === undefined ? {} : { gate },
+  });
   assert.equal(onB.status, 'suspended');
   assert.deepEqual(
     b.supervisor.pendingRequests().map((p) => p.request.id),

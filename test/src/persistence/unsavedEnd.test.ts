@@ -109,7 +109,12 @@ describe('a message whose end failed to save, in a process that goes on (SQLite)
     try {
       await endUnsaved(first, at.file, at.effects, 'office-u2');
       await first.stopAgent('office-u2');
-      const there = await second.startAgent(office, { scope: alice, agentId: 'office-u2' });
+      // Its toolContext again (never saved): a restore with none of its keys is refused (ERR_TOOL_CONTEXT_MISSING).
+      const there = await second.startAgent(office, {
+        scope: alice,
+        agentId: 'office-u2',
+        toolContext: { effects: at.effects },
+      });
       assert.equal(there.status, 'interrupted');
     } finally {
       await second.close();

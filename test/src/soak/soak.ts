@@ -116,7 +116,13 @@ export async function soak(options: SoakOptions): Promise<Soak> {
     const held = supervisor.agent(slot.agentId);
     if (held !== undefined) return held;
     count('reload');
-    return supervisor.startAgent(boss, { agentId: slot.agentId, conversationId: slot.conversationId, scope: SCOPE });
+    // Its toolContext again (never saved): a restore with none of its keys is refused (ERR_TOOL_CONTEXT_MISSING).
+    return supervisor.startAgent(boss, {
+      agentId: slot.agentId,
+      conversationId: slot.conversationId,
+      scope: SCOPE,
+      toolContext: { requestId: `r${slot.agentId.slice(2)}` },
+    });
   }
 
   async function settle(handle: AgentHandle, reply: AgentReply): Promise<void> {
@@ -232,7 +238,7 @@ export async function soak(options: SoakOptions): Promise<Soak> {
     if (leftOpen !== undefined) {
       const id = leftOpen;
       leftOpen = undefined;
-      const r = await supervisor.answer(id, { ok: true }, { scope: SCOPE });
+      const r = await supervisor.answer(id, { ok: true }, { scope: SCOPE, toolContext: { requestId: 'r-restored' } });
       count(`restored.${r.status}`);
       if (r.status === 'suspended') {
         for (const slot of live) {

@@ -255,7 +255,8 @@ describe('seed 002 — sagents: the three context channels', () => {
     const outcome = await supervisor.spawn(channelProbe, {
       input: 'probe',
       scope,
-      toolContext: { featureFlags: { newSearch: true }, tenantName: 'Acme', scope: 'an impostor' },
+      // A reserved key its tools do not declare (so the types refuse the literal as it is): overridden.
+      toolContext: { featureFlags: { newSearch: true }, tenantName: 'Acme', scope: 'an impostor' } as object,
       metadata: { conversation_title: 'My Chat' },
     });
     assert.equal(outcome.status, 'done');

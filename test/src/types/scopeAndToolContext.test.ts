@@ -9,7 +9,9 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { type Agent, defineAgent, defineScope, defineTool, type ScopeOf, type ToolContext } from '@troupe/core';
 import { ScriptedModel } from '@troupe/core/testing';
-import { createSupervisor, type Supervisor } from '@troupe/supervisor';
+import { type PostgresPersistence, postgresPersistence } from '@troupe/postgres';
+import { sqlitePersistence } from '@troupe/sqlite';
+import { createSupervisor, MemoryPersistence, type Supervisor, type TenantKey } from '@troupe/supervisor';
 import { z } from 'zod';
 
 /** True when A and B are the same type (not merely assignable either way). */
@@ -134,6 +136,91 @@ export async function supervisorTypes(supervisor: Supervisor<TenantScope>): Prom
   await supervisor.startAgent('orders', { scope });
   // @ts-expect-error by name too
   await supervisor.startAgent('orders', { scope: { tenantId: 'acme' } });
+}
+
+export async function wrongToolContextKeys(supervisor: Supervisor<TenantScope>): Promise<void> {
+  // Issue 32: a misspelt or missing key is reported where it is (each directive sits on the line
+  // the error must be on: one reported at the call, as the agent not being a name, would leave it unused).
+  const scope = { tenantId: 'acme', userId: 'u-1' };
+  await supervisor.startAgent(orders, {
+    scope,
+    // @ts-expect-error a misspelt key: "requestid does not exist ... Did you mean requestId?"
+    toolContext: { requestid: 'req-1' },
+  });
+  await supervisor.startAgent(orders, {
+    scope,
+    // @ts-expect-error requestId is missing from the toolContext
+    toolContext: {},
+  });
+  await supervisor.spawn(orders, {
+    input: 'who?',
+    scope,
+    // @ts-expect-error spawn too
+    toolContext: { requestid: 'req-1' },
+  });
+  // An agent and a name go through one signature: a name still takes any toolContext.
+  await supervisor.startAgent('orders', { scope, toolContext: { anything: 1 } });
+}
+
+export async function answerAfterRestart(): Promise<void> {
+  // Issue 32: answering a request this supervisor does not hold restores its conversation with the
+  // scope and toolContext given: when the agents' tools declare keys, the toolContext is required.
+  const supervisor = createSupervisor({ scope: TenantScope, agents: [orders] });
+  const scope = { tenantId: 'acme', userId: 'u-1' };
+  await supervisor.answer('req_1', { ok: true }, { scope, toolContext: { requestId: 'req-2' } });
+  // Held here (no scope): no restore, nothing to give.
+  await supervisor.answer('req_1', { ok: true });
+  // @ts-expect-error with a scope, the toolContext its tools read is required
+  await supervisor.answer('req_1', { ok: true }, { scope });
+  await supervisor.answer(
+    'req_1',
+    { ok: true },
+    {
+      scope,
+      // @ts-expect-error a misspelt key, at the key
+      toolContext: { requestid: 'req-2' },
+    },
+  );
+  // @ts-expect-error the scope is the schema's input
+  await supervisor.answer('req_1', { ok: true }, { scope: { tenantId: 'acme' }, toolContext: { requestId: 'r' } });
+  // Agents that declare nothing: nothing is required.
+  const free = createSupervisor({ agents: [defineAgent({ name: 'free', instructions: '', model: model() })] });
+  await free.answer('req_1', { ok: true }, { scope: { anything: 1 } });
+  // No agents given: nothing is known, nothing required.
+  await createSupervisor().answer('req_1', { ok: true }, { scope: {} });
+}
+
+export function tenantKeyTypes(): void {
+  // Issue 32: tenantKey reads the scope the supervisor's schema produces, typed.
+  const tenantKey: TenantKey<TenantScope> = (scope) => scope.tenantId;
+  createSupervisor({ scope: TenantScope, persistence: new MemoryPersistence({ tenantKey }) });
+  createSupervisor({
+    scope: TenantScope,
+    persistence: sqlitePersistence({ file: ':memory:', tenantKey: (scope: TenantScope) => scope.userId }),
+  });
+  const memory = new MemoryPersistence({ tenantKey: (scope: TenantScope) => scope.tenantId });
+  expectType<Equal<typeof memory, MemoryPersistence<TenantScope>>>();
+  // An untyped store fits every supervisor.
+  createSupervisor({ scope: TenantScope, persistence: new MemoryPersistence() });
+  const Org = defineScope(z.object({ orgId: z.string() }));
+  // @ts-expect-error a store whose tenantKey reads the tenant scope, given to a supervisor of another schema
+  createSupervisor({ scope: Org, persistence: memory });
+  // @ts-expect-error tenantKey reads what the schema produces: there is no orgId in it
+  const wrong: TenantKey<TenantScope> = (scope) => scope.orgId;
+  assert.ok(wrong);
+}
+
+export async function postgresTenantKeyTypes(): Promise<void> {
+  // The PostgreSQL store is typed the same way.
+  const store = await postgresPersistence({
+    connectionString: 'postgres://x',
+    tenantKey: (s: TenantScope) => s.tenantId,
+  });
+  expectType<Equal<typeof store, PostgresPersistence<TenantScope>>>();
+  createSupervisor({ scope: TenantScope, persistence: store });
+  const Org = defineScope(z.object({ orgId: z.string() }));
+  // @ts-expect-error typed for the tenant scope, given to a supervisor of another schema
+  createSupervisor({ scope: Org, persistence: store });
 }
 
 export async function schemaInputAndOutput(): Promise<void> {

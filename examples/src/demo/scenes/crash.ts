@@ -11,7 +11,12 @@ export async function crash(stage: Stage): Promise<void> {
   const tour: Narrator = stage.tour;
   const { supervisor } = stage;
   stage.begin('8. A crash is contained');
-  const crashed = nextEvent(supervisor, 'subagent.crashed', (e) => e.parentAgentId === 'reports');
+  const crashed = nextEvent(
+    supervisor,
+    'subagent.crashed',
+    (e) => e.parentAgentId === 'reports',
+    "the worker of reports's exporter subagent to crash",
+  );
   const reports = await supervisor.startAgent(coordinator, {
     agentId: 'reports',
     conversationId: stage.run,

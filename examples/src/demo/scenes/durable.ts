@@ -1,4 +1,3 @@
-import type { Message } from '@troupe/core';
 import { sqlitePersistence } from '@troupe/sqlite';
 import type { AgentHandle, AgentReply } from '@troupe/supervisor';
 import { coordinator } from '../../agents/coordinator.js';
@@ -7,6 +6,7 @@ import { formatDuration, type Narrator } from '../Narrator.js';
 import { collect } from '../nextEvent.js';
 import { reportsOf } from '../reportsOf.js';
 import type { Stage } from '../Stage.js';
+import { transcriptLine } from '../transcriptLine.js';
 import { fig, fitText } from '../wrapText.js';
 import { ENVIRONMENT } from './question.js';
 
@@ -14,27 +14,6 @@ import { ENVIRONMENT } from './question.js';
 export const DESK = 'desk';
 const SERVICES = ['checkout-api', 'search-api', 'billing-api', 'payments-api'];
 const SHOWN = 6;
-
-/** One line of a saved transcript. */
-function transcriptLine(m: Message): string | undefined {
-  switch (m.role) {
-    case 'system':
-      return undefined;
-    case 'user':
-      return `you   ${m.content.replace(/\s+/g, ' ')}`;
-    case 'assistant':
-      if (m.toolCalls !== undefined && m.toolCalls.length > 0) {
-        const calls = m.toolCalls.map((c) => {
-          const a = c.arguments as { subagent?: string; instructions?: string };
-          return c.name === 'task' ? `task(${a.subagent}, "${a.instructions}")` : c.name;
-        });
-        return `desk  → ${calls.join(', ')}`;
-      }
-      return `desk  ${m.content}`;
-    case 'tool':
-      return `tool  ${typeof m.content === 'string' ? m.content : JSON.stringify(m.content)}`;
-  }
-}
 
 /**
  * A conversation saved in SQLite, picked up by the next process: this run
@@ -57,7 +36,7 @@ export async function durable(stage: Stage): Promise<void> {
   });
   const history = desk
     .snapshot()
-    .messages.map(transcriptLine)
+    .messages.map((m) => transcriptLine(m, DESK))
     .filter((l) => l !== undefined);
   if (history.length === 0) {
     tour.say('Nothing saved yet: this is the first run on this database.');

@@ -14,6 +14,8 @@ import { fig } from '../wrapText.js';
 const SERVICES = ['checkout', 'search', 'billing', 'payments'];
 
 const times = (x: number): string => `${x.toFixed(2)}×`;
+/** A speed-up as read: `1.85× faster`, and a ratio below 1 as what it is, `1.08× slower` (never "0.93× faster"). */
+export const fasterOrSlower = (x: number): string => (x >= 1 ? `${times(x)} faster` : `${times(1 / x)} slower`);
 const cores = (x: number): string => x.toFixed(2);
 
 /** Below this, bare threads found no second core free: the machine is busy and no speed-up is claimed. */
@@ -118,7 +120,7 @@ export async function fanOut(stage: Stage): Promise<void> {
         `one event loop: ${fig(formatDuration(loop.wallMs))}, ${formatDuration(loop.cpuMs)} of CPU (${cores(loop.cpuMs / loop.wallMs)} cores busy), the loop held ${formatDuration(loop.maxDelayMs)}`,
       );
       tour.say(
-        `${threads} worker threads: ${fig(formatDuration(fanned.wallMs))}, ${formatDuration(fanned.cpuMs)} of CPU (${cores(fanned.cpuMs / fanned.wallMs)} cores busy): ${fig(times(r.speedup))} faster`,
+        `${threads} worker threads: ${fig(formatDuration(fanned.wallMs))}, ${formatDuration(fanned.cpuMs)} of CPU (${cores(fanned.cpuMs / fanned.wallMs)} cores busy): ${fig(fasterOrSlower(r.speedup))}`,
       );
       tour.say(
         `bare worker threads, no Troupe: ${formatDuration(r.bare.wallMs)} (${times(r.bareSpeedup)}); ${ncores} cores allow at most ${times(ideal)}`,
@@ -154,8 +156,8 @@ export async function fanOut(stage: Stage): Promise<void> {
     tour.check(
       holds(last),
       busy(last)
-        ? `the machine is busy (other processes hold its cores: one loop got ${cores(loopShare(last))} of a core, bare threads ${times(last.bareSpeedup)}), so no speed-up is claimed this run; Troupe got ${fig(times(last.speedup))}`
-        : `the fan-out ran ${fig(times(last.speedup))} faster than one event loop: ${Math.round(share)}% of what bare threads got, ${Math.round((100 * last.speedup) / ideal)}% of the ${times(ideal)} that ${ideal} cores can give`,
+        ? `the machine is busy (other processes hold its cores: one loop got ${cores(loopShare(last))} of a core, bare threads ${times(last.bareSpeedup)}), so no speed-up is claimed this run; Troupe's threads ran ${fig(fasterOrSlower(last.speedup))}`
+        : `the fan-out ran ${fig(fasterOrSlower(last.speedup))} than one event loop: ${Math.round(share)}% of what bare threads got, ${Math.round((100 * last.speedup) / ideal)}% of the ${times(ideal)} that ${ideal} cores can give`,
       rounds.map((r) => ({ loopMs: r.loop.wallMs, threadsMs: r.fanned.wallMs, bareMs: r.bare.wallMs })),
     );
     tour.record(

@@ -20,9 +20,14 @@ async function cancelPoliteRun(supervisor: Supervisor, agentId: string, conversa
     scope: demoScope,
     toolContext: { requestId: `req-${agentId}`, probe },
   });
-  const cancelled = nextEvent(supervisor, 'subagent.cancelled', (e) => e.parentAgentId === agentId);
+  const cancelled = nextEvent(
+    supervisor,
+    'subagent.cancelled',
+    (e) => e.parentAgentId === agentId,
+    `${agentId}'s cruncher subagent to end cancelled`,
+  );
   const replied = math.send('cruncher: sum primes');
-  await probeReached(probe, Probe.pollStarted);
+  await probeReached(probe, Probe.pollStarted, `sum_primes to start on a worker (${agentId} delegating to cruncher)`);
   const t0 = sharedNow();
   math.cancel('user');
   // Wait without spinning: on a small machine the worker needs this CPU more than we do.

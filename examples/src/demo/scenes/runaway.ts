@@ -26,10 +26,20 @@ export async function runaway(stage: Stage, graceMs: number): Promise<void> {
     scope: demoScope,
     toolContext: { requestId: 'req-forms', probe },
   });
-  const failed = nextEvent(supervisor, 'subagent.failed', (e) => e.parentAgentId === 'forms');
-  const recycled = nextEvent(supervisor, 'worker.recycled', (e) => e.agentId === 'forms-sub-1');
+  const failed = nextEvent(
+    supervisor,
+    'subagent.failed',
+    (e) => e.parentAgentId === 'forms',
+    "forms's validator subagent to fail at its tool's deadline",
+  );
+  const recycled = nextEvent(
+    supervisor,
+    'worker.recycled',
+    (e) => e.agentId === 'forms-sub-1',
+    'the worker running validate_input to be killed',
+  );
   const replied = forms.send('validator: check the signup form');
-  await probeReached(probe, Probe.crunchStarted);
+  await probeReached(probe, Probe.crunchStarted, 'validate_input to start on a worker (forms delegating to validator)');
   const failure = await failed;
   const kill = await recycled;
   const reply = await replied;

@@ -9,6 +9,7 @@ import { asError } from '../ToolResult.js';
 import type { ToolSpec } from '../ToolSpec.js';
 import { CancelledError, type CancelReason, isTroupeError, TroupeError } from '../TroupeError.js';
 import type { Usage } from '../Usage.js';
+import { FactoryModel } from './FactoryModel.js';
 import type { RunAgentLoopOptions } from './RunAgentLoopOptions.js';
 
 /**
@@ -121,7 +122,11 @@ export class ModelTurn {
 
   constructor(options: RunAgentLoopOptions, specs: readonly ToolSpec[]) {
     this.#options = options;
-    this.#model = options.agent.model;
+    const model = options.agent.model;
+    // A model factory makes its model here, on the thread that runs the agent, at its first run
+    // here (its events then name the model); a failure fails the first model call.
+    if (model instanceof FactoryModel) model.prime();
+    this.#model = model;
     this.#specs = specs;
     this.#output = options.agent.output?.spec;
   }

@@ -19,7 +19,7 @@ function isStoreError(error: unknown): boolean {
  * migrate the schema. Throws a typed error naming the file.
  */
 export function openDatabase(
-  options: SqlitePersistenceOptions,
+  options: Omit<SqlitePersistenceOptions, 'tenantKey'>,
   autocheckpointPages: number,
 ): { db: Database.Database; file: string; synchronous: 'NORMAL' | 'FULL' } {
   const { file: given, directory } = options;

@@ -1,13 +1,13 @@
 import { InvalidArgumentError, type ModelDelta } from '@troupe/core';
 import { describeValue } from '@troupe/core/internal';
-import type { AgentReply, StreamChunk, StreamOptions } from '../AgentHandle.js';
+import type { AgentReply, SendOptions, StreamChunk, StreamOptions } from '../AgentHandle.js';
 import type { RunNode } from './RunNode.js';
 
 /** What a stream needs of its agent: a send that reports the message's deltas. */
 export interface StreamSource {
   sendStreaming(
     message: string,
-    signal: AbortSignal | undefined,
+    options: SendOptions,
     onDeltas: (node: RunNode, deltas: readonly ModelDelta[]) => void,
   ): Promise<AgentReply>;
 }
@@ -36,7 +36,7 @@ export class AgentStream implements AsyncIterableIterator<StreamChunk> {
       );
     }
     this.#highWater = highWater;
-    this.reply = source.sendStreaming(message, options.signal, (node, deltas) => this.#push(node, deltas));
+    this.reply = source.sendStreaming(message, options, (node, deltas) => this.#push(node, deltas));
     this.reply.then(
       () => this.#finish(undefined),
       (error: unknown) => this.#finish(error),

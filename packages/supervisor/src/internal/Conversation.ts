@@ -34,6 +34,8 @@ export interface ConversationInit {
   readonly children: number;
   /** The revision of its saved envelope (0: none saved; undefined: the store does not fence). */
   readonly revision: number | undefined;
+  /** The keys of the toolContext it runs with (saved, so a restore without one of them is refused). */
+  readonly toolContextKeys: readonly string[];
 }
 
 /** What a conversation borrows from its agent's supervisor (one object: a parent agent's deps). */
@@ -58,6 +60,8 @@ export class Conversation implements SavedConversation {
   readonly agentId: AgentId;
   readonly conversationId: string;
   readonly agentName: string;
+  /** The keys of its toolContext (saved with every envelope; the values never are). */
+  readonly toolContextKeys: readonly string[];
   /** The state: the conversation's, or (a message suspended) the run's. */
   state: LoopState;
   /** The last good state (what a failed message falls back to). */
@@ -79,6 +83,7 @@ export class Conversation implements SavedConversation {
     this.agentId = init.agentId;
     this.conversationId = init.conversationId;
     this.agentName = init.agentName;
+    this.toolContextKeys = init.toolContextKeys;
     this.state = init.state;
     this.checkpoint = init.state;
     this.children = init.children;
@@ -135,6 +140,7 @@ export class Conversation implements SavedConversation {
       agentId: this.agentId,
       conversationId: this.conversationId,
       agentName: this.agentName,
+      toolContextKeys: this.toolContextKeys,
       status,
       root: root !== undefined && root.phase === 'suspended' ? root : undefined,
       runId: root?.id,
@@ -177,16 +183,26 @@ export class Conversation implements SavedConversation {
   /**
    * Ask the store (once at a time; only one other processes share) whether another process carried
    * this conversation past the copy suspended at `root` (`asked`: its open questions' ids): `behind`
-   * is told why when it did. A store that cannot answer now changes nothing.
+   * is told why when it did, `current` when it did not (a store that cannot answer now counts as
+   * not: nothing is refused on a guess). False, and nothing asked, without a durable store.
    */
-  whenBehind(root: RunNode, asked: readonly string[], behind: (why: string) => void): void {
+  whenBehind(
+    root: RunNode,
+    asked: readonly string[],
+    behind: (why: string) => void,
+    current: () => void = () => {},
+  ): boolean {
     const durability = this.#deps.durability;
-    if (this.#checking || durability === undefined || !durability.durable) return;
+    if (durability === undefined || !durability.durable) return false;
+    // A check in flight answers for what was queued since: its outcome acts on the whole mailbox.
+    if (this.#checking) return true;
     this.#checking = true;
     void durability.behind(root, asked).then((why) => {
       this.#checking = false;
       if (why !== undefined) behind(why);
+      else current();
     });
+    return true;
   }
 
   /** The error its owner gave up with, if it did. */
@@ -275,6 +291,8 @@ export interface EnvelopeParts {
   readonly agentId: string;
   readonly conversationId: string;
   readonly agentName: string;
+  /** The keys of the conversation's toolContext. */
+  readonly toolContextKeys: readonly string[];
   readonly status: AgentStateEnvelope['status'];
   /** The message's root run, when it is suspended (its questions go in the envelope). */
   readonly root: RunNode | undefined;
@@ -312,6 +330,7 @@ export function conversationEnvelope(p: EnvelopeParts): AgentStateEnvelope {
     childCounter: p.children,
     savedAt: p.at,
     before: p.status === 'suspended' && p.state !== p.before ? messageStart(p.before) : undefined,
+    ...(p.toolContextKeys.length === 0 ? {} : { toolContextKeys: p.toolContextKeys }),
   };
 }
 

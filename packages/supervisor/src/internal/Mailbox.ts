@@ -7,6 +7,7 @@ import {
   InvalidArgumentError,
   type ModelDelta,
   NO_USAGE,
+  type Request,
   TroupeError,
 } from '@troupe/core';
 import { describeValue } from '@troupe/core/internal';
@@ -29,6 +30,8 @@ export interface Job {
   readonly resume: InterruptedMessage | undefined;
   /** A job that waited in the mailbox starts in the async context of its `send` (a host's trace, its logger's request id). */
   context: ((start: () => RunNode) => RunNode) | undefined;
+  /** Whether it may wait on a person: sent with `{ whileSuspended: 'queue' }`. */
+  readonly queue: boolean;
 }
 
 /** A job made for a message (or a resume), settling `resolve`/`reject`. */
@@ -39,8 +42,9 @@ export function newJob(
   resume: InterruptedMessage | undefined,
   resolve: Job['resolve'],
   reject: Job['reject'],
+  queue = false,
 ): Job {
-  return { input, signal, onDeltas, resolve, reject, detach: undefined, resume, context: undefined };
+  return { input, signal, onDeltas, resolve, reject, detach: undefined, resume, context: undefined, queue };
 }
 
 /** The reply of a job that never ran (aborted while it waited, or dropped at shutdown). */
@@ -115,6 +119,31 @@ export class Mailbox {
     }
   }
 
+  /** Counts: the waiting messages that may wait on a person, and those that may not. */
+  waiting(): { readonly queued: number; readonly refused: number } {
+    let queued = 0;
+    for (const job of this.#jobs) if (job.queue || job.resume !== undefined) queued++;
+    return { queued, refused: this.#jobs.length - queued };
+  }
+
+  /**
+   * Every waiting message that may not wait on a person (sent without `{ whileSuspended: 'queue' }`)
+   * is rejected with the error `make` builds (made only when one is); how many were.
+   */
+  rejectUnqueued(make: () => Error): number {
+    const kept: Job[] = [];
+    const refused: Job[] = [];
+    for (const job of this.#jobs) (job.queue || job.resume !== undefined ? kept : refused).push(job);
+    if (refused.length === 0) return 0;
+    this.#jobs.splice(0, this.#jobs.length, ...kept);
+    const error = make();
+    for (const job of refused) {
+      job.detach?.();
+      job.reject(error);
+    }
+    return refused.length;
+  }
+
   /** Every waiting message is rejected with the error `make` builds (made only when one waits). */
   rejectAll(make: () => Error): void {
     const jobs = this.#jobs.splice(0);
@@ -127,6 +156,18 @@ export class Mailbox {
   }
 }
 
+/**
+ * The error of a message refused because its agent waits on `request` (sent
+ * without `{ whileSuspended: 'queue' }`): which question, and what to do.
+ */
+export function suspendedError(agentId: AgentId, request: Request): TroupeError {
+  const prompt = request.prompt.length > 80 ? `${request.prompt.slice(0, 79)}…` : request.prompt;
+  return new TroupeError(
+    `agent ${agentId} is waiting on question ${request.id} (${JSON.stringify(prompt)}): answer it with supervisor.answer(${JSON.stringify(request.id)}, answer), or withdraw it with cancel(), then send; or send with { whileSuspended: 'queue' } to have the message wait until it is answered`,
+    { code: 'ERR_AGENT_SUSPENDED' },
+  );
+}
+
 /** Why agent `agentId` (in `status`, with `mailbox` of `capacity` messages, none made yet: undefined) refuses a message before it is queued, if it does. */
 export function refusal(
   agentId: AgentId,
@@ -135,6 +176,8 @@ export function refusal(
   capacity: number,
   message: unknown,
   signal: AbortSignal | undefined,
+  whileSuspended: unknown,
+  waitingOn: Request | undefined,
 ): Error | undefined {
   if (status === 'stopped') {
     return new TroupeError(`agent ${agentId} is stopped: start a new agent`, { code: 'ERR_AGENT_STOPPED' });
@@ -153,7 +196,13 @@ export function refusal(
   } catch (error) {
     return error as Error;
   }
+  if (whileSuspended !== undefined && whileSuspended !== 'refuse' && whileSuspended !== 'queue') {
+    return new InvalidArgumentError(
+      `send(message, { whileSuspended }): pass 'refuse' (the default) or 'queue', got ${describeValue(whileSuspended)}`,
+    );
+  }
   if (signal?.aborted) return new CancelledError('user', 'the message was aborted before it was sent');
+  if (waitingOn !== undefined && whileSuspended !== 'queue') return suspendedError(agentId, waitingOn);
   if (mailbox?.full ?? capacity <= 0) {
     return new BackpressureError(
       `the mailbox of agent ${agentId} is full (${capacity} messages waiting): wait for replies or raise mailboxSize`,

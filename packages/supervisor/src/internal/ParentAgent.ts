@@ -22,6 +22,7 @@ import type {
   AgentReply,
   AgentSnapshot,
   AgentStatus,
+  SendOptions,
   StreamChunk,
   StreamOptions,
 } from '../AgentHandle.js';
@@ -39,10 +40,17 @@ import {
   withMessageUsage,
 } from './Conversation.js';
 import { compactIdleState } from './compactIdleState.js';
-import { type Job, Mailbox, newJob, refusal, resumeRefusal } from './Mailbox.js';
+import { type Job, Mailbox, newJob, refusal, resumeRefusal, suspendedError } from './Mailbox.js';
 import { emitMessageOutcome, endedReply, type MessageRef } from './messageEvents.js';
 import type { RootOwner, RunNode } from './RunNode.js';
 import { totalOf } from './RunNode.js';
+
+const NO_KEYS: readonly string[] = Object.freeze([]);
+/** A toolContext's keys, sorted (none: one shared empty list, not an array per idle conversation). */
+const keysOf = (toolContext: object): readonly string[] => {
+  const keys = Object.keys(toolContext);
+  return keys.length === 0 ? NO_KEYS : keys.sort();
+};
 
 /** What a parent agent borrows from its supervisor. */
 export interface ParentAgentDeps {
@@ -120,6 +128,8 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
         state: init.state,
         children: init.children,
         revision: init.revision,
+        // Sorted: the same keys save the same envelope, in whatever order they were given.
+        toolContextKeys: keysOf(init.toolContext),
       },
       deps,
     );
@@ -221,24 +231,72 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
     });
   }
 
-  send(message: string, options: { readonly signal?: AbortSignal } = {}): Promise<AgentReply> {
-    return this.sendStreaming(message, options?.signal, undefined);
+  send(message: string, options: SendOptions = {}): Promise<AgentReply> {
+    return this.sendStreaming(message, options ?? {}, undefined);
   }
 
   /** `send`, with the message's deltas reported to `onDeltas` (what `stream` reads). */
   sendStreaming(
     message: string,
-    signal: AbortSignal | undefined,
+    options: SendOptions,
     onDeltas: ((node: RunNode, deltas: readonly ModelDelta[]) => void) | undefined,
   ): Promise<AgentReply> {
-    // Refused before it is queued: a closed supervisor, a stopped agent, a full mailbox, bad input.
+    const { signal, whileSuspended } = options;
+    const waitingOn = this.pendingRequest?.request;
+    const queue = whileSuspended === 'queue';
+    // With a store other processes share, whether the question is still open is the store's to say
+    // (#checkCopy, as the message is queued): refused then, or ERR_STORE_FENCED for a stale copy.
+    const durable = this.#deps.durability?.durable === true;
+    // Refused before it is queued: a closed supervisor, a stopped agent, a full mailbox, bad input,
+    // a question waiting (unless it may queue).
     const refused = this.#deps.closed()
       ? new ClosedError('the supervisor is closed: create a new one')
-      : refusal(this.id, this.#status, this.#mailbox, this.#deps.mailboxSize, message, signal);
-    if (refused !== undefined) return Promise.reject(refused);
+      : refusal(
+          this.id,
+          this.#status,
+          this.#mailbox,
+          this.#deps.mailboxSize,
+          message,
+          signal,
+          whileSuspended,
+          durable ? undefined : waitingOn,
+        );
+    if (refused !== undefined) {
+      if (isTroupeError(refused, 'ERR_AGENT_SUSPENDED') && waitingOn !== undefined) {
+        this.#emitWaiting(waitingOn.id, false, this.#mailbox?.size ?? 0);
+      }
+      return Promise.reject(refused);
+    }
     return new Promise<AgentReply>((resolve, reject) => {
-      this.#enqueue(newJob(message, signal, onDeltas, undefined, resolve, reject), false);
+      this.#enqueue(newJob(message, signal, onDeltas, undefined, resolve, reject, queue), false);
+      if (waitingOn !== undefined && queue) this.#emitWaiting(waitingOn.id, true, this.#mailbox?.size ?? 0);
     });
+  }
+
+  #emitWaiting(requestId: string, queued: boolean, waiting: number): void {
+    this.#deps.events.emit('agent.message.waiting', {
+      agentId: this.id,
+      requestId,
+      queued,
+      waiting,
+      at: this.#deps.clock.now(),
+    });
+  }
+
+  /**
+   * The message suspended on `requestId` with messages waiting behind it: those sent without
+   * `{ whileSuspended: 'queue' }` are refused (none waits on a person unless asked to), and every
+   * one is reported.
+   */
+  #waitBehind(request: Request): void {
+    const mailbox = this.#mailbox;
+    if (mailbox === undefined) return;
+    const { queued, refused } = mailbox.waiting();
+    if (refused > 0) {
+      mailbox.rejectUnqueued(() => suspendedError(this.id, request));
+      for (let i = 0; i < refused; i++) this.#emitWaiting(request.id, false, queued);
+    }
+    if (queued > 0) this.#emitWaiting(request.id, true, queued);
   }
 
   // Queue a job (a resume goes first); one that waits starts in the async context of its call.
@@ -266,18 +324,28 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
 
   // A message queued behind a suspension waits for its answer; with a store other processes share,
   // the answer may be taken there, and what this copy queues would wait for ever. Looked up as a
-  // message is queued: a stale copy refuses what waits, with why, and is let go.
+  // message is queued: a stale copy refuses what waits, with why, and is let go; a current one
+  // refuses what did not ask to wait on its question (ERR_AGENT_SUSPENDED).
   #checkCopy(root: RunNode): void {
-    this.#c.whenBehind(root, this.#deps.tree.requests.openIdsOf(this.id), (why) => {
-      if (this.#root !== root || this.#status !== 'suspended') return;
-      const stale = `this copy of conversation ${this.conversationId} is behind what is saved (${why})`;
-      const error = new TroupeError(
-        `agent ${this.id}: ${stale}: the message was not sent; startAgent it again to load what is saved, then send`,
-        { code: 'ERR_STORE_FENCED' },
-      );
-      this.#mailbox?.rejectAll(() => error);
-      this.#letGo(root, `${stale}; startAgent it again to load what is saved`);
-    });
+    const current = (): void => {
+      const open = this.#root === root && this.#status === 'suspended' ? this.pendingRequest?.request : undefined;
+      if (open !== undefined) this.#waitBehind(open);
+    };
+    this.#c.whenBehind(
+      root,
+      this.#deps.tree.requests.openIdsOf(this.id),
+      (why) => {
+        if (this.#root !== root || this.#status !== 'suspended') return;
+        const stale = `this copy of conversation ${this.conversationId} is behind what is saved (${why})`;
+        const error = new TroupeError(
+          `agent ${this.id}: ${stale}: the message was not sent; startAgent it again to load what is saved, then send`,
+          { code: 'ERR_STORE_FENCED' },
+        );
+        this.#mailbox?.rejectAll(() => error);
+        this.#letGo(root, `${stale}; startAgent it again to load what is saved`);
+      },
+      current,
+    );
   }
 
   /** {@inheritDoc AgentHandle.stream} */
@@ -397,6 +465,9 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
         this.#current = undefined;
         return this.#fencedOut(failed, usage, total);
       }
+      // Messages that were waiting behind this one now wait on a person: refused, unless they asked to queue.
+      const waitingOn = this.pendingRequest?.request;
+      if (waitingOn !== undefined) this.#waitBehind(waitingOn);
       // A suspended agent counts as idle (a close() drains without waiting on a person).
       this.#wakeIdleWaiters();
       // (No open question: a run that only waits on its children names none.)

@@ -1,6 +1,6 @@
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
-import { MessagePort, type ResourceLimits, receiveMessageOnPort, type Worker } from 'node:worker_threads';
+import { MessagePort, type ResourceLimits, receiveMessageOnPort, SHARE_ENV, type Worker } from 'node:worker_threads';
 import { decodeSubagentResult, HOST_OPEN, KeptScopes, WORKER_READY } from '@troupe/core/internal';
 import { WORKER_URL } from '@troupe/subagent';
 import { Piscina } from 'piscina';
@@ -171,6 +171,11 @@ export class WorkerPool {
       maxQueue: options.maxQueue,
       // Piscina's run/wait histograms cost a record per task and nothing here reads them.
       recordTiming: false,
+      // One process.env for every thread, read live: a variable the host sets after start-up (a
+      // port, a key) reaches a model factory that runs in a worker (a copy, Node's default, would
+      // hold what the environment was when the thread started). Threads shared the environment
+      // anyway (a tool can read it): this only stops the copies from going stale.
+      env: SHARE_ENV,
       ...(options.resourceLimits === undefined ? {} : { resourceLimits: options.resourceLimits }),
       // Piscina's least-busy choice (one task per thread), and the one place the
       // supervisor learns which thread a task goes to. Must not throw.

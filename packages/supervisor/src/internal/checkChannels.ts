@@ -45,6 +45,31 @@ export function sealToolContext(toolContext: unknown): Readonly<Record<string, u
   return sealed;
 }
 
+/**
+ * Refuse to restore a conversation with a toolContext that holds none of the
+ * keys it was started with (`saved`: the keys its envelope holds; none for an
+ * envelope saved before they were): one forgotten — `answer(id, answer, {
+ * scope })` after a restart — or misspelt, whose tools would read
+ * `undefined`. A toolContext is never saved, as the scope, so it must be given
+ * again. One that holds some of them passes: a key left out may be one its
+ * tools read as optional (the types hold a typed caller to the required ones).
+ */
+export function checkRestoredToolContext(
+  saved: readonly string[] | undefined,
+  toolContext: Readonly<Record<string, unknown>>,
+  where: { readonly agentId: string; readonly conversationId: string; readonly agentName: string },
+): void {
+  if (saved === undefined || !Array.isArray(saved)) return;
+  const keys = saved.filter((key): key is string => typeof key === 'string');
+  if (keys.length === 0 || keys.some((key) => Object.hasOwn(toolContext, key))) return;
+  const named = keys.map((k) => JSON.stringify(k)).join(', ');
+  const given = Object.keys(toolContext);
+  throw new InvalidArgumentError(
+    `conversation ${where.conversationId} (agent ${where.agentId}, "${where.agentName}") was started with toolContext keys ${named}, and is being restored with ${given.length === 0 ? 'no toolContext' : `none of them (given: ${given.map((k) => JSON.stringify(k)).join(', ')})`}: its tools would read undefined. A toolContext is never saved (as the scope): pass it again — startAgent(agent, { agentId, conversationId, scope, toolContext }), or answer(requestId, answer, { scope, toolContext }) — nothing was restored`,
+    { code: 'ERR_TOOL_CONTEXT_MISSING' },
+  );
+}
+
 // Metadata becomes the state's, saved as JSON: a plain object JSON carries exactly (ContextUpdate
 // refuses the same values). A deep-frozen one — a fan-out passes one snapshot to every spawn — is
 // checked once.

@@ -45,20 +45,24 @@ import { PersistenceRules as R } from './PersistenceRules.js';
 import { type AgentStateEnvelope, migrateEnvelope } from './StateEnvelope.js';
 
 /**
- * Options of {@link MemoryPersistence}.
+ * Options of {@link MemoryPersistence}. `S` is the scope its `tenantKey` reads.
  *
  * @example
  * ```ts
- * const options: MemoryPersistenceOptions = {
- *   tenantKey: (scope) => (scope as { tenantId: string }).tenantId,
+ * const options: MemoryPersistenceOptions<{ tenantId: string }> = {
+ *   tenantKey: (scope) => scope.tenantId,
  *   maxConversations: 500,
  * }
  * const store = new MemoryPersistence(options)
  * ```
  */
-export interface MemoryPersistenceOptions {
-  /** Maps a scope to the tenant its rows are kept under; default: every scope shares `'default'`. */
-  readonly tenantKey?: TenantKey;
+export interface MemoryPersistenceOptions<S = unknown> {
+  /**
+   * Maps a scope to the tenant its rows are kept under; default: every scope
+   * shares `'default'`. Type its parameter as the supervisor's scope
+   * (`(scope: TenantScope) => scope.tenantId`): the store is then typed by it.
+   */
+  readonly tenantKey?: TenantKey<S>;
   /** How many conversations are kept before the least recently used one without an open request is dropped (default 10,000). */
   readonly maxConversations?: number;
   /** Where the default times (`prune`, `markInterrupted`, a batch without `at`) come from. */
@@ -94,11 +98,13 @@ export const DEFAULT_MAX_CONVERSATIONS = 10_000;
  *
  * @example
  * ```ts
- * const store = new MemoryPersistence({ maxConversations: 1000, tenantKey: (s) => (s as { org: string }).org })
+ * const store = new MemoryPersistence({ maxConversations: 1000, tenantKey: (s: { org: string }) => s.org })
  * const supervisor = createSupervisor({ persistence: store })
  * ```
  */
-export class MemoryPersistence implements PersistenceAdapter {
+export class MemoryPersistence<S = unknown> implements PersistenceAdapter<S> {
+  /** The store's tenant hook (`undefined`: every scope shares one tenant). */
+  readonly tenantKey: TenantKey<S> | undefined;
   readonly #tenantKey: TenantKey | undefined;
   readonly #clock: Pick<Clock, 'now'>;
   readonly #t: ConversationTable;
@@ -113,7 +119,7 @@ export class MemoryPersistence implements PersistenceAdapter {
   readonly #deletedConversations = new Set<string>();
   #closed = false;
 
-  constructor(options: MemoryPersistenceOptions = {}) {
+  constructor(options: MemoryPersistenceOptions<S> = {}) {
     if (typeof options !== 'object' || options === null)
       throw new InvalidArgumentError('MemoryPersistence(options): pass an object');
     if (options.tenantKey !== undefined && typeof options.tenantKey !== 'function') {
@@ -122,7 +128,9 @@ export class MemoryPersistence implements PersistenceAdapter {
     const max = options.maxConversations ?? DEFAULT_MAX_CONVERSATIONS;
     if (!Number.isSafeInteger(max) || max < 1)
       throw new InvalidArgumentError('maxConversations must be an integer ≥ 1');
-    this.#tenantKey = options.tenantKey;
+    this.tenantKey = options.tenantKey;
+    // The rules read a scope as data of any shape (the supervisor hands over what its schema made).
+    this.#tenantKey = options.tenantKey as TenantKey | undefined;
     this.#t = new ConversationTable(max);
     this.#clock = options.clock ?? { now: () => Date.now() };
   }
@@ -590,6 +598,32 @@ export class MemoryPersistence implements PersistenceAdapter {
     return true;
   }
 
+  /**
+   * The ids of the requests it holds open, of every tenant: what `close()`
+   * drops. A supervisor closing this store reports them (`requests.dropped`,
+   * or a process warning when nobody listens).
+   *
+   * @example
+   * ```ts
+   * const store = new MemoryPersistence()
+   * const supervisor = createSupervisor({ persistence: store })
+   * // ...
+   * if (store.openRequestIds().length > 0) console.warn('close() will drop open questions: answer them first')
+   * ```
+   */
+  openRequestIds(): string[] {
+    const ids: string[] = [];
+    for (const [key, stored] of this.#t.requests) {
+      if (stored.status === 'open') ids.push(key.slice(stored.conv.tenant.length + SEP.length));
+    }
+    return ids;
+  }
+
+  /**
+   * Drop everything it holds — open questions too: it lives in this process's
+   * memory only. Keep questions across a restart with a durable store
+   * (`sqlitePersistence` from `@troupe/sqlite`).
+   */
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;

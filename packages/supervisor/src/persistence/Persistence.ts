@@ -23,12 +23,20 @@ export interface PersistenceContext {
  * under one key can be loaded, listed, answered, deleted or pruned under
  * another. The scope itself is never stored; only this key is.
  *
+ * `S` is the scope it reads: what the supervisor's scope schema produces.
+ * Declare it on the parameter and the store is typed by it: a supervisor
+ * whose schema produces another scope refuses the store at compile time.
+ *
  * @example
  * ```ts
- * const tenantKey: TenantKey = (scope) => (scope as { tenantId: string }).tenantId
+ * import { defineScope, type ScopeOf } from '@troupe/core'
+ *
+ * const TenantScope = defineScope(z.object({ tenantId: z.string(), userId: z.string() }))
+ * const tenantKey: TenantKey<ScopeOf<typeof TenantScope>> = (scope) => scope.tenantId
+ * const supervisor = createSupervisor({ scope: TenantScope, persistence: new MemoryPersistence({ tenantKey }) })
  * ```
  */
-export type TenantKey = (scope: unknown) => string;
+export type TenantKey<S = unknown> = (scope: S) => string;
 
 /**
  * The tenant key used when a store is given no {@link TenantKey}: every scope shares it.
@@ -494,7 +502,13 @@ export interface MarkInterruptedOptions {
  * await store.commit(scope, { committedToolCalls: [call] }, ctx)
  * ```
  */
-export interface PersistenceAdapter {
+export interface PersistenceAdapter<S = unknown> {
+  /**
+   * The hook mapping a scope to its tenant key, when the store has one. Its
+   * type carries the scope the store expects (`S`): a supervisor holds a
+   * store to its own scope schema through it.
+   */
+  readonly tenantKey?: TenantKey<S> | undefined;
   /** Save the agent's envelope (a commit holding only it). */
   persistState(scope: unknown, data: AgentStateEnvelope, context: PersistenceContext): Promise<void>;
   /** The agent's last saved envelope, migrated to the current version, or `undefined`. */

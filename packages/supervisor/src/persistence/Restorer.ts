@@ -89,6 +89,8 @@ export class Restorer {
     def: Agent,
     saved: AgentStateEnvelope,
     ctx: PersistenceContext,
+    /** The caller's own refusal (a toolContext without its keys), once a busy conversation was refused first. */
+    check: () => void = () => {},
   ): Promise<void> {
     const store = this.#store;
     const scope = parent.scope;
@@ -97,6 +99,7 @@ export class Restorer {
     if (saved.runId !== undefined && store.durable === true && runningIn(live, saved.runId) !== undefined) {
       live = await this.#refuseIfRunningElsewhere(store, scope, ctx, saved.runId);
     }
+    check();
     const rootRow =
       saved.runId === undefined
         ? undefined

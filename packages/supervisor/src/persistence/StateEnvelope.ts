@@ -127,6 +127,14 @@ export interface AgentStateEnvelope {
    */
   readonly before?: MessageStartRecord | undefined;
   /**
+   * The keys — never the values — of the `toolContext` the conversation was
+   * started with. Like the scope, a toolContext is never saved and is given
+   * again on restore; a restore whose toolContext holds none of these keys
+   * (forgotten, or misspelt) is refused (`ERR_TOOL_CONTEXT_MISSING`) rather
+   * than run with tools reading `undefined`. Absent in envelopes saved before it existed (nothing is checked then).
+   */
+  readonly toolContextKeys?: readonly string[] | undefined;
+  /**
    * Set by a store on `loadState` (never saved inside the envelope): how many
    * times this envelope has been saved. Pass it back as
    * the `basedOn` of the next `commit` so a store refuses a save from a stale copy.
