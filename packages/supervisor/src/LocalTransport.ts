@@ -52,6 +52,9 @@ export interface LocalTransportOptions {
   readonly floodLimit?: number;
 }
 
+/** The longest a Node.js timer waits (longer ones fire at once). */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
 /** The options of {@link LocalTransportOptions}, as one schema: checked once, at the edge. */
 const LocalTransportSchema = z
   .object({
@@ -66,8 +69,9 @@ const LocalTransportSchema = z
       .strict()
       .optional(),
     maxQueue: z.number().int().min(0).optional(),
-    graceMs: z.number().finite().min(0).optional(),
-    watchdogIntervalMs: z.number().finite().min(1).optional(),
+    // A timer longer than 2^31 - 1 ms fires at once: a longer grace would not wait at all.
+    graceMs: z.number().finite().min(0).max(MAX_TIMER_MS).optional(),
+    watchdogIntervalMs: z.number().finite().min(1).max(MAX_TIMER_MS).optional(),
     tableCapacity: z.number().int().positive().optional(),
     floodLimit: z.number().int().positive().optional(),
   })
@@ -99,6 +103,9 @@ export function resolveLocalTransportOptions(
   options: LocalTransportOptions | undefined,
   where = 'pool',
 ): ResolvedLocalTransportOptions {
+  if (options === null) {
+    throw new InvalidArgumentError(`invalid option ${where}: null is not options; leave ${where} out for the defaults`);
+  }
   const parsed = LocalTransportSchema.safeParse(options ?? {});
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
