@@ -388,3 +388,11 @@ export interface InterruptedMessage {
    */
   readonly lost?: ReadonlyMap<string, Usage> | undefined;
 }
+
+const NO_KEYS: readonly string[] = Object.freeze([]);
+
+/** A toolContext's keys, sorted (none: one shared empty list, not an array per idle conversation). */
+export function toolContextKeys(toolContext: object): readonly string[] {
+  const keys = Object.keys(toolContext);
+  return keys.length === 0 ? NO_KEYS : keys.sort();
+}

@@ -127,6 +127,16 @@ export class Mailbox {
   }
 
   /**
+   * The messages waiting behind one that suspended on `request`: those that may not wait on a
+   * person are refused (ERR_AGENT_SUSPENDED, naming the question); how many wait and how many were.
+   */
+  refuseBehind(agentId: AgentId, request: Request): { readonly queued: number; readonly refused: number } {
+    const { queued, refused } = this.waiting();
+    if (refused > 0) this.rejectUnqueued(() => suspendedError(agentId, request));
+    return { queued, refused };
+  }
+
+  /**
    * Every waiting message that may not wait on a person (sent without `{ whileSuspended: 'queue' }`)
    * is rejected with the error `make` builds (made only when one is); how many were.
    */

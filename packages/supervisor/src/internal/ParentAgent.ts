@@ -37,20 +37,14 @@ import {
   type InterruptedMessage,
   messageStarter,
   resumedChildUsage,
+  toolContextKeys,
   withMessageUsage,
 } from './Conversation.js';
 import { compactIdleState } from './compactIdleState.js';
-import { type Job, Mailbox, newJob, refusal, resumeRefusal, suspendedError } from './Mailbox.js';
-import { emitMessageOutcome, endedReply, type MessageRef } from './messageEvents.js';
+import { type Job, Mailbox, newJob, refusal, resumeRefusal } from './Mailbox.js';
+import { emitMessageOutcome, emitWaiting, endedReply, type MessageRef } from './messageEvents.js';
 import type { RootOwner, RunNode } from './RunNode.js';
 import { totalOf } from './RunNode.js';
-
-const NO_KEYS: readonly string[] = Object.freeze([]);
-/** A toolContext's keys, sorted (none: one shared empty list, not an array per idle conversation). */
-const keysOf = (toolContext: object): readonly string[] => {
-  const keys = Object.keys(toolContext);
-  return keys.length === 0 ? NO_KEYS : keys.sort();
-};
 
 /** What a parent agent borrows from its supervisor. */
 export interface ParentAgentDeps {
@@ -129,7 +123,7 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
         children: init.children,
         revision: init.revision,
         // Sorted: the same keys save the same envelope, in whatever order they were given.
-        toolContextKeys: keysOf(init.toolContext),
+        toolContextKeys: toolContextKeys(init.toolContext),
       },
       deps,
     );
@@ -274,28 +268,14 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
   }
 
   #emitWaiting(requestId: string, queued: boolean, waiting: number): void {
-    this.#deps.events.emit('agent.message.waiting', {
-      agentId: this.id,
-      requestId,
-      queued,
-      waiting,
-      at: this.#deps.clock.now(),
-    });
+    emitWaiting(this.#deps.events, this.#deps.clock.now(), this.id, requestId, queued, waiting);
   }
 
-  /**
-   * The message suspended on `requestId` with messages waiting behind it: those sent without
-   * `{ whileSuspended: 'queue' }` are refused (none waits on a person unless asked to), and every
-   * one is reported.
-   */
+  // The message suspended on `request` with messages behind it: those sent without
+  // `{ whileSuspended: 'queue' }` are refused (none waits on a person unless asked to); each is reported.
   #waitBehind(request: Request): void {
-    const mailbox = this.#mailbox;
-    if (mailbox === undefined) return;
-    const { queued, refused } = mailbox.waiting();
-    if (refused > 0) {
-      mailbox.rejectUnqueued(() => suspendedError(this.id, request));
-      for (let i = 0; i < refused; i++) this.#emitWaiting(request.id, false, queued);
-    }
+    const { queued, refused } = this.#mailbox?.refuseBehind(this.id, request) ?? { queued: 0, refused: 0 };
+    for (let i = 0; i < refused; i++) this.#emitWaiting(request.id, false, queued);
     if (queued > 0) this.#emitWaiting(request.id, true, queued);
   }
 
