@@ -510,7 +510,17 @@ function guardTaskPort(handle: object, thread: ThreadInfo, violation: (reason: s
   // A response this thread cannot deserialize (deeper than its stack: a worker's is
   // larger) never reaches piscina: its task would wait for ever. Refused instead: the
   // thread is recycled and the task rejects when it exits.
+  // What reached the task port behind a result that waits for the host channel's backlog: handled
+  // after that result, in the order it came (a message it cannot read, posted after the result,
+  // must not recycle the thread before the result is in).
+  let behind: (() => void)[] | undefined;
+  const later = (handle: () => void): boolean => {
+    if (behind === undefined) return false;
+    behind.push(handle);
+    return true;
+  };
   const unreadable = (error: unknown): void => {
+    if (later(() => unreadable(error))) return;
     if (thread.recycled === undefined && thread.exitCode === undefined) {
       violation(
         `a task-port message that cannot be read here (${error instanceof Error ? error.message : String(error)})`,
@@ -532,6 +542,9 @@ function guardTaskPort(handle: object, thread: ThreadInfo, violation: (reason: s
   };
   const deliver = info.onMessage;
   info.onMessage = (message: unknown): void => {
+    if (!later(() => onResult(message))) onResult(message);
+  };
+  const onResult = (message: unknown): void => {
     if (thread.recycled !== undefined || thread.exitCode !== undefined) return;
     if (typeof message !== 'object' || message === null) {
       violation('a task-port message that is not an object');
@@ -561,7 +574,15 @@ function guardTaskPort(handle: object, thread: ThreadInfo, violation: (reason: s
       // More queued there than a slice of this thread's loop serves (a worker that posted faster
       // than it is read): the result waits — piscina keeps the thread busy meanwhile — and the
       // rest is read a slice per turn of the loop, as the channel reads it; then the result again.
-      setImmediate(() => info.onMessage(message));
+      behind = [];
+      setImmediate(() => {
+        const after = behind ?? [];
+        behind = undefined;
+        onResult(message);
+        // Waiting again (the backlog is still there): what came after it still waits behind it.
+        if (behind !== undefined) (behind as (() => void)[]).push(...after);
+        else for (const next of after) next();
+      });
       return;
     }
     // The worker answered the task that carried a lean scope version in full: it keeps it now (it
