@@ -21,11 +21,9 @@ describe('Redis failures', () => {
       const handle = await c.supervisor.startAgent(coordinator, { scope: c.scope, toolContext: c.toolContext });
       const reply = handle.send('hold p1');
       await c.until((l) => l.some((x) => x.startsWith('start p1 ')));
-      c.redis.pause();
-      // Five seconds of a Redis that answers nothing (a timer here, not a wait for a result:
-      // what is tested is what happens after).
-      await new Promise((r) => setTimeout(r, 5_000));
-      c.redis.resume();
+      // Redis holds every connection for five seconds by its own clock (DEBUG SLEEP: its main
+      // thread answers nothing, every lease and lock lapses meanwhile); its reply says it is back.
+      assert.equal(await c.redis.command('DEBUG', 'SLEEP', '5'), 'OK');
       const r = await reply;
       assert.equal(r.status, 'done', JSON.stringify(r));
       assert.equal(c.lines().filter((x) => x.startsWith('start p1 ')).length, 1, c.lines().join('\n'));

@@ -151,6 +151,9 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
       // Ready is read from the log: keep it on stdout.
       '--logfile',
       '',
+      // DEBUG SLEEP from this host: a failure test holds the server a given time by its own clock.
+      '--enable-debug-command',
+      'local',
     ];
     if (options.persistence === true) a.push('--appendfsync', 'always');
     if (options.password !== undefined) a.push('--requirepass', options.password);
