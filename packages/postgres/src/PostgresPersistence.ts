@@ -713,12 +713,13 @@ export class PostgresPersistence<S = unknown> implements PersistenceAdapter<S> {
       conversation === undefined ? q('listRequests', values) : q('listConversationRequests', [...values, conversation]),
     );
     const rows = result.rows as { openedAt: number; requestId: string; json: string }[];
-    const page = rows.slice(0, limit);
-    const last = page[page.length - 1];
-    return {
-      items: page.map((r) => R.readRecord(r.json, 'request', this.#where('request', r.requestId)) as RequestRecord),
-      next: rows.length > limit && last !== undefined ? R.cursor(last.openedAt, last.requestId) : undefined,
-    };
+    return R.pageOf(
+      rows,
+      limit,
+      (r) => R.readRecord(r.json, 'request', this.#where('request', r.requestId)) as RequestRecord,
+      (r) => r.openedAt,
+      (r) => r.requestId,
+    );
   }
 
   async listConversations(scope: unknown, options: ListOptions = {}): Promise<Page<ConversationSummary>> {
@@ -729,12 +730,13 @@ export class PostgresPersistence<S = unknown> implements PersistenceAdapter<S> {
       q('listConversations', [tenant, from?.at ?? null, from?.key ?? null, limit + 1]),
     );
     const rows = result.rows as ConversationSummary[];
-    const items = rows.slice(0, limit);
-    const last = items[items.length - 1];
-    return {
-      items,
-      next: rows.length > limit && last !== undefined ? R.cursor(last.updatedAt, last.conversationId) : undefined,
-    };
+    return R.pageOf(
+      rows,
+      limit,
+      (c) => c,
+      (c) => c.updatedAt,
+      (c) => c.conversationId,
+    );
   }
 
   /**

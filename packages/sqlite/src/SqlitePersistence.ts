@@ -622,12 +622,13 @@ export class SqlitePersistence<S = unknown> implements PersistenceAdapter<S> {
         ? this.#s.listRequests.all({ tenant, at, key, limit: limit + 1 })
         : this.#s.listConversationRequests.all({ tenant, conversation, at, key, limit: limit + 1 }),
     ) as { openedAt: number; requestId: string; json: string }[];
-    const page = rows.slice(0, limit);
-    const last = page[page.length - 1];
-    return {
-      items: page.map((r) => R.readRecord(r.json, 'request', this.#where('request', r.requestId)) as RequestRecord),
-      next: rows.length > limit && last !== undefined ? R.cursor(last.openedAt, last.requestId) : undefined,
-    };
+    return R.pageOf(
+      rows,
+      limit,
+      (r) => R.readRecord(r.json, 'request', this.#where('request', r.requestId)) as RequestRecord,
+      (r) => r.openedAt,
+      (r) => r.requestId,
+    );
   }
 
   async listConversations(scope: unknown, options: ListOptions = {}): Promise<Page<ConversationSummary>> {
@@ -637,12 +638,13 @@ export class SqlitePersistence<S = unknown> implements PersistenceAdapter<S> {
     const rows = this.#read('listing conversations', () =>
       this.#s.listConversations.all({ tenant, at: from?.at ?? null, key: from?.key ?? null, limit: limit + 1 }),
     ) as ConversationSummary[];
-    const items = rows.slice(0, limit);
-    const last = items[items.length - 1];
-    return {
-      items,
-      next: rows.length > limit && last !== undefined ? R.cursor(last.updatedAt, last.conversationId) : undefined,
-    };
+    return R.pageOf(
+      rows,
+      limit,
+      (c) => c,
+      (c) => c.updatedAt,
+      (c) => c.conversationId,
+    );
   }
 
   /**

@@ -475,12 +475,13 @@ export class MemoryPersistence<S = unknown> implements PersistenceAdapter<S> {
       open.push({ at: s.openedAt, id, s });
     }
     open.sort((a, b) => a.at - b.at || (a.id < b.id ? -1 : 1));
-    const items = open.slice(0, limit);
-    const last = items[items.length - 1];
-    return {
-      items: items.map((x) => JSON.parse(x.s.json) as RequestRecord),
-      next: open.length > limit && last !== undefined ? R.cursor(last.at, last.id) : undefined,
-    };
+    return R.pageOf(
+      open,
+      limit,
+      (x) => JSON.parse(x.s.json) as RequestRecord,
+      (x) => x.at,
+      (x) => x.id,
+    );
   }
 
   async listConversations(scope: unknown, options: ListOptions = {}): Promise<Page<ConversationSummary>> {
@@ -504,12 +505,13 @@ export class MemoryPersistence<S = unknown> implements PersistenceAdapter<S> {
       });
     }
     all.sort((a, b) => b.updatedAt - a.updatedAt || (a.conversationId < b.conversationId ? -1 : 1));
-    const items = all.slice(0, limit);
-    const last = items[items.length - 1];
-    return {
-      items,
-      next: all.length > limit && last !== undefined ? R.cursor(last.updatedAt, last.conversationId) : undefined,
-    };
+    return R.pageOf(
+      all,
+      limit,
+      (c) => c,
+      (c) => c.updatedAt,
+      (c) => c.conversationId,
+    );
   }
 
   /**

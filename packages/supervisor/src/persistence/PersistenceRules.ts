@@ -5,6 +5,7 @@ import {
   DEFAULT_TENANT_KEY,
   isTerminalRunStatus,
   type ListOptions,
+  type Page,
   type PersistenceContext,
   type RequestOpening,
   type RunRecord,
@@ -627,6 +628,25 @@ export const PersistenceRules = Object.freeze({
   /** A listing cursor: a time and an id, ordered by both. */
   cursor(at: number, key: string): string {
     return `${at}:${key}`;
+  },
+
+  /**
+   * The page of a listing from `rows` read in its order with one more than `limit` (whether more
+   * follow): the first `limit`, each made an item by `item`, and the cursor after the last of them.
+   */
+  pageOf<R, T>(
+    rows: readonly R[],
+    limit: number,
+    item: (row: R) => T,
+    at: (row: R) => number,
+    key: (row: R) => string,
+  ): Page<T> {
+    const kept = rows.length > limit ? rows.slice(0, limit) : rows;
+    const last = kept[kept.length - 1];
+    return {
+      items: kept.map(item),
+      next: rows.length > limit && last !== undefined ? PersistenceRules.cursor(at(last), key(last)) : undefined,
+    };
   },
 
   /** Read a cursor made by {@link PersistenceRules.cursor}. */
