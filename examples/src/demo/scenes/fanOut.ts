@@ -43,8 +43,11 @@ const busy = (r: Round): boolean => r.bareSpeedup < BUSY_BELOW || loopShare(r) <
  */
 const holds = (r: Round): boolean => busy(r) || r.speedup >= Math.max(1.2, 0.6 * r.bareSpeedup);
 // The same work costs the same CPU on Troupe's threads as on bare ones (two threads on one
-// machine can each run slower than one alone: the yardstick is what bare threads burned).
-const sameWork = (r: Round): boolean => r.fanned.cpuMs <= 1.3 * Math.max(r.loop.cpuMs, r.bare.cpuMs) + 40;
+// machine can each run slower than one alone: the yardstick is what bare threads burned). The
+// margin is what a shared machine moves it by: Troupe's threads read 387–563 ms in five clean-clone
+// CI runs of one day against 337–397 ms on one loop and on bare threads (1.42× at worst, on
+// Node 24, twice in one run); work done twice would read 2×.
+const sameWork = (r: Round): boolean => r.fanned.cpuMs <= 1.5 * Math.max(r.loop.cpuMs, r.bare.cpuMs) + 40;
 
 /**
  * One round: the calls on this event loop, then through `agentId` on the
