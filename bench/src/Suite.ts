@@ -36,8 +36,11 @@ export interface Chart {
   readonly spec: TopLevelSpec;
 }
 
-/** A benchmark suite: a program that measures and returns figures. */
-export interface Suite {
+/**
+ * A benchmark suite as the harness knows it before running it: what it shows, checks and
+ * schedules. Its code is {@link SuiteInfo.load}ed only in the child process that runs it.
+ */
+export interface SuiteInfo {
   readonly name: string;
   readonly description: string;
   /**
@@ -52,6 +55,12 @@ export interface Suite {
   readonly flags?: SuiteFlags;
   /** Whether `pnpm bench` with no suite named runs it. */
   readonly inDefaultRun: boolean;
+  /** The suite's code: what it measures, and its charts. */
+  load(): Promise<SuiteBody>;
+}
+
+/** A benchmark suite's code: a program that measures and returns figures. */
+export interface SuiteBody {
   run(context: SuiteContext): Promise<Figure[]>;
   /** Charts of this suite's figures from one `pnpm bench` run (both placements); none when empty. */
   charts?(figures: readonly Figure[]): readonly Chart[];

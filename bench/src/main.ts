@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { BenchInputError } from './BenchInputError.js';
 import { type BenchArgs, HARNESS_FLAGS, parseBenchArgs } from './parseBenchArgs.js';
 import { renderCharts } from './renderCharts.js';
-import type { Figure, Suite } from './Suite.js';
+import type { Chart, Figure, SuiteInfo } from './Suite.js';
 import { flagTokens, type SuiteFlag } from './SuiteFlags.js';
 import { round } from './stats.js';
 import { suites } from './suites/index.js';
@@ -76,7 +76,7 @@ function clearProgress(): void {
   }
 }
 
-function runChild(suite: Suite, placement: 'pinned' | 'unpinned', options: BenchArgs): Promise<Figure[]> {
+function runChild(suite: SuiteInfo, placement: 'pinned' | 'unpinned', options: BenchArgs): Promise<Figure[]> {
   const entry = resolve(here, 'runSuite.js');
   const nodeArgs = ['--enable-source-maps', '--expose-gc', entry, suite.name, placement];
   if (options.quick) nodeArgs.push('--quick');
@@ -149,6 +149,13 @@ function printTable(figures: readonly Figure[]): void {
   });
 }
 
+/** The charts of the suites that draw any (their code is loaded for it, after every suite ran). */
+async function chartsOf(selected: readonly SuiteInfo[], figures: readonly Figure[]): Promise<Chart[]> {
+  const charts: Chart[] = [];
+  for (const suite of selected) charts.push(...((await suite.load()).charts?.(figures) ?? []));
+  return charts;
+}
+
 async function main(): Promise<void> {
   let options: BenchArgs;
   try {
@@ -166,7 +173,7 @@ async function main(): Promise<void> {
   if (options.chartsFrom !== undefined) {
     const file = resolve(process.env.INIT_CWD ?? process.cwd(), options.chartsFrom);
     const saved = JSON.parse(readFileSync(file, 'utf8')) as { machine?: { quick?: boolean }; figures: Figure[] };
-    const charts = options.selected.flatMap((suite) => suite.charts?.(saved.figures) ?? []);
+    const charts = await chartsOf(options.selected, saved.figures);
     const written = await renderCharts(charts, chartDir(saved.machine?.quick === true));
     console.log(
       `charts: ${written.map((f) => relative(process.env.INIT_CWD ?? process.cwd(), f)).join(', ') || 'none'}`,
@@ -221,7 +228,7 @@ async function main(): Promise<void> {
     },
     figures,
   };
-  const charts = options.selected.flatMap((suite) => suite.charts?.(figures) ?? []);
+  const charts = await chartsOf(options.selected, figures);
   if (charts.length > 0) {
     const written = await renderCharts(charts, chartDir(options.quick));
     console.log(`charts: ${written.map((f) => relative(process.env.INIT_CWD ?? process.cwd(), f)).join(', ')}`);

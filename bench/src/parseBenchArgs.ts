@@ -1,6 +1,6 @@
 import { type ParseArgsConfig, parseArgs } from 'node:util';
 import { BenchInputError } from './BenchInputError.js';
-import type { Suite } from './Suite.js';
+import type { SuiteInfo } from './Suite.js';
 import { type FlagValues, parseArgsOptions, type SuiteFlags } from './SuiteFlags.js';
 
 /** What `pnpm bench ...` asked for. */
@@ -12,7 +12,7 @@ export interface BenchArgs {
   /** Re-render the charts of a saved `--json` file instead of measuring. */
   readonly chartsFrom: string | undefined;
   /** The suites named, in order (none named: every suite in the default run). */
-  readonly selected: readonly Suite[];
+  readonly selected: readonly SuiteInfo[];
   /** Each selected suite's own flags, by suite name. */
   readonly suiteFlags: ReadonlyMap<string, FlagValues>;
 }
@@ -37,7 +37,7 @@ export const HARNESS_FLAGS: SuiteFlags = {
  * suite's flag without that suite named is a {@link BenchInputError} that says
  * what to type instead.
  */
-export function parseBenchArgs(argv: readonly string[], suites: readonly Suite[]): BenchArgs {
+export function parseBenchArgs(argv: readonly string[], suites: readonly SuiteInfo[]): BenchArgs {
   const owners = flagOwners(suites);
   const flags: Record<string, SuiteFlags[string]> = { ...HARNESS_FLAGS };
   for (const [name, { flag }] of owners) flags[name] = flag;
@@ -56,7 +56,7 @@ export function parseBenchArgs(argv: readonly string[], suites: readonly Suite[]
   } catch (error) {
     throw new BenchInputError(parseError(error, args, Object.keys(flags)));
   }
-  const selected: Suite[] = [];
+  const selected: SuiteInfo[] = [];
   for (const name of positionals) {
     const suite = suites.find((s) => s.name === name);
     if (suite === undefined) {
@@ -70,7 +70,7 @@ export function parseBenchArgs(argv: readonly string[], suites: readonly Suite[]
     if (value === undefined) continue;
     const named = selected.filter((s) => declaring.includes(s));
     if (named.length === 0) {
-      const suite = declaring[0] as Suite;
+      const suite = declaring[0] as SuiteInfo;
       throw new BenchInputError(
         `--${name} is a flag of the ${declaring.map((s) => s.name).join(' and ')} suite: name it, as in pnpm bench ${suite.name} --${name}${typeof value === 'string' ? ` ${value}` : ''}`,
       );
@@ -93,8 +93,8 @@ export function parseBenchArgs(argv: readonly string[], suites: readonly Suite[]
 }
 
 /** Every suite flag, with the suites that declare it; a flag declared twice must mean the same. */
-function flagOwners(suites: readonly Suite[]): Map<string, { flag: SuiteFlags[string]; suites: Suite[] }> {
-  const owners = new Map<string, { flag: SuiteFlags[string]; suites: Suite[] }>();
+function flagOwners(suites: readonly SuiteInfo[]): Map<string, { flag: SuiteFlags[string]; suites: SuiteInfo[] }> {
+  const owners = new Map<string, { flag: SuiteFlags[string]; suites: SuiteInfo[] }>();
   for (const suite of suites) {
     for (const [name, flag] of Object.entries(suite.flags ?? {})) {
       if (name in HARNESS_FLAGS) throw new Error(`suite ${suite.name} declares --${name}, a flag of the harness`);

@@ -25,7 +25,8 @@ if (suite === undefined) {
       strict: true,
     });
     const { quick, ...flags } = values;
-    const figures: Figure[] = await suite.run({
+    const body = await suite.load();
+    const figures: Figure[] = await body.run({
       quick: quick === true,
       placement: placement === 'pinned' ? 'pinned' : 'unpinned',
       flags: flags as FlagValues,

@@ -6,7 +6,7 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { Agent } from '@troupe/core';
 import { BenchInputError } from '../BenchInputError.js';
-import type { Figure, Suite, SuiteContext } from '../Suite.js';
+import type { Figure, SuiteBody, SuiteContext } from '../Suite.js';
 import { type FlagValues, intFlag, stringFlag } from '../SuiteFlags.js';
 import { CopyBaselines } from '../scope/CopyBaselines.js';
 import { generateLeanUser } from '../scope/generateUserGraph.js';
@@ -214,19 +214,6 @@ async function run({ quick, progress, flags }: SuiteContext): Promise<Figure[]> 
 }
 
 /** This build against another built checkout, side by side in one process. */
-export const abSuite: Suite = {
-  name: suite,
-  description:
-    'this build vs another built checkout (--against <dir>), blocks interleaved in one process: lean hop own cost, nested hop, fan-out turn; paired differences',
-  placementSensitive: true,
-  inDefaultRun: false,
-  flags: {
-    against: {
-      type: 'string',
-      value: '<dir>',
-      description: 'the root of another built checkout to measure side by side with this one (. = the noise floor)',
-    },
-    blocks: { type: 'string', value: 'n', description: 'interleaved blocks per build, 2 to 200 (default 12, 4 quick)' },
-  },
+export const abSuite: SuiteBody = {
   run,
 };

@@ -3,7 +3,7 @@ import { Worker } from 'node:worker_threads';
 import { CancelSource, type CancelToken } from '@troupe/core';
 import { slotRunCancellation } from '@troupe/core/internal';
 import { CancellationTable } from '@troupe/supervisor/internal';
-import type { Figure, Suite } from '../Suite.js';
+import type { Figure, SuiteBody } from '../Suite.js';
 import { median, nowNs, quantile, round } from '../stats.js';
 import { type CancelWorkerData, CTL } from '../workers/cancelControl.js';
 
@@ -191,11 +191,7 @@ function sourceLoop(source: CancelSource, n: number): number {
  * cancel reaches a worker that polls or awaits, the push-down over a
  * 1,000-run subtree, against a postMessage to a busy worker.
  */
-export const cancelSuite: Suite = {
-  name: 'cancel',
-  description: 'isCancelled() cost, cancel → notice in a worker (polling, signal), push-down, vs postMessage',
-  placementSensitive: true,
-  inDefaultRun: true,
+export const cancelSuite: SuiteBody = {
   async run({ quick, progress }) {
     const figures: Figure[] = [];
     const suite = 'cancel';

@@ -1,15 +1,11 @@
 import type { AgentId } from '@troupe/core';
 import { ContextUpdate, createId, reduceMetadata, sealScope } from '@troupe/core';
 import { buildToolContext, localRunCancellation, type RunContext } from '@troupe/core/internal';
-import type { Figure, Suite } from '../Suite.js';
+import type { Figure, SuiteBody } from '../Suite.js';
 import { median, quantile, round, timeSync } from '../stats.js';
 
 /** Pure @troupe/core costs on the hot path of every tool call. */
-export const coreSuite: Suite = {
-  name: 'core',
-  description: 'tool-context build and a 10-operation ContextUpdate fold',
-  placementSensitive: false,
-  inDefaultRun: true,
+export const coreSuite: SuiteBody = {
   async run({ quick, progress }) {
     const batches = quick ? 30 : 200;
     const perBatch = quick ? 2_000 : 10_000;

@@ -14,7 +14,7 @@ import { createSupervisor, type Supervisor, systemClock } from '@troupe/supervis
 import { Queue, QueueEvents } from 'bullmq';
 import { Redis } from 'ioredis';
 import { delegating, spinner, waiter } from '../distributed/agents.js';
-import type { Figure, Suite } from '../Suite.js';
+import type { Figure, SuiteBody } from '../Suite.js';
 import { median, quantile, round } from '../stats.js';
 
 const here = (file: string) => fileURLToPath(new URL(`../distributed/${file}`, import.meta.url));
@@ -585,19 +585,7 @@ async function cancelFigures(
  * `pnpm bench distributed --cancel` measures the cancel alone, pinned and unpinned: pub/sub one
  * way, the cancel, and the cancel again with its breakdown (where its time goes).
  */
-export const distributedSuite: Suite = {
-  name: 'distributed',
-  description:
-    'scale-out over BullMQ/Redis (own Redis): cross-host cancel, overhead vs a raw job, relayed call, failover, fan-out over 1-3 hosts (--cancel: the cancel alone, with its breakdown)',
-  placementSensitive: (flags) => flags.cancel === true,
-  inDefaultRun: true,
-  flags: {
-    cancel: {
-      type: 'boolean',
-      description:
-        'the cross-host cancel alone, pinned and unpinned: against pub/sub and its raw baseline, then again with where its time goes',
-    },
-  },
+export const distributedSuite: SuiteBody = {
   async run({ quick, progress, flags }) {
     const suite = 'distributed';
     const figures: Figure[] = [];

@@ -8,7 +8,7 @@
 import { MessageChannel, type MessagePort, Worker } from 'node:worker_threads';
 import { HostApprovalRequest, parseHostCall } from '@troupe/core/internal';
 import * as Comlink from 'comlink';
-import type { Figure, Suite } from '../Suite.js';
+import type { Figure, SuiteBody } from '../Suite.js';
 import { quantile, round } from '../stats.js';
 import { nodeEndpoint } from '../workers/comlinkNode.js';
 
@@ -93,12 +93,7 @@ async function measure(mode: Mode, warmup: number, n: number): Promise<{ times: 
   return result;
 }
 
-export const hostSuite: Suite = {
-  name: 'host',
-  description:
-    'the host channel: one worker → supervisor call, own protocol vs comlink (filtered and not) vs a bare echo',
-  placementSensitive: true,
-  inDefaultRun: true,
+export const hostSuite: SuiteBody = {
   async run({ quick, placement, progress }) {
     const n = quick ? 3_000 : 20_000;
     const warmup = quick ? 1_000 : 5_000;

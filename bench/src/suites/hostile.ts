@@ -13,7 +13,7 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { sqlitePersistence } from '@troupe/sqlite';
 import { createSupervisor, type Supervisor } from '@troupe/supervisor';
 import { type FloodOrders, floodDesk } from '../agents/flooder.js';
-import type { Figure, Suite } from '../Suite.js';
+import type { Figure, SuiteBody } from '../Suite.js';
 import { median, round } from '../stats.js';
 
 const FLOOD = 20_000;
@@ -109,11 +109,7 @@ async function closeUnder(kind: FloodOrders['kind']): Promise<number> {
   }
 }
 
-export const hostileSuite: Suite = {
-  name: 'hostile',
-  description: `a worker's flood of valid messages: the supervisor loop's longest stall, close({ timeoutMs }) under it`,
-  placementSensitive: false,
-  inDefaultRun: true,
+export const hostileSuite: SuiteBody = {
   async run({ quick, progress }) {
     const rounds = quick ? 2 : 5;
     const stalls = { none: [] as number[], events: [] as number[], checkpoint: [] as number[] };

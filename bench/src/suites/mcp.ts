@@ -11,7 +11,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { ToolContext } from '@troupe/core';
 import { createSupervisor } from '@troupe/supervisor';
-import type { Figure, Suite, SuiteContext } from '../Suite.js';
+import type { Figure, SuiteBody, SuiteContext } from '../Suite.js';
 import { median, quantile, round } from '../stats.js';
 
 const ECHO = new URL('../workers/echoWorker.js', import.meta.url);
@@ -128,11 +128,6 @@ async function run(ctx: SuiteContext): Promise<Figure[]> {
   }
 }
 
-export const mcpSuite: Suite = {
-  name: 'mcp',
-  description:
-    'MCP tool calls (@troupe/mcp): from a worker, one connection per thread, vs a bare SDK client on one thread; what a host-operation client would add; the per-thread connect cost',
-  placementSensitive: false,
-  inDefaultRun: true,
+export const mcpSuite: SuiteBody = {
   run,
 };

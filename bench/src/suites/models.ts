@@ -19,7 +19,7 @@ import OpenAI from 'openai';
 import { measureAiSdkStreamOverhead } from '../models/aiSdkStreamOverhead.js';
 import { type PhaseServers, startPhaseServers } from '../models/phaseServers.js';
 import { measureStreamOverhead, overheadRatio } from '../models/streamOverhead.js';
-import type { Figure, Suite, SuiteContext } from '../Suite.js';
+import type { Figure, SuiteBody, SuiteContext } from '../Suite.js';
 import { median, quantile, round } from '../stats.js';
 
 const now = (): number => performance.now();
@@ -383,11 +383,6 @@ async function aiSdkStreaming(ctx: SuiteContext): Promise<Figure[]> {
   ];
 }
 
-export const modelsSuite: Suite = {
-  name: 'models',
-  description:
-    'model calls (@troupe/openai, and @troupe/ai-sdk on @ai-sdk/anthropic): abort → rejection in every phase (vs the bare SDK in its backoff), stalled streams, deltas from a worker to the host (vs the bare SDK / the provider model in one thread)',
-  placementSensitive: false,
-  inDefaultRun: true,
+export const modelsSuite: SuiteBody = {
   run: async (ctx) => [...(await measure(ctx)), ...(await streaming(ctx)), ...(await aiSdkStreaming(ctx))],
 };

@@ -10,7 +10,7 @@ import {
 import type { AgentId } from '@troupe/core';
 import { instrument } from '@troupe/otel';
 import { createSupervisor, type Supervisor, systemClock } from '@troupe/supervisor';
-import type { Figure, Suite, SuiteContext } from '../Suite.js';
+import type { Figure, SuiteBody, SuiteContext } from '../Suite.js';
 import { median, nowNs, quantile, round, timeSync } from '../stats.js';
 import { fanoutTrials } from './supervisor.js';
 
@@ -309,11 +309,7 @@ async function fanout(ctx: SuiteContext): Promise<Figure[]> {
 }
 
 /** What tracing costs: with no bridge, per span with one, and on the fan-out. */
-export const otelSuite: Suite = {
-  name: 'otel',
-  description: 'tracing: an instrumented site with no bridge, a span with the bridge, the fan-out traced',
-  placementSensitive: false,
-  inDefaultRun: true,
+export const otelSuite: SuiteBody = {
   async run(ctx) {
     return [...(await siteOff(ctx)), ...(await spanCost(ctx)), ...(await fanout(ctx))];
   },

@@ -20,7 +20,7 @@ import {
 } from '../agents/peerAgents.js';
 import { burn, calibrate, epochMs } from '../peers/burn.js';
 import type { Peer, ToolStop } from '../peers/Peer.js';
-import type { Figure, Suite, SuiteContext } from '../Suite.js';
+import type { Figure, SuiteBody, SuiteContext } from '../Suite.js';
 import { median, nowNs, quantile, round } from '../stats.js';
 
 const suite = 'peers';
@@ -537,12 +537,7 @@ async function loadPeers(): Promise<readonly Peer[]> {
 }
 
 /** Issue 16.7's table: Troupe and its peers on the same scripted workloads. */
-export const peersSuite: Suite = {
-  name: 'peers',
-  description:
-    'Troupe vs OpenAI Agents JS, the AI SDK and LangGraph.js on one scripted workload (trivial run, CPU fan-out, cancel, never-yielding tool, question)',
-  placementSensitive: false,
-  inDefaultRun: false,
+export const peersSuite: SuiteBody = {
   async run(ctx) {
     PEERS = await loadPeers();
     const versions: Record<string, string> = { troupe: troupeVersion() };

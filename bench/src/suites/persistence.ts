@@ -19,7 +19,7 @@ import {
 import Database from 'better-sqlite3';
 import { refundDesk, refundOffice } from '../agents/durable.js';
 import { BenchInputError } from '../BenchInputError.js';
-import type { Figure, Suite } from '../Suite.js';
+import type { Figure, SuiteBody } from '../Suite.js';
 import { stringFlag } from '../SuiteFlags.js';
 import { median, nowNs, quantile, round } from '../stats.js';
 import { postgresFigures } from './persistencePostgres.js';
@@ -639,15 +639,7 @@ async function supervisorRssGrowth(n: number, from: number, progress: (m: string
 }
 
 /** The store side of issue 13's figures: turn commits, saveMessage rate, restore, memory. */
-export const persistenceSuite: Suite = {
-  name: 'persistence',
-  description:
-    'SQLite turn commit p50/p99, saveMessage rate, restoring 1,000 suspended conversations, resident heap, RSS while conversations pass through; the same of PostgreSQL (a server it starts) and the takeover of a killed API host',
-  placementSensitive: false,
-  inDefaultRun: true,
-  flags: {
-    store: { type: 'string', value: 'sqlite|postgres', description: "one store's figures only (default: both)" },
-  },
+export const persistenceSuite: SuiteBody = {
   async run({ quick, progress, flags }) {
     const figures: Figure[] = [];
     const only = stringFlag(flags, 'store');

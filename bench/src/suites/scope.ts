@@ -1,7 +1,7 @@
 import { deepFreeze } from '@troupe/core';
 import { createSupervisor, measureScopeCost, type Supervisor } from '@troupe/supervisor';
 import { BenchInputError } from '../BenchInputError.js';
-import type { Figure, Suite } from '../Suite.js';
+import type { Figure, SuiteBody } from '../Suite.js';
 import { CopyBaselines } from '../scope/CopyBaselines.js';
 import {
   generateLeanUser,
@@ -232,31 +232,7 @@ async function sharedStretch(
  * delegates to the next with its `task` tool, which comes back to the
  * supervisor over the host channel and is spawned on the pool (hops 2..n).
  */
-export const scopeSuite: Suite = {
-  name: 'scope',
-  description: 'scope copy per hop (lean…1 MiB, 1–8 hops) vs structuredClone, postMessage, piscina, memcpy',
-  placementSensitive: (flags) => flags.file === undefined,
-  flags: {
-    file: {
-      type: 'string',
-      value: '<file>',
-      description:
-        'measure your own scope (a JSON file): per-hop cost, what a new scope costs, size against the budget, heaviest keys',
-    },
-    hops: { type: 'string', value: 'n', description: 'with --file: a chain of n subagents (default 1)' },
-    samples: { type: 'string', value: 'n', description: 'with --file: runs measured (default 300)' },
-    'new-scope-samples': {
-      type: 'string',
-      value: 'n',
-      description: 'with --file: runs with a scope never seen (default 20)',
-    },
-    budget: {
-      type: 'string',
-      value: 'bytes',
-      description: 'with --file: the scope budget to hold it against (default 4096)',
-    },
-  },
-  inDefaultRun: true,
+export const scopeSuite: SuiteBody = {
   charts: scopeCharts,
   async run({ quick, progress, flags }) {
     if (flags.file !== undefined) return measureScopeFile(flags, progress);

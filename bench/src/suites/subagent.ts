@@ -2,7 +2,7 @@ import { fileURLToPath } from 'node:url';
 import { createSupervisor, systemClock } from '@troupe/supervisor';
 import { Piscina } from 'piscina';
 import { approver, spinner, trivial } from '../agents/overhead.js';
-import type { Figure, Suite, SuiteContext } from '../Suite.js';
+import type { Figure, SuiteBody, SuiteContext } from '../Suite.js';
 import { median, nowNs, quantile, round } from '../stats.js';
 
 const scope = Object.freeze({ userId: 'u_1', orgId: 'o_1', role: 'admin' });
@@ -260,11 +260,7 @@ async function deadlineKill(ctx: SuiteContext): Promise<Figure[]> {
 }
 
 /** Issue 4's figures: overhead against raw piscina, throughput, soak, deadline kill. */
-export const subagentSuite: Suite = {
-  name: 'subagent',
-  description: 'trivial subagent run vs raw piscina, runs/s, 300k-run soak, never-yielding tool killed at its deadline',
-  placementSensitive: true,
-  inDefaultRun: true,
+export const subagentSuite: SuiteBody = {
   async run(ctx) {
     const figures: Figure[] = [];
     figures.push(...(await overhead(ctx)));

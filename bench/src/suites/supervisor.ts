@@ -6,7 +6,7 @@ import { createSupervisor, type Supervisor, systemClock } from '@troupe/supervis
 import { CancellationTable } from '@troupe/supervisor/internal';
 import { Piscina } from 'piscina';
 import { asker, delegator, fanout100, trivial } from '../agents/overhead.js';
-import type { Figure, Suite, SuiteContext } from '../Suite.js';
+import type { Figure, SuiteBody, SuiteContext } from '../Suite.js';
 import { median, nowNs, quantile, round } from '../stats.js';
 
 const scope = Object.freeze({ userId: 'u_1', orgId: 'o_1', role: 'admin' });
@@ -502,12 +502,7 @@ async function soak(ctx: SuiteContext): Promise<Figure[]> {
 }
 
 /** Issue 5's figures: fan-out against direct piscina, HITL round trip, 100k-run soak. */
-export const supervisorSuite: Suite = {
-  name: 'supervisor',
-  description:
-    'fan-out of 100 subagents vs the same tasks on piscina, suspend→answer→resume, 10,000 answers in one message, a question among running siblings, cancelling a 100-run tree, 100k-run soak',
-  placementSensitive: false,
-  inDefaultRun: true,
+export const supervisorSuite: SuiteBody = {
   async run(ctx) {
     return [
       ...(await fanout(ctx)),

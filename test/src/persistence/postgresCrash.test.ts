@@ -3,10 +3,12 @@
 // database; each new host takes over what the last left once its lease has run out (300 ms here).
 import { describe, it } from 'node:test';
 import { postgresPersistence } from '@troupe/postgres';
+import { byDepth } from '../fixtures/testDepth.js';
 import { crashRounds } from './crashRounds.js';
 import { freshSchema, server } from './postgresStores.js';
 
-const ROUNDS = Number(process.env.TROUPE_CRASH_ROUNDS ?? 30);
+// As many as SQLite's crash fuzz in pnpm test; 50 in the deep tier (TROUPE_TEST_DEPTH=deep).
+const ROUNDS = Number(process.env.TROUPE_CRASH_ROUNDS ?? byDepth({ quick: 12, deep: 50 }));
 const tenantKey = (s: unknown) => (s as { org: string }).org;
 
 describe('PostgreSQL: restore after a crash (SIGKILL) of an API host', () => {
