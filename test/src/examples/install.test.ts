@@ -21,14 +21,26 @@
 // not load, the name does not match or the check fails and npm builds from
 // source as a user's install would; the test says which happened.
 //
-// runs alone: packing runs each package's prepack, which deletes and rebuilds
-// packages/*/dist, the code every other test file imports.
+// The packing runs on a copy of the workspace's packages (their sources and
+// manifests; node_modules linked, not copied): each package's prepack deletes
+// and rebuilds its dist, and packages/*/dist is the code every other test
+// file imports while this one runs beside them.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { createRequire, isBuiltin } from 'node:module';
 import { tmpdir } from 'node:os';
-import { delimiter, dirname, join, posix, relative } from 'node:path';
+import { delimiter, dirname, join, posix, relative, sep } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import semver from 'semver';
@@ -156,6 +168,29 @@ async function workspaceSqlitePrebuild(dir: string): Promise<string> {
   return version;
 }
 
+/**
+ * A workspace of the packages alone under `dir`: the root's manifest and TypeScript base, each
+ * package's files but its dist, and links to the node_modules they resolve their imports from.
+ */
+function packagesCopy(dir: string): string {
+  mkdirSync(join(dir, 'packages'), { recursive: true });
+  for (const file of ['package.json', 'tsconfig.base.json', '.pnpmfile.cjs', 'LICENSE']) {
+    cpSync(join(root, file), join(dir, file));
+  }
+  writeFileSync(join(dir, 'pnpm-workspace.yaml'), 'packages:\n  - packages/*\n');
+  symlinkSync(join(root, 'node_modules'), join(dir, 'node_modules'), 'dir');
+  for (const name of readdirSync(join(root, 'packages'))) {
+    const from = join(root, 'packages', name);
+    const to = join(dir, 'packages', name);
+    cpSync(from, to, {
+      recursive: true,
+      filter: (source) => !/^(node_modules|dist|\.turbo)$/.test(relative(from, source).split(sep)[0] ?? ''),
+    });
+    symlinkSync(join(from, 'node_modules'), join(to, 'node_modules'), 'dir');
+  }
+  return dir;
+}
+
 const workspaceManifest = readJson<Manifest>(`${root}package.json`);
 const workspacePackages = readdirSync(`${root}packages`)
   .map((dir) => ({ dir, manifest: readJson<Manifest>(`${root}packages/${dir}/package.json`) }))
@@ -177,7 +212,11 @@ describe('every package, packed and installed in a project outside the workspace
       // One package at a time: a package's prepack empties its dist, which its dependents compile against.
       const tarballs = join(work, 'tarballs');
       assertRan(
-        await run('pnpm', ['-r', '--workspace-concurrency=1', 'pack', '--pack-destination', tarballs], root),
+        await run(
+          'pnpm',
+          ['-r', '--workspace-concurrency=1', 'pack', '--pack-destination', tarballs],
+          packagesCopy(join(work, 'workspace')),
+        ),
         'pnpm -r pack',
       );
       for (const tarball of readdirSync(tarballs).filter((f) => f.endsWith('.tgz'))) {
@@ -306,10 +345,9 @@ describe('every package, packed and installed in a project outside the workspace
     for (const { manifest, files, unpacked } of packed) {
       for (const file of files) {
         assert.doesNotMatch(file, /\.tsbuildinfo$/, `${manifest.name}: ${file}`);
-        assert.ok(
-          !readFileSync(join(unpacked, file), 'utf8').includes(root),
-          `${manifest.name}: ${file} names a path of the workspace (${root})`,
-        );
+        const text = readFileSync(join(unpacked, file), 'utf8');
+        assert.ok(!text.includes(root), `${manifest.name}: ${file} names a path of the workspace (${root})`);
+        assert.ok(!text.includes(work), `${manifest.name}: ${file} names a path of the packing (${work})`);
         assert.doesNotMatch(
           file,
           /(^|\/)(tests?|__tests__|bench|fixtures)\/|\.(test|spec|bench)\.[cm]?[jt]s/,
