@@ -6,6 +6,7 @@ import { after, before, describe, it } from 'node:test';
 import { startWorkerHost, type WorkerHost } from '@troupe/bullmq';
 import { JOB_VERSION } from '@troupe/bullmq/internal';
 import { createId } from '@troupe/core';
+import { Redis } from 'ioredis';
 import { type RedisServer, startRedis } from '../servers/redis.js';
 import { helper, nothingRuns, PeerOwner } from './peer.js';
 
@@ -18,7 +19,7 @@ after(async () => {
 });
 
 let queues = 0;
-async function setup(options: { claimTimeoutMs?: number; relayRetryMs?: number } = {}) {
+async function setup(options: { claimTimeoutMs?: number; relayRetryMs?: number; leaseMs?: number } = {}) {
   const queue = `h${++queues}`;
   const transport = nothingRuns();
   const host: WorkerHost = await startWorkerHost({
@@ -171,6 +172,36 @@ describe('startWorkerHost', () => {
       assert.equal(s.owner.received.length, 0);
       assert.equal(s.transport.dispatched.length, 0);
     } finally {
+      await s.close();
+    }
+  });
+
+  it('its lease, lost with a Redis restarted empty, is renewed as soon as it is back, not a renew period later', async () => {
+    // A 60 s lease is renewed every 20 s: within 10 s, only the renewal on reconnect brings it back.
+    const s = await setup({ leaseMs: 60_000 });
+    const key = s.owner.names.hostLease(s.host.hostId);
+    const watch = new Redis(redis.url, { maxRetriesPerRequest: null, lazyConnect: true });
+    watch.on('error', () => {});
+    let bound: ReturnType<typeof setTimeout> | undefined;
+    try {
+      assert.equal(await s.owner.command('EXISTS', key), 1);
+      await redis.restart({ empty: true });
+      await watch.connect();
+      assert.equal(await watch.config('SET', 'notify-keyspace-events', 'K$'), 'OK');
+      const renewed = new Promise<void>((resolve, reject) => {
+        watch.on('message', () => resolve());
+        bound = setTimeout(() => reject(new Error('no lease 10 s after Redis came back')), 10_000);
+      });
+      await watch.subscribe(`__keyspace@0__:${key}`);
+      // Set before the subscription (seen here), or after it (its notification).
+      const cmd = new Redis(redis.url);
+      const there = await cmd.exists(key).finally(() => cmd.disconnect());
+      if (there === 0) await renewed;
+      const ttl = Number(await s.owner.command('PTTL', key));
+      assert.ok(ttl > 50_000, `a fresh lease (${ttl} ms left)`);
+    } finally {
+      clearTimeout(bound);
+      watch.disconnect();
       await s.close();
     }
   });
