@@ -68,7 +68,7 @@ export async function measureHopLayers(scope: unknown, budgetMs: number): Promis
         ),
       );
       buffer = undefined;
-      if (result.result?.status !== 'done')
+      if (result.result?.end.status !== 'done')
         throw new Error(`hop layers: the worker answered ${result.error ?? 'not done'}`);
     } finally {
       table.release(agentId);

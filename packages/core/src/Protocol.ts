@@ -1,9 +1,11 @@
 import { z } from 'zod';
 import { findNotJson, type Operation, type SessionEvent } from './ContextUpdate.js';
-import { ErrorShape } from './ErrorShape.js';
-import type { LoopState } from './LoopState.js';
+import { decodeError, ErrorShape, encodeError } from './ErrorShape.js';
+import type { LoopEnd } from './LoopEnd.js';
+import type { LoopOutcome, LoopState } from './LoopState.js';
 import { Answer, Request } from './Request.js';
-import { isUsage, type Usage } from './Usage.js';
+import type { CancelReason } from './TroupeError.js';
+import { isUsage, NO_USAGE, type Usage } from './Usage.js';
 
 /**
  * The one closed, versioned protocol between the supervisor and a worker.
@@ -504,17 +506,21 @@ const SessionEventSchema = z.custom<SessionEvent>(
   { message: 'not a session event' },
 );
 
-/** Worker → supervisor: how a run ended (a crash is detected by the supervisor, never sent). */
-export type SubagentResult = {
-  readonly turns: number;
-  readonly usage?: Usage | undefined;
-  readonly events?: readonly SessionEvent[] | undefined;
+/**
+ * Worker → supervisor: how a run ended (a crash is detected by the supervisor,
+ * never sent), as the supervisor reads it off the wire: its loop's end in the
+ * supervisor's one shape, and what the run spent.
+ */
+export interface SubagentEnd {
+  readonly end: LoopEnd;
+  /** Tokens the run's own model calls spent. */
+  readonly usage: Usage;
   /**
    * How many event batches the run posted on its host channel. The result
    * travels on another port, so the supervisor holds it until it has read
    * that many: every event of a run is delivered before its outcome.
    */
-  readonly sent?: number | undefined;
+  readonly sent: number;
   /**
    * The run's last events, not posted on the host channel: they travel with
    * the result (one message less per run) and are delivered after the
@@ -522,31 +528,48 @@ export type SubagentResult = {
    * any batch (`parseHostEvents`).
    */
   readonly tail?: readonly unknown[] | undefined;
-} & (
-  | {
-      readonly status: 'done';
-      readonly text: string;
-      readonly updates?: readonly Operation[] | undefined;
-      /** What the agent's `output` schema returned (plain JSON); absent for an agent without one. */
-      readonly output?: unknown;
-    }
-  | { readonly status: 'failed'; readonly error: ErrorShape }
-  | { readonly status: 'incomplete' }
-  | { readonly status: 'cancelled'; readonly reason: 'user' | 'parent' | 'deadline' | 'shutdown' }
-  | { readonly status: 'suspended'; readonly request: Request; readonly state: LoopState }
-);
+}
 
-// On the wire a result is a tuple too: [status, v, turns, usage | null, events | null, sent, ...by status].
+// On the wire a result is a tuple too: [status, v, turns, usage | null, events | null, sent, ...by status],
+// then the run's tail of events (see SubagentEnd.tail) as its last element when it has one.
 // A done result of an agent with structured output carries it after its updates as { output }: an
 // object, never the tail's array, so a result without it keeps its old shape.
+// Defaults are left out (no usage, no events, no updates: null): every element costs on both threads.
 
-/** Encode a result for the wire (see {@link SubagentTaskWire} for why a tuple). */
-export function encodeSubagentResult(result: SubagentResult): unknown[] {
-  const wire = encodeResultBody(result);
-  if (result.status === 'done' && result.output !== undefined) wire.push({ output: result.output });
-  // The tail, when there is one, is the tuple's last element (after its status's own).
-  if (result.tail !== undefined && result.tail.length > 0) wire.push(result.tail);
-  return wire;
+/**
+ * Encode how a worker's loop ended for the wire (see {@link SubagentTaskWire}
+ * for why a tuple): the worker's one mapping of its outcome, read back by
+ * {@link decodeSubagentResult}. `sent` is what its host channel posted.
+ */
+export function encodeSubagentResult(outcome: LoopOutcome, sent: number): unknown[] {
+  const state = outcome.state;
+  const turns = state.turns;
+  const usage = state.usage.inputTokens !== 0 || state.usage.outputTokens !== 0 ? state.usage : null;
+  const events = state.events.length > 0 ? state.events : null;
+  switch (outcome.status) {
+    case 'done': {
+      const updates = state.updates.length === 0 ? null : state.updates;
+      return outcome.output === undefined
+        ? ['done', PROTOCOL_VERSION, turns, usage, events, sent, outcome.text, updates]
+        : ['done', PROTOCOL_VERSION, turns, usage, events, sent, outcome.text, updates, { output: outcome.output }];
+    }
+    case 'failed':
+      return ['failed', PROTOCOL_VERSION, turns, usage, events, sent, encodeError(outcome.error)];
+    case 'incomplete':
+      return ['incomplete', PROTOCOL_VERSION, turns, usage, events, sent];
+    case 'cancelled':
+      return ['cancelled', PROTOCOL_VERSION, turns, usage, events, sent, outcome.reason];
+    case 'suspended':
+      return ['suspended', PROTOCOL_VERSION, turns, usage, events, sent, outcome.request, state];
+  }
+}
+
+/** Where a result tuple holds what a worker may fill in after encoding it: the batches it posted by then. */
+export const ResultSlot = Object.freeze({ sent: 5 });
+
+/** Encode a run that failed with no loop to report (a malformed task, an agent that would not load). */
+export function encodeSubagentFailure(error: unknown, sent: number): unknown[] {
+  return ['failed', PROTOCOL_VERSION, 0, null, null, sent, encodeError(error)];
 }
 
 /** Elements of a result tuple before its tail, by status. */
@@ -558,25 +581,9 @@ const RESULT_LENGTH: Readonly<Record<string, number>> = {
   suspended: 8,
 };
 
-function encodeResultBody(result: SubagentResult): unknown[] {
-  const usage = result.usage ?? null;
-  const events = result.events ?? null;
-  const sent = result.sent ?? 0;
-  switch (result.status) {
-    case 'done':
-      return ['done', PROTOCOL_VERSION, result.turns, usage, events, sent, result.text, result.updates ?? null];
-    case 'failed':
-      return ['failed', PROTOCOL_VERSION, result.turns, usage, events, sent, result.error];
-    case 'incomplete':
-      return ['incomplete', PROTOCOL_VERSION, result.turns, usage, events, sent];
-    case 'cancelled':
-      return ['cancelled', PROTOCOL_VERSION, result.turns, usage, events, sent, result.reason];
-    case 'suspended':
-      return ['suspended', PROTOCOL_VERSION, result.turns, usage, events, sent, result.request, result.state];
-  }
-}
-
 const REASONS: ReadonlySet<unknown> = new Set(['user', 'parent', 'deadline', 'shutdown']);
+const NO_EVENTS: readonly never[] = Object.freeze([]);
+const NO_UPDATES: readonly never[] = Object.freeze([]);
 
 function checkEvents(v: unknown): v is SessionEvent[] | null {
   if (v === null) return true;
@@ -586,13 +593,17 @@ function checkEvents(v: unknown): v is SessionEvent[] | null {
 }
 
 /**
- * Parse a result at the supervisor's port, by hand for the hot fields (see
- * {@link SubagentTaskWire}) and with zod for the rare nested ones (an error,
- * a request, a suspended state); `error` says what was wrong.
+ * Parse a result at the supervisor's port straight into a {@link SubagentEnd},
+ * by hand for the hot fields (see {@link SubagentTaskWire}) and with zod for
+ * the rare nested ones (an error, a request, a suspended state); `error` says
+ * what was wrong. `held`: the result a run hands over while it still holds
+ * work (its thread is then recycled, so a cancel it reports was forced; its
+ * tail went ahead of it as a batch).
  */
 export function decodeSubagentResult(
   raw: unknown,
-): { result: SubagentResult; error?: never } | { result?: never; error: string } {
+  held = false,
+): { result: SubagentEnd; error?: never } | { result?: never; error: string } {
   // Indexing, not destructuring or spreads: this runs for every run's result.
   if (!Array.isArray(raw) || raw.length < 6)
     return { error: 'a result is an array [status, v, turns, usage, events, sent, ...]' };
@@ -610,8 +621,6 @@ export function decodeSubagentResult(
   if (usage !== null && !isUsage(usage)) return { error: 'usage must be { inputTokens, outputTokens } or null' };
   if (!checkEvents(events)) return { error: 'events must be session events or null' };
   if (!isIndex(sent)) return { error: 'sent must be a non-negative integer' };
-  const u = (usage ?? undefined) as Usage | undefined;
-  const e = events ?? undefined;
   let body = typeof status === 'string' ? RESULT_LENGTH[status] : undefined;
   let output: unknown;
   if (status === 'done' && body !== undefined && raw.length > body && isRecord(raw[body])) {
@@ -626,65 +635,56 @@ export function decodeSubagentResult(
     if (raw.length > body + 1 || !Array.isArray(t)) return { error: 'a result holds one tail of events at most' };
     tail = t;
   }
-  const decoded = decodeResultBody(raw, status, turns as number, u, e as SessionEvent[] | undefined, sent as number);
-  // The result was just built here: the tail is set on it, not spread into a copy (a literal adding
-  // a key after a spread takes a slow path on Node 20's V8, about 1 µs).
-  if (tail !== undefined && decoded.result !== undefined) (decoded.result as { tail?: readonly unknown[] }).tail = tail;
-  if (output !== undefined && decoded.result !== undefined) (decoded.result as { output?: unknown }).output = output;
-  return decoded;
+  const end = decodeEnd(raw, status, turns, events ?? NO_EVENTS, output, held);
+  if (typeof end === 'string') return { error: end };
+  return {
+    result: { end, usage: (usage ?? NO_USAGE) as Usage, sent: sent as number, tail: held ? undefined : tail },
+  };
 }
 
-function decodeResultBody(
+// A result's own fields by status, read into its end (or what is wrong with them).
+function decodeEnd(
   raw: unknown[],
   status: unknown,
   turns: number,
-  u: Usage | undefined,
-  e: SessionEvent[] | undefined,
-  sent: number,
-): { result: SubagentResult; error?: never } | { result?: never; error: string } {
+  events: readonly SessionEvent[],
+  output: unknown,
+  held: boolean,
+): LoopEnd | string {
   switch (status) {
     case 'done': {
       const text: unknown = raw[6];
       const updates: unknown = raw[7];
-      if (typeof text !== 'string') return { error: 'done: text must be a string' };
+      if (typeof text !== 'string') return 'done: text must be a string';
       if (updates !== null && !(Array.isArray(updates) && updates.every((o) => OperationSchema.safeParse(o).success))) {
-        return { error: 'done: updates must be operations or null' };
+        return 'done: updates must be operations or null';
       }
-      return {
-        result: {
-          turns,
-          usage: u,
-          events: e,
-          sent,
-          status: 'done',
-          text,
-          updates: (updates ?? undefined) as Operation[] | undefined,
-        },
-      };
+      const u = (updates ?? NO_UPDATES) as readonly Operation[];
+      return output === undefined
+        ? { status: 'done', text, updates: u, events, turns }
+        : { status: 'done', text, output, updates: u, events, turns };
     }
     case 'failed': {
       const error = ErrorShape.safeParse(raw[6]);
-      if (!error.success) return { error: 'failed: not an error shape' };
-      return { result: { turns, usage: u, events: e, sent, status: 'failed', error: error.data } };
+      if (!error.success) return 'failed: not an error shape';
+      return { status: 'failed', error: decodeError(error.data), events, turns };
     }
     case 'incomplete':
-      return { result: { turns, usage: u, events: e, sent, status: 'incomplete' } };
+      return { status: 'incomplete', events, turns };
     case 'cancelled':
-      if (!REASONS.has(raw[6])) return { error: `cancelled: unknown reason ${JSON.stringify(raw[6])}` };
-      return { result: { turns, usage: u, events: e, sent, status: 'cancelled', reason: raw[6] as 'user' } };
+      if (!REASONS.has(raw[6])) return `cancelled: unknown reason ${JSON.stringify(raw[6])}`;
+      return { status: 'cancelled', reason: raw[6] as CancelReason, forced: held };
     case 'suspended': {
       const request = Request.safeParse(raw[6]);
       const state = LoopStateSchema.safeParse(raw[7]);
-      if (!request.success) return { error: 'suspended: not a request' };
-      if (!state.success) return { error: 'suspended: not a loop state' };
+      if (!request.success) return 'suspended: not a request';
+      if (!state.success) return 'suspended: not a loop state';
       const badPending = findBadPending(state.data.pending);
-      if (badPending !== undefined) return { error: `suspended: ${badPending}` };
-      return {
-        result: { turns, usage: u, events: e, sent, status: 'suspended', request: request.data, state: state.data },
-      };
+      if (badPending !== undefined) return `suspended: ${badPending}`;
+      return { status: 'suspended', state: state.data, events, turns };
     }
     default:
-      return { error: `unknown result status ${JSON.stringify(status)}` };
+      return `unknown result status ${JSON.stringify(status)}`;
   }
 }
 

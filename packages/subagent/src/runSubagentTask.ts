@@ -13,6 +13,7 @@ import {
   decodeError,
   decodeSubagentTask,
   encodeError,
+  encodeSubagentFailure,
   encodeSubagentResult,
   freezeReceived,
   HostFeature,
@@ -23,9 +24,9 @@ import {
   type LoopEventSink,
   type LoopEvents,
   type LoopOutcome,
+  ResultSlot,
   type RunContext,
   runAgentLoop,
-  type SubagentResult,
   type SubagentTask,
   slotRunCancellation,
   TaskFlag,
@@ -128,67 +129,22 @@ function decodeTaskResult(raw: unknown): TaskResult {
 
 const EMPTY: Readonly<Record<string, unknown>> = Object.freeze({});
 
-// Defaults are left out (see SubagentTask): every property costs on both threads.
-function toResult(outcome: LoopOutcome, sent: number): SubagentResult {
-  const { state } = outcome;
-  const turns = state.turns;
-  const usage = state.usage.inputTokens !== 0 || state.usage.outputTokens !== 0 ? state.usage : undefined;
-  const events = state.events.length > 0 ? state.events : undefined;
-  switch (outcome.status) {
-    case 'done':
-      return outcome.output === undefined
-        ? {
-            turns,
-            usage,
-            events,
-            sent,
-            status: 'done',
-            text: outcome.text,
-            updates: state.updates.length === 0 ? undefined : state.updates,
-          }
-        : {
-            turns,
-            usage,
-            events,
-            sent,
-            status: 'done',
-            text: outcome.text,
-            updates: state.updates.length === 0 ? undefined : state.updates,
-            output: outcome.output,
-          };
-    case 'failed':
-      return { turns, usage, events, sent, status: 'failed', error: encodeError(outcome.error) };
-    case 'incomplete':
-      return { turns, usage, events, sent, status: 'incomplete' };
-    case 'cancelled':
-      return { turns, usage, events, sent, status: 'cancelled', reason: outcome.reason };
-    case 'suspended': {
-      // A suspended state holds what tools returned and asked: make sure it can
-      // cross before the worker tries to post it (a failed post kills the worker).
-      try {
-        serialize([outcome.request, state]);
-      } catch (error) {
-        return {
-          turns,
-          usage,
-          events,
-          sent,
-          status: 'failed',
-          error: encodeError(
-            new TroupeError(
-              `the run suspended with a state that cannot cross a thread: ${asError(error).message}; tools and questions must hold plain data`,
-              { code: 'ERR_NOT_CLONEABLE', cause: error },
-            ),
-          ),
-        };
-      }
-      return { turns, usage, events, sent, status: 'suspended', request: outcome.request, state };
-    }
+/**
+ * A suspended run's result on the wire, or a failure when its state cannot cross: a suspended
+ * state holds what tools returned and asked, so it is checked before the worker tries to post it
+ * (a failed post kills the worker).
+ */
+function suspendedResult(outcome: Extract<LoopOutcome, { status: 'suspended' }>, sent: number): unknown[] {
+  try {
+    serialize([outcome.request, outcome.state]);
+  } catch (error) {
+    const failed = new TroupeError(
+      `the run suspended with a state that cannot cross a thread: ${asError(error).message}; tools and questions must hold plain data`,
+      { code: 'ERR_NOT_CLONEABLE', cause: error },
+    );
+    return encodeSubagentResult({ status: 'failed', error: failed, state: outcome.state }, sent);
   }
-}
-
-function failedResult(error: unknown): SubagentResult {
-  return { turns: 0, status: 'failed', error: encodeError(error) };
+  return encodeSubagentResult(outcome, sent);
 }
 
 /**
@@ -214,10 +170,6 @@ function failedResult(error: unknown): SubagentResult {
  * ```
  */
 export async function runSubagentTask(raw: unknown): Promise<unknown[]> {
-  return encodeSubagentResult(await runTask(raw));
-}
-
-async function runTask(raw: unknown): Promise<SubagentResult> {
   const decoded = decodeSubagentTask(raw);
   if (decoded.error !== undefined) {
     // The thread's buffer comes once, with its first task: kept even from a task refused here,
@@ -230,7 +182,10 @@ async function runTask(raw: unknown): Promise<SubagentResult> {
         // Not a cancellation buffer: the next task's check reports it.
       }
     }
-    return failedResult(new TroupeError(`malformed subagent task: ${decoded.error}`, { code: 'ERR_PROTOCOL' }));
+    return encodeSubagentFailure(
+      new TroupeError(`malformed subagent task: ${decoded.error}`, { code: 'ERR_PROTOCOL' }),
+      0,
+    );
   }
   const task = decoded.task;
   // The scope first: a lean version is kept before anything else can fail, as the supervisor's
@@ -245,7 +200,7 @@ async function runTask(raw: unknown): Promise<SubagentResult> {
     const deadline = task.timeoutMs === undefined ? null : systemClock.now() + task.timeoutMs;
     cancellation = slotRunCancellation(slots, handle, { deadline, clock: systemClock });
   } catch (error) {
-    return failedResult(error);
+    return encodeSubagentFailure(error, 0);
   }
   const host = new HostLink(task.capability, cancellation);
   // Tool and model promises the run stopped waiting for: work still running here.
@@ -263,7 +218,9 @@ async function runTask(raw: unknown): Promise<SubagentResult> {
       // A thenable whose then throws never settles: it stays held.
     }
   };
-  let result: SubagentResult;
+  // The run's result as it goes on the wire (see encodeSubagentResult), and its last events.
+  let result: unknown[];
+  let tail: unknown[] | undefined;
   try {
     const agent = loadedAgent(task.module, task.agent) ?? (await loadAgent(task.module, task.agent));
     // The channels are this thread's own fresh copies (or a kept one of the
@@ -334,13 +291,12 @@ async function runTask(raw: unknown): Promise<SubagentResult> {
       raceModel: false,
     });
     // The last events ride with the result (one message less per run).
-    const tail = host.take();
-    result = toResult(outcome, host.sent);
-    // Set on the fresh result, not spread into a copy (slow on Node 20's V8: see Protocol's decode).
-    if (tail !== undefined) (result as { tail?: readonly unknown[] }).tail = tail;
+    tail = host.take();
+    result =
+      outcome.status === 'suspended' ? suspendedResult(outcome, host.sent) : encodeSubagentResult(outcome, host.sent);
   } catch (error) {
     host.flush();
-    result = { ...failedResult(error), sent: host.sent };
+    result = encodeSubagentFailure(error, host.sent);
   }
   cancellation.close();
   if (abandoned !== undefined && abandoned.size > 0) {
@@ -349,16 +305,16 @@ async function runTask(raw: unknown): Promise<SubagentResult> {
     // supervisor has the result now, and recycles the worker if it does not
     // settle within its grace period.
     // The supervisor may take this run's end from the held result or from the task: its last events go as a batch.
-    if (result.tail !== undefined) {
-      host.post(result.tail);
-      result = { ...result, tail: undefined };
-    }
-    const held = encodeSubagentResult(result);
-    host.holding(held);
+    if (tail !== undefined) host.post(tail);
+    // Posted (copied) at once: the same tuple then goes with the task, with what was sent by then.
+    host.holding(result);
     host.close();
     await Promise.allSettled([...abandoned]);
-    return { ...result, sent: host.sent };
+    result[ResultSlot.sent] = host.sent;
+    return result;
   }
   host.close();
+  // The tail, when there is one, is the tuple's last element (after its status's own).
+  if (tail !== undefined) result.push(tail);
   return result;
 }

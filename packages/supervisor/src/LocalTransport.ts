@@ -8,7 +8,7 @@ import { HostChannel, type HostLookup } from './internal/HostChannel.js';
 import { LocalAttempt, type LocalAttemptOwner } from './internal/LocalAttempt.js';
 import { RecentMap } from './internal/RecentMap.js';
 import { type ThreadInfo, WorkerPool } from './internal/WorkerPool.js';
-import { type WorkerEnd, workerEnd } from './internal/workerEnd.js';
+import type { WorkerEnd } from './internal/workerEnd.js';
 import type {
   Attempt,
   AttemptEnd,
@@ -457,10 +457,10 @@ export class LocalTransport implements RunTransport, LocalAttemptOwner {
   }
 
   holding(attempt: LocalAttempt, raw: unknown): string | undefined {
-    const parsed = decodeSubagentResult(raw);
+    const parsed = decodeSubagentResult(raw, true);
     if (parsed.error !== undefined) return parsed.error;
     this.counted(attempt);
-    attempt.held = workerEnd(parsed.result, true);
+    attempt.held = parsed.result;
     // The run is over; its thread is not free until the work it left settles.
     this.#started().watchdog.cancelled(attempt.spec.runId);
     return undefined;

@@ -6,10 +6,8 @@ import type {
   Clock,
   LoopState,
   Metadata,
-  Operation,
   RunId,
   Scope,
-  SessionEvent,
   Usage,
   WorkerCrashedError,
 } from '@troupe/core';
@@ -19,6 +17,7 @@ import type {
   HostEvent,
   HostTaskRequest,
   HostTaskResult,
+  LoopEnd,
 } from '@troupe/core/internal';
 import type { SupervisorEvents } from './SupervisorEvents.js';
 
@@ -37,6 +36,9 @@ import type { SupervisorEvents } from './SupervisorEvents.js';
  *   host killed, its lease lapsed): the tree may run it again as a new attempt
  *   from its last checkpoint. A transport on one machine never reports it.
  *
+ * The first five are a loop's own end, in one shape whichever thread ran it
+ * (a worker's result is read off its wire straight into it).
+ *
  * @example
  * ```ts
  * function describe(end: RunEnd): string {
@@ -45,30 +47,8 @@ import type { SupervisorEvents } from './SupervisorEvents.js';
  * ```
  */
 export type RunEnd =
-  | {
-      readonly status: 'done';
-      readonly text: string;
-      /** What the agent's `output` schema returned; absent for an agent without one. */
-      readonly output?: unknown;
-      readonly updates: readonly Operation[];
-      readonly events: readonly SessionEvent[];
-      readonly turns: number;
-    }
-  | {
-      readonly status: 'failed';
-      readonly error: Error;
-      readonly events: readonly SessionEvent[];
-      readonly turns: number;
-    }
-  | { readonly status: 'incomplete'; readonly events: readonly SessionEvent[]; readonly turns: number }
-  | { readonly status: 'cancelled'; readonly reason: CancelReason; readonly forced: boolean }
+  | LoopEnd
   | { readonly status: 'crashed'; readonly error: WorkerCrashedError; readonly exitCode: number | null }
-  | {
-      readonly status: 'suspended';
-      readonly state: LoopState;
-      readonly events: readonly SessionEvent[];
-      readonly turns: number;
-    }
   | { readonly status: 'lost'; readonly error: Error };
 
 /** What an attempt's end carries besides how it ended. *

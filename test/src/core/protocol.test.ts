@@ -1,11 +1,20 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { type AgentId, NO_USAGE, type SessionEvent, TroupeError } from '@troupe/core';
 import {
+  decodeSubagentResult,
   decodeSubagentTask,
+  encodeSubagentFailure,
+  encodeSubagentResult,
   encodeSubagentTask,
+  endOfLoop,
   HostTaskRequest,
+  initialLoopState,
+  type LoopEnd,
+  type LoopOutcome,
   PROTOCOL_VERSION,
   parseHostTaskRequest,
+  ResultSlot,
   type SubagentTask,
   TaskFlag,
 } from '@troupe/core/internal';
@@ -88,5 +97,86 @@ describe('the supervisor → worker task on the wire', () => {
       assert.equal(parseHostTaskRequest(bad), undefined, JSON.stringify(bad));
       assert.equal(HostTaskRequest.safeParse(bad).success, false, `the schema agrees: ${JSON.stringify(bad)}`);
     }
+  });
+});
+
+// An end with its error as the wire carries one (decoded on the supervisor, a new Error).
+function comparable(end: LoopEnd): unknown {
+  if (end.status !== 'failed') return end;
+  const error = end.error as Error & { code?: string };
+  return { ...end, error: { name: error.name, message: error.message, code: error.code } };
+}
+
+describe('the worker → supervisor result on the wire', () => {
+  const event: SessionEvent = { type: 'note', data: { n: 1 }, agentId: 'agent_1' as AgentId, at: 5 };
+  const fresh = initialLoopState('agent_1' as AgentId, 'be brief', {});
+  const spent = {
+    ...fresh,
+    turns: 3,
+    usage: { inputTokens: 12, outputTokens: 4 },
+    events: [event],
+    updates: [{ op: 'set', key: 'title', value: 'Chat' }],
+  } as typeof fresh;
+  const outcomes: LoopOutcome[] = [];
+  for (const state of [fresh, spent]) {
+    outcomes.push(
+      { status: 'done', text: 'ok', state },
+      { status: 'done', text: '{"n":1}', output: { n: 1 }, state },
+      { status: 'failed', error: new TroupeError('the model refused', { code: 'ERR_MODEL' }), state },
+      { status: 'incomplete', state },
+      { status: 'cancelled', reason: 'deadline', state },
+      { status: 'suspended', request: { id: 'req_1', kind: 'confirm', prompt: 'sure?' }, state },
+    );
+  }
+
+  it("reads back as the main thread's end of the same loop: one shape whichever thread ran it", () => {
+    for (const outcome of outcomes) {
+      const wire = encodeSubagentResult(outcome, 2);
+      const read = decodeSubagentResult(structuredClone(wire));
+      const label = `${outcome.status} after ${outcome.state.turns} turns`;
+      assert.equal(read.error, undefined, label);
+      assert.deepEqual(comparable(read.result?.end as LoopEnd), comparable(endOfLoop(outcome)), label);
+      assert.deepEqual(read.result?.usage, outcome.state.usage, label);
+      assert.equal(read.result?.sent, 2, label);
+      assert.equal(read.result?.tail, undefined, label);
+      // What a run did not spend or record is left out of the tuple (null), not sent empty.
+      if (outcome.state === fresh) assert.deepEqual([wire[3], wire[4]], [null, null], label);
+    }
+  });
+
+  it('carries a tail after its own fields, and a held result reads its cancel as forced, without the tail', () => {
+    const cancelled = outcomes.find((o) => o.status === 'cancelled' && o.state === spent) as LoopOutcome;
+    const wire = encodeSubagentResult(cancelled, 1);
+    wire[ResultSlot.sent] = 4;
+    const tail = [['t', 'model.call', {}]];
+    wire.push(tail);
+    const read = decodeSubagentResult(structuredClone(wire));
+    assert.deepEqual(read.result, {
+      end: { status: 'cancelled', reason: 'deadline', forced: false },
+      usage: spent.usage,
+      sent: 4,
+      tail,
+    });
+    const held = decodeSubagentResult(structuredClone(wire), true);
+    assert.deepEqual(held.result, {
+      end: { status: 'cancelled', reason: 'deadline', forced: true },
+      usage: spent.usage,
+      sent: 4,
+      tail: undefined,
+    });
+  });
+
+  it('a run that failed with no loop to report: a failure of no turns, nothing spent', () => {
+    const read = decodeSubagentResult(
+      structuredClone(encodeSubagentFailure(new TroupeError('malformed subagent task', { code: 'ERR_PROTOCOL' }), 0)),
+    );
+    assert.equal(read.result?.end.status, 'failed');
+    assert.deepEqual(comparable(read.result?.end as LoopEnd), {
+      status: 'failed',
+      error: { name: 'TroupeError', message: 'malformed subagent task', code: 'ERR_PROTOCOL' },
+      events: [],
+      turns: 0,
+    });
+    assert.equal(read.result?.usage, NO_USAGE);
   });
 });

@@ -42,6 +42,7 @@ export {
   telemetryBit,
 } from '../HostProtocol.js';
 export { subagentId } from '../Id.js';
+export { endOfLoop, type LoopEnd } from '../LoopEnd.js';
 export type { LoopEventSink, LoopEvents } from '../LoopEvents.js';
 export {
   abandonPendingTurn,
@@ -59,6 +60,7 @@ export {
   CAPABILITY_LENGTH,
   decodeSubagentResult,
   decodeSubagentTask,
+  encodeSubagentFailure,
   encodeSubagentResult,
   encodeSubagentTask,
   findBadPending,
@@ -73,7 +75,8 @@ export {
   KeptScopes,
   PROTOCOL_VERSION,
   parseHostTaskRequest,
-  type SubagentResult,
+  ResultSlot,
+  type SubagentEnd,
   type SubagentTask,
   type SubagentTaskWire,
   TaskFlag,

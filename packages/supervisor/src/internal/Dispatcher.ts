@@ -5,7 +5,7 @@ import type { Attempt } from '../RunTransport.js';
 import type { LocalAttempt } from './LocalAttempt.js';
 import { type ScopeWire, ScopeWires, scopeCopyFor } from './ScopeWires.js';
 import { readResultOf, type ThreadInfo, WITHDRAWN, type WorkerPool } from './WorkerPool.js';
-import { type WorkerEnd, workerEnd } from './workerEnd.js';
+import type { WorkerEnd } from './workerEnd.js';
 
 /** Options of {@link Dispatcher}. */
 export interface DispatcherOptions {
@@ -143,7 +143,7 @@ export class Dispatcher {
     try {
       const parsed = readResultOf(thread, raw) ?? decodeSubagentResult(raw);
       if (parsed.error !== undefined) return this.#malformed(attempt, parsed.error);
-      return workerEnd(parsed.result);
+      return parsed.result;
     } catch (error) {
       // What a worker sends must never throw here (this is every run's way back: a throw
       // would leave the run hanging and reject unhandled), whatever it holds: a cause

@@ -36,7 +36,7 @@ export class LocalAttempt implements AttemptHandle, DispatchTicket, HostRun {
   kill: WatchdogKillCause | undefined = undefined;
   /** Event batches read so far. */
   received = 0;
-  /** Its result, held until `sent` batches were read (see `SubagentResult.sent`). */
+  /** Its result, held until `sent` batches were read (see `SubagentEnd.sent`). */
   expect: { readonly sent: number; readonly resolve: () => void } | undefined = undefined;
   expectTimer: unknown = undefined;
   /** The result it handed over while it held work of the ended run. */

@@ -1,5 +1,6 @@
 import type { ApprovalHandler, CancelReason, Clock, LoopState, ModelDelta, Request, Usage } from '@troupe/core';
 import {
+  endOfLoop,
   type LoopEventSink,
   type LoopOutcome,
   type ResumeAnswer,
@@ -111,31 +112,5 @@ export class LocalRunner {
   /** Wake every waiter on this thread's slots (at shutdown: nothing is left to wait for). */
   close(): void {
     this.#table.slots.wakeWatchers();
-  }
-}
-
-/** The one mapping of a loop's outcome on this thread to a {@link RunEnd}. */
-function endOfLoop(outcome: LoopOutcome): RunEnd {
-  const state = outcome.state;
-  switch (outcome.status) {
-    case 'done':
-      return outcome.output === undefined
-        ? { status: 'done', text: outcome.text, updates: state.updates, events: state.events, turns: state.turns }
-        : {
-            status: 'done',
-            text: outcome.text,
-            output: outcome.output,
-            updates: state.updates,
-            events: state.events,
-            turns: state.turns,
-          };
-    case 'failed':
-      return { status: 'failed', error: outcome.error, events: state.events, turns: state.turns };
-    case 'incomplete':
-      return { status: 'incomplete', events: state.events, turns: state.turns };
-    case 'cancelled':
-      return { status: 'cancelled', reason: outcome.reason, forced: false };
-    case 'suspended':
-      return { status: 'suspended', state, events: state.events, turns: state.turns };
   }
 }
