@@ -8,6 +8,15 @@ import type { CancelReason } from './TroupeError.js';
  * supervisor's own). One shape whichever thread ran the loop: the main
  * thread's loop maps its outcome here ({@link endOfLoop}); a worker's is
  * read straight into it from the wire (`decodeSubagentResult`).
+ *
+ * @example
+ * ```ts
+ * import type { LoopEnd } from '@troupe/core';
+ *
+ * function turnsOf(end: LoopEnd): number | undefined {
+ *   return end.status === 'cancelled' ? undefined : end.turns;
+ * }
+ * ```
  */
 export type LoopEnd =
   | {

@@ -61,6 +61,7 @@ export {
   type RunId,
   type ToolCallId,
 } from './Id.js';
+export type { LoopEnd } from './LoopEnd.js';
 export { type LoopState, totalUsage } from './LoopState.js';
 export type {
   AssistantMessage,

@@ -4,6 +4,7 @@ import type {
   Answer,
   CancelReason,
   Clock,
+  LoopEnd,
   LoopState,
   Metadata,
   RunId,
@@ -17,7 +18,6 @@ import type {
   HostEvent,
   HostTaskRequest,
   HostTaskResult,
-  LoopEnd,
 } from '@troupe/core/internal';
 import type { SupervisorEvents } from './SupervisorEvents.js';
 

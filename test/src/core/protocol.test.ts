@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { type AgentId, NO_USAGE, type SessionEvent, TroupeError } from '@troupe/core';
+import { type AgentId, type LoopEnd, NO_USAGE, type SessionEvent, TroupeError } from '@troupe/core';
 import {
   decodeSubagentResult,
   decodeSubagentTask,
@@ -10,7 +10,6 @@ import {
   endOfLoop,
   HostTaskRequest,
   initialLoopState,
-  type LoopEnd,
   type LoopOutcome,
   PROTOCOL_VERSION,
   parseHostTaskRequest,

@@ -42,7 +42,7 @@ export {
   telemetryBit,
 } from '../HostProtocol.js';
 export { subagentId } from '../Id.js';
-export { endOfLoop, type LoopEnd } from '../LoopEnd.js';
+export { endOfLoop } from '../LoopEnd.js';
 export type { LoopEventSink, LoopEvents } from '../LoopEvents.js';
 export {
   abandonPendingTurn,
