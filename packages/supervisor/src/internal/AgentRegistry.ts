@@ -14,8 +14,14 @@ export class AgentRegistry {
   readonly #lets: boolean;
   /** Agents held: every one with work and up to `maxIdle` idle ones. */
   readonly #agents = new Map<string, ParentAgent>();
-  /** Idle agents held, least recently used first (a subset of #agents; kept only when they may be let go). */
-  readonly #idle = new Set<ParentAgent>();
+  /**
+   * Idle agents held, least recently used first (a subset of #agents; kept only when they may be let
+   * go): a list through the agents' own {@link IdleLinks}, not a Set (an entry per idle agent in a
+   * hash table that a move to its end leaves a hole in: 30–65 B an agent, where two fields are 16).
+   */
+  #oldestIdle: ParentAgent | undefined;
+  #newestIdle: ParentAgent | undefined;
+  #idleCount = 0;
   /** Agents let go while idle: alive as long as the host holds their handles. */
   readonly #released = new Map<string, WeakRef<ParentAgent>>();
   readonly #collected = new FinalizationRegistry<string>((id) => {
@@ -84,13 +90,17 @@ export class AgentRegistry {
 
   /** An agent with nothing to do: held among the idle ones, the least recently used let go past the bound. */
   idle(agent: ParentAgent): void {
-    // Without a store nothing is let go: no order of idle agents to keep (a Set entry per agent).
+    // Without a store nothing is let go: no order of idle agents to keep.
     if (!this.#lets || this.#agents.get(agent.id) !== agent || agent.status !== 'idle') return;
-    this.#idle.delete(agent);
-    this.#idle.add(agent);
-    while (this.#idle.size > this.#maxIdle) {
-      const oldest = this.#idle.values().next().value as ParentAgent;
-      this.#idle.delete(oldest);
+    this.#unlinkIdle(agent);
+    agent.idleOlder = this.#newestIdle;
+    if (this.#newestIdle === undefined) this.#oldestIdle = agent;
+    else this.#newestIdle.idleNewer = agent;
+    this.#newestIdle = agent;
+    this.#idleCount++;
+    while (this.#idleCount > this.#maxIdle) {
+      const oldest = this.#oldestIdle as ParentAgent;
+      this.#unlinkIdle(oldest);
       if (oldest.status !== 'idle') continue;
       this.#agents.delete(oldest.id);
       this.#released.set(oldest.id, new WeakRef(oldest));
@@ -100,7 +110,7 @@ export class AgentRegistry {
 
   /** An agent let go while idle got work again (the host still held it): held again. */
   busy(agent: ParentAgent): void {
-    this.#idle.delete(agent);
+    this.#unlinkIdle(agent);
     if (this.#agents.get(agent.id) === agent) return;
     this.#released.delete(agent.id);
     this.#agents.set(agent.id, agent);
@@ -109,14 +119,38 @@ export class AgentRegistry {
   /** Forget `agent` (stopped, or stale): its id is free. */
   forget(agent: ParentAgent): void {
     if (this.#agents.get(agent.id) === agent) this.#agents.delete(agent.id);
-    this.#idle.delete(agent);
+    this.#unlinkIdle(agent);
     if (this.#released.get(agent.id)?.deref() === agent) this.#released.delete(agent.id);
   }
 
   /** Forget every agent (a closed supervisor holds none). */
   clear(): void {
     this.#agents.clear();
-    this.#idle.clear();
+    while (this.#oldestIdle !== undefined) this.#unlinkIdle(this.#oldestIdle);
     this.#released.clear();
   }
+
+  // Out of the idle order, if it is in it.
+  #unlinkIdle(agent: ParentAgent): void {
+    const older = agent.idleOlder;
+    const newer = agent.idleNewer;
+    if (older === undefined && this.#oldestIdle !== agent) return;
+    if (older === undefined) this.#oldestIdle = newer;
+    else older.idleNewer = newer;
+    if (newer === undefined) this.#newestIdle = older;
+    else newer.idleOlder = older;
+    agent.idleOlder = agent.idleNewer = undefined;
+    this.#idleCount--;
+  }
+}
+
+/**
+ * Where an {@link AgentRegistry} keeps an agent in its order of idle agents: fields of the agent,
+ * written by the registry only (both undefined while it is not in that order).
+ */
+export interface IdleLinks {
+  /** The idle agent used less recently, if any. */
+  idleOlder: ParentAgent | undefined;
+  /** The idle agent used more recently, if any. */
+  idleNewer: ParentAgent | undefined;
 }

@@ -31,6 +31,7 @@ import type { RunStatus } from '../persistence/Persistence.js';
 import { admitRestart, type RestartPolicy } from '../RestartPolicy.js';
 import type { RestoredRequest, RestoredRun, RootSpec, RunTree } from '../RunTree.js';
 import type { SupervisorEvents } from '../SupervisorEvents.js';
+import type { IdleLinks } from './AgentRegistry.js';
 import { AgentStream, type StreamSource } from './AgentStream.js';
 import {
   Conversation,
@@ -77,7 +78,7 @@ const REPLIES = new WeakMap<RunNode, AgentReply>();
  * tree, and this actor keeps the conversation between messages: its state,
  * its restarts, what it saved.
  */
-export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
+export class ParentAgent implements AgentHandle, RootOwner, StreamSource, IdleLinks {
   readonly #agent: Agent;
   readonly #scope: Scope;
   readonly #toolContext: Readonly<Record<string, unknown>>;
@@ -95,6 +96,9 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource {
   #root: RunNode | undefined;
   /** Who waits for it to be idle (made on the first wait: most agents never have one). */
   #idleWaiters: (() => void)[] | undefined;
+  /** Its place in its supervisor's order of idle agents (written by the AgentRegistry only). */
+  idleOlder: ParentAgent | undefined = undefined;
+  idleNewer: ParentAgent | undefined = undefined;
 
   constructor(
     agent: Agent,
