@@ -25,6 +25,16 @@ import type { RunTree } from '../RunTree.js';
 import type { SupervisorEvents } from '../SupervisorEvents.js';
 import { type RunNode, type SavedConversation, totalOf } from './RunNode.js';
 
+/** What a conversation has while a save or a check is in flight, or once its owner gave up on its saves. */
+interface SaveFlight {
+  /** The saves in flight, each told `abandon`'s error if it comes first. */
+  readonly saves: Set<(error: Error) => void>;
+  /** Set while the store is asked whether another process moved this copy on. */
+  checking: boolean;
+  /** The error its owner gave up with (see {@link Conversation.abandon}). */
+  abandonedWith: Error | undefined;
+}
+
 /** What a parent agent's conversation starts from (see {@link Conversation}). */
 export interface ConversationInit {
   readonly agentId: AgentId;
@@ -73,11 +83,8 @@ export class Conversation implements SavedConversation {
   /** With a store: the revision of its saved envelope every save is based on (see {@link Conversation.saved}). */
   revision: number | undefined;
   readonly #deps: ConversationDeps;
-  #abandonedWith: Error | undefined;
-  /** The saves in flight, each told `abandon`'s error if it comes first. */
-  #saves: Set<(error: Error) => void> | undefined;
-  /** Set while the store is asked whether another process moved this copy on. */
-  #checking = false;
+  /** While a save or a check is in flight, or once given up (an idle conversation has none: 16 B less). */
+  #flight: SaveFlight | undefined;
 
   constructor(init: ConversationInit, deps: ConversationDeps) {
     this.agentId = init.agentId;
@@ -195,10 +202,12 @@ export class Conversation implements SavedConversation {
     const durability = this.#deps.durability;
     if (durability === undefined || !durability.durable) return false;
     // A check in flight answers for what was queued since: its outcome acts on the whole mailbox.
-    if (this.#checking) return true;
-    this.#checking = true;
+    if (this.#flight?.checking === true) return true;
+    this.#flying().checking = true;
     void durability.behind(root, asked).then((why) => {
-      this.#checking = false;
+      // Checking: the flight stays until this.
+      (this.#flight as SaveFlight).checking = false;
+      this.#landed();
       if (why !== undefined) behind(why);
       else current();
     });
@@ -207,15 +216,29 @@ export class Conversation implements SavedConversation {
 
   /** The error its owner gave up with, if it did. */
   get abandonedWith(): Error | undefined {
-    return this.#abandonedWith;
+    return this.#flight?.abandonedWith;
   }
 
   /** Stop waiting for saves: each in flight returns `error` now. False when it was given up already. */
   abandon(error: Error): boolean {
-    if (this.#abandonedWith !== undefined) return false;
-    this.#abandonedWith = error;
-    if (this.#saves !== undefined) for (const giveUp of [...this.#saves]) giveUp(error);
+    if (this.#flight?.abandonedWith !== undefined) return false;
+    const flight = this.#flying();
+    flight.abandonedWith = error;
+    for (const giveUp of [...flight.saves]) giveUp(error);
     return true;
+  }
+
+  #flying(): SaveFlight {
+    this.#flight ??= { saves: new Set(), checking: false, abandonedWith: undefined };
+    return this.#flight;
+  }
+
+  // Nothing in flight, not given up: an idle conversation keeps no flight (nor its empty Set, 152 B).
+  #landed(): void {
+    const flight = this.#flight;
+    if (flight !== undefined && flight.saves.size === 0 && !flight.checking && flight.abandonedWith === undefined) {
+      this.#flight = undefined;
+    }
   }
 
   // The envelope, the messages to show and (when given) the root run's row, with its give-up.
@@ -225,18 +248,17 @@ export class Conversation implements SavedConversation {
     messages: readonly { role: 'user' | 'assistant'; content: string }[],
     run: RunStatus | undefined,
   ): Promise<Error | undefined> {
-    if (this.#abandonedWith !== undefined) return Promise.resolve(this.#abandonedWith);
+    const abandoned = this.#flight?.abandonedWith;
+    if (abandoned !== undefined) return Promise.resolve(abandoned);
     const saving = this.#saveNow(root, envelope, messages, run);
     // Each save its own give-up, dropped when it settles (a race against one long-lived promise
     // would add a reaction to it per save, kept for the agent's life: 1.7 KB a conversation).
     return new Promise<Error | undefined>((resolve) => {
-      this.#saves ??= new Set();
-      const saves = this.#saves;
+      const saves = this.#flying().saves;
       saves.add(resolve);
       const done = (value: Error | undefined): void => {
         saves.delete(resolve);
-        // None in flight: an idle conversation keeps no empty Set (152 B).
-        if (saves.size === 0 && this.#saves === saves) this.#saves = undefined;
+        this.#landed();
         resolve(value);
       };
       saving.then(done, (error: unknown) => done(error instanceof Error ? error : new Error(String(error))));

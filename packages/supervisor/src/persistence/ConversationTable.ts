@@ -1,5 +1,5 @@
 import { BackpressureError } from '@troupe/core';
-import type { HeldMessage, HeldRecord } from './HeldState.js';
+import type { HeldMessage, HeldRecord, HeldShell } from './HeldState.js';
 import type { RequestRecord, RunRecord, ToolCallRecord } from './Persistence.js';
 
 // The rows of a MemoryPersistence: conversations in recency order, and the
@@ -21,15 +21,34 @@ export interface StoredRequest {
   closedAt: number | undefined;
 }
 
-/** An agent's envelope as held (see HeldState), with its revision (counted up by each save). */
-export interface StoredState extends HeldRecord {
-  readonly revision: number;
-}
-
-/** What a conversation keeps of one of its agents. */
+/**
+ * What a conversation keeps of one of its agents: its saved envelope as held (see HeldState), that
+ * envelope's revision, and the messages to show. The fields of a held envelope are fields of its
+ * rows, not an object of their own beside them.
+ */
 export interface AgentRows {
-  readonly agentId: string;
-  state: StoredState | undefined;
+  /** The agent (a conversation's own rows, its first agent's: undefined until it has one). */
+  agentId: string | undefined;
+  /**
+   * The saved envelope (undefined: none): its JSON, with `state.messages` written as their number
+   * when it has {@link heldMessages}; or, for an envelope held as itself (see {@link HeldShell}),
+   * its state, with its other fields the fields below.
+   */
+  held: string | object | undefined;
+  /**
+   * The state's messages as held, when they were split off the envelope and are not the held
+   * state's own list (see {@link heldMessages}).
+   */
+  split: readonly HeldMessage[] | undefined;
+  /** The revision of the saved envelope (counted up by each save). */
+  revision: number;
+  // The fields of the envelope saved that a listing shows; with one held as itself, also the
+  // others it is read back with.
+  version: unknown;
+  agentName: unknown;
+  status: unknown;
+  childCounter: unknown;
+  savedAt: unknown;
   /**
    * The messages to show (held: see HeldState), when they are not {@link AgentRows.shownFrom} to
    * {@link AgentRows.shownTo} of the state's.
@@ -44,30 +63,114 @@ export interface AgentRows {
   shownTo: number;
 }
 
-/** What {@link ConversationSummary} a conversation shows is made from: its last saved envelope (a held shell is one). */
-export interface SummarySource {
-  readonly conversationId: string;
-  readonly agentId: string;
-  readonly agentName: unknown;
-  readonly status: unknown;
-  readonly savedAt: unknown;
+/** The rows of an agent other than a conversation's first (most conversations have one agent). */
+class OtherRows implements AgentRows {
+  held: string | object | undefined = undefined;
+  split: readonly HeldMessage[] | undefined = undefined;
+  revision = 0;
+  version: unknown = undefined;
+  agentName: unknown = undefined;
+  status: unknown = undefined;
+  childCounter: unknown = undefined;
+  savedAt: unknown = undefined;
+  shown: readonly HeldMessage[] | undefined = undefined;
+  shownFrom = 0;
+  shownTo = 0;
+  constructor(readonly agentId: string) {}
 }
 
-export interface Conversation {
-  readonly key: string;
-  readonly tenant: string;
-  readonly id: string;
-  // Its first agent's rows in place, any other's in a Map made for them: most conversations have
-  // one agent, and a Map costs ~180 B before it holds anything.
-  first: AgentRows | undefined;
+/** What a conversation between messages seldom has: made by its first use. */
+export interface ConversationExtras {
+  /** {@link AgentRows.split} of its first agent. */
+  split: readonly HeldMessage[] | undefined;
+  /** {@link AgentRows.shown} of its first agent. */
+  shown: readonly HeldMessage[] | undefined;
+  /** The rows of its agents but the first. */
   others: Map<string, AgentRows> | undefined;
-  summary: SummarySource | undefined;
-  // Made by their first row: an idle conversation has none, and an empty Map costs ~150 B.
+  /** Whose envelope was saved last, when that is not the first agent's. */
+  summary: AgentRows | undefined;
   runs: Map<string, StoredRun> | undefined;
   /** runId → call key → record (records hold primitives only: copied by spreading). */
   toolCalls: Map<string, Map<string, ToolCallRecord>> | undefined;
   requests: Set<string> | undefined;
+  /** Its requests still open. */
   open: number;
+}
+
+/**
+ * A conversation of a memory store. An idle one is one object: its first agent's rows in place (it
+ * is them: see {@link AgentRows}) and its place in the store's order of recency; what it seldom has
+ * is in {@link ConversationExtras}, made on first use.
+ */
+export class Conversation implements AgentRows {
+  /** The conversations used less and more recently (see {@link ConversationTable}). */
+  older: Conversation | undefined = undefined;
+  newer: Conversation | undefined = undefined;
+  agentId: string | undefined = undefined;
+  held: string | object | undefined = undefined;
+  revision = 0;
+  version: unknown = undefined;
+  agentName: unknown = undefined;
+  status: unknown = undefined;
+  childCounter: unknown = undefined;
+  savedAt: unknown = undefined;
+  shownFrom = 0;
+  shownTo = 0;
+  more: ConversationExtras | undefined = undefined;
+
+  constructor(
+    readonly tenant: string,
+    readonly id: string,
+  ) {}
+
+  // Seldom set (see AgentRows.split and AgentRows.shown): in its extras.
+  get split(): readonly HeldMessage[] | undefined {
+    return this.more?.split;
+  }
+
+  set split(list: readonly HeldMessage[] | undefined) {
+    if (list !== undefined || this.more !== undefined) this.extras().split = list;
+  }
+
+  get shown(): readonly HeldMessage[] | undefined {
+    return this.more?.shown;
+  }
+
+  set shown(list: readonly HeldMessage[] | undefined) {
+    if (list !== undefined || this.more !== undefined) this.extras().shown = list;
+  }
+
+  /** Its requests still open. */
+  get open(): number {
+    return this.more?.open ?? 0;
+  }
+
+  /** {@link Conversation.more}, made if it is not. */
+  extras(): ConversationExtras {
+    this.more ??= {
+      split: undefined,
+      shown: undefined,
+      others: undefined,
+      summary: undefined,
+      runs: undefined,
+      toolCalls: undefined,
+      requests: undefined,
+      open: 0,
+    };
+    return this.more;
+  }
+
+  /** The rows of the agent whose envelope was saved last (what a listing shows), if one was. */
+  get summary(): AgentRows | undefined {
+    return this.more?.summary ?? (this.held === undefined ? undefined : this);
+  }
+
+  /** `rows` (of this conversation) saved an envelope: the one a listing shows. */
+  savedBy(rows: AgentRows): void {
+    if (rows === this) {
+      if (this.more !== undefined) this.more.summary = undefined;
+    } else this.extras().summary = rows;
+  }
 }
 
 export const SEP = '\u0000';
@@ -75,26 +178,72 @@ export const callKey = (k: { toolCallId: string; attempt: number }): string => `
 
 /** The rows of `agentId` in `conv`, if it has any. */
 export function agentRows(conv: Conversation, agentId: string): AgentRows | undefined {
-  return conv.first?.agentId === agentId ? conv.first : conv.others?.get(agentId);
+  return conv.agentId === agentId ? conv : conv.more?.others?.get(agentId);
 }
 
 /** The rows of `agentId` in `conv`, made empty if it has none. */
 export function obtainAgentRows(conv: Conversation, agentId: string): AgentRows {
   const found = agentRows(conv, agentId);
   if (found !== undefined) return found;
-  const rows: AgentRows = { agentId, state: undefined, shown: undefined, shownFrom: 0, shownTo: 0 };
-  if (conv.first === undefined) conv.first = rows;
-  else {
-    conv.others ??= new Map();
-    conv.others.set(agentId, rows);
+  if (conv.agentId === undefined) {
+    conv.agentId = agentId;
+    return conv;
   }
+  const rows = new OtherRows(agentId);
+  const more = conv.extras();
+  more.others ??= new Map();
+  more.others.set(agentId, rows);
   return rows;
+}
+
+/**
+ * The envelope `rows` (of `conv`) holds, as HeldState reads it; undefined: none saved. Made for a
+ * read: what is kept is the rows' fields.
+ */
+export function heldRecordOf(conv: Conversation, rows: AgentRows): HeldRecord | undefined {
+  const held = rows.held;
+  if (held === undefined) return undefined;
+  if (typeof held === 'string') return { shell: held, messages: rows.split };
+  const shell: HeldShell = {
+    version: rows.version,
+    agentId: rows.agentId as string,
+    conversationId: conv.id,
+    agentName: rows.agentName,
+    status: rows.status,
+    childCounter: rows.childCounter,
+    savedAt: rows.savedAt,
+    state: held,
+  };
+  return { shell, messages: heldMessages(rows) };
+}
+
+/**
+ * The held messages of the state `rows` holds, when they were split off its envelope: a state held
+ * as itself (with its own frozen list of messages held as themselves, unless {@link AgentRows.split}
+ * says otherwise) always has them.
+ */
+export function heldMessages(rows: AgentRows): readonly HeldMessage[] | undefined {
+  const held = rows.held;
+  return (
+    rows.split ??
+    (typeof held === 'object' ? (held as { readonly messages: readonly HeldMessage[] }).messages : undefined)
+  );
+}
+
+/**
+ * Hold `messages` as the held messages of the state `rows` now holds (set first): the state's own
+ * list is not kept a second time.
+ */
+export function setHeldMessages(rows: AgentRows, messages: readonly HeldMessage[] | undefined): void {
+  const held = rows.held;
+  rows.split =
+    typeof held === 'object' && (held as { readonly messages?: unknown }).messages === messages ? undefined : messages;
 }
 
 /** The messages `rows` shows, oldest first. */
 export function shownOf(rows: AgentRows): readonly HeldMessage[] {
   if (rows.shown !== undefined) return rows.shown;
-  const list = rows.state?.messages;
+  const list = heldMessages(rows);
   return list === undefined || rows.shownTo === rows.shownFrom ? [] : list.slice(rows.shownFrom, rows.shownTo);
 }
 
@@ -106,7 +255,7 @@ const SHOWN_SEARCH = 16;
  * where they are is kept; else a list of its own.
  */
 export function addShown(rows: AgentRows, messages: readonly HeldMessage[]): void {
-  const list = rows.state?.messages;
+  const list = heldMessages(rows);
   if (rows.shown === undefined && list !== undefined) {
     let from = rows.shownFrom;
     let to = rows.shownTo;
@@ -146,54 +295,92 @@ export function keepShown(rows: AgentRows, kept: number): void {
 
 /** Every agent of `conv` with rows. */
 export function agentsOf(conv: Conversation): AgentRows[] {
-  const all = conv.first === undefined ? [] : [conv.first];
-  for (const rows of conv.others?.values() ?? []) all.push(rows);
+  const all: AgentRows[] = conv.agentId === undefined ? [] : [conv];
+  for (const rows of conv.more?.others?.values() ?? []) all.push(rows);
   return all;
 }
 
-/** The conversations of a memory store, least recently used first, bounded by `max`. */
+/**
+ * The conversations of a memory store, by tenant and id, in order of recency (a list through them:
+ * a touch moves one to its end in place, where a Map it is taken out of and put back in keeps a
+ * hole per touch and grows to two to four times the slots it holds), bounded by `max`.
+ */
 export class ConversationTable {
-  // Insertion order is recency: a touched conversation is re-inserted at the end.
-  readonly conversations = new Map<string, Conversation>();
+  /** tenant → conversation id → conversation (keys are the ids as given: no string made per conversation). */
+  readonly #byTenant = new Map<string, Map<string, Conversation>>();
+  #oldest: Conversation | undefined = undefined;
+  #newest: Conversation | undefined = undefined;
+  #size = 0;
   readonly runIndex = new Map<string, Conversation>();
   readonly callIndex = new Map<string, Conversation>();
   readonly requests = new Map<string, StoredRequest>();
 
   constructor(readonly max: number) {}
 
+  /** How many conversations are kept. */
+  get size(): number {
+    return this.#size;
+  }
+
+  /** A conversation, made the most recently used. */
   find(tenant: string, conversationId: string): Conversation | undefined {
-    const key = `${tenant}${SEP}${conversationId}`;
-    const conv = this.conversations.get(key);
-    if (conv !== undefined) {
-      this.conversations.delete(key);
-      this.conversations.set(key, conv);
+    const conv = this.peek(tenant, conversationId);
+    if (conv !== undefined && conv !== this.#newest) {
+      this.#unlink(conv);
+      this.#append(conv);
     }
     return conv;
+  }
+
+  /** A conversation, its recency left as it is. */
+  peek(tenant: string, conversationId: string): Conversation | undefined {
+    return this.#byTenant.get(tenant)?.get(conversationId);
+  }
+
+  /** The conversations of `tenant`. */
+  of(tenant: string): Iterable<Conversation> {
+    return this.#byTenant.get(tenant)?.values() ?? [];
+  }
+
+  /** Every conversation, least recently used first. */
+  *all(): IterableIterator<Conversation> {
+    for (let conv = this.#oldest; conv !== undefined; conv = conv.newer) yield conv;
   }
 
   obtain(tenant: string, conversationId: string): Conversation {
     const found = this.find(tenant, conversationId);
     if (found !== undefined) return found;
-    if (this.conversations.size >= this.max) this.#evictOne();
-    const key = `${tenant}${SEP}${conversationId}`;
-    const conv: Conversation = {
-      key,
-      tenant,
-      id: conversationId,
-      first: undefined,
-      others: undefined,
-      summary: undefined,
-      runs: undefined,
-      toolCalls: undefined,
-      requests: undefined,
-      open: 0,
-    };
-    this.conversations.set(key, conv);
+    if (this.#size >= this.max) this.#evictOne();
+    const conv = new Conversation(tenant, conversationId);
+    let ids = this.#byTenant.get(tenant);
+    if (ids === undefined) {
+      ids = new Map();
+      this.#byTenant.set(tenant, ids);
+    }
+    ids.set(conversationId, conv);
+    this.#append(conv);
+    this.#size++;
     return conv;
   }
 
+  #append(conv: Conversation): void {
+    conv.older = this.#newest;
+    conv.newer = undefined;
+    if (this.#newest === undefined) this.#oldest = conv;
+    else this.#newest.newer = conv;
+    this.#newest = conv;
+  }
+
+  #unlink(conv: Conversation): void {
+    if (conv.older === undefined) this.#oldest = conv.newer;
+    else conv.older.newer = conv.newer;
+    if (conv.newer === undefined) this.#newest = conv.older;
+    else conv.newer.older = conv.older;
+    conv.older = conv.newer = undefined;
+  }
+
   #evictOne(): void {
-    for (const conv of this.conversations.values()) {
+    for (let conv = this.#oldest; conv !== undefined; conv = conv.newer) {
       if (conv.open === 0) {
         this.drop(conv);
         return;
@@ -206,14 +393,23 @@ export class ConversationTable {
   }
 
   drop(conv: Conversation): void {
-    this.conversations.delete(conv.key);
-    for (const runId of conv.runs?.keys() ?? []) this.runIndex.delete(`${conv.tenant}${SEP}${runId}`);
-    for (const runId of conv.toolCalls?.keys() ?? []) this.callIndex.delete(`${conv.tenant}${SEP}${runId}`);
-    for (const requestId of conv.requests ?? []) this.requests.delete(`${conv.tenant}${SEP}${requestId}`);
+    const ids = this.#byTenant.get(conv.tenant);
+    if (ids?.get(conv.id) !== conv) return;
+    ids.delete(conv.id);
+    if (ids.size === 0) this.#byTenant.delete(conv.tenant);
+    this.#unlink(conv);
+    this.#size--;
+    const more = conv.more;
+    if (more === undefined) return;
+    for (const runId of more.runs?.keys() ?? []) this.runIndex.delete(`${conv.tenant}${SEP}${runId}`);
+    for (const runId of more.toolCalls?.keys() ?? []) this.callIndex.delete(`${conv.tenant}${SEP}${runId}`);
+    for (const requestId of more.requests ?? []) this.requests.delete(`${conv.tenant}${SEP}${requestId}`);
   }
 
   clear(): void {
-    this.conversations.clear();
+    this.#byTenant.clear();
+    while (this.#oldest !== undefined) this.#unlink(this.#oldest);
+    this.#size = 0;
     this.runIndex.clear();
     this.callIndex.clear();
     this.requests.clear();

@@ -120,7 +120,8 @@ export function copyMessage(held: HeldMessage): unknown {
 
 /**
  * A state envelope to hold: its messages split off as held messages when they can be (see
- * {@link PersistenceRules.encodeStateParts} for when), those of `before` that `value`'s list starts
+ * {@link PersistenceRules.encodeStateParts} for when), those of `heldBefore` (the held messages of
+ * the envelope held before) that `value`'s list starts
  * with taken as they are (a turn checks and holds only the messages it added); else the whole
  * record as JSON. The same checks and errors as {@link PersistenceRules.encodeWithState}.
  *
@@ -131,11 +132,11 @@ export function copyMessage(held: HeldMessage): unknown {
  * that list too. The agent that saved it keeps the same state (a parent agent freezes what it
  * keeps between messages): an idle conversation is held once, by its agent and its store together.
  */
-export function holdRecord(value: unknown, what: string, before?: HeldRecord): NewHeldRecord {
+export function holdRecord(value: unknown, what: string, heldBefore?: readonly HeldMessage[]): NewHeldRecord {
   const list = splittable(value);
   if (list === undefined) return { shell: flat(R.encodeWithState(value, what)), messages: undefined, kept: 0 };
   try {
-    const held = before?.messages;
+    const held = heldBefore;
     const messages: HeldMessage[] = new Array(list.length);
     let kept = 0;
     if (held !== undefined) {
@@ -186,7 +187,7 @@ function heldShell(e: Record<string, unknown>): HeldShell | undefined {
   if (typeof agentId !== 'string' || typeof conversationId !== 'string') return undefined;
   for (const v of [version, agentName, status, childCounter, savedAt]) if (!asItself(v, 0, true)) return undefined;
   if (!frozenState(state)) return undefined;
-  // A literal: every field in the object (a held shell of an idle conversation is 80 B).
+  // The memory store keeps these fields in its rows of the agent (see ConversationTable), not this object.
   return { version, agentId, conversationId, agentName, status, childCounter, savedAt, state };
 }
 

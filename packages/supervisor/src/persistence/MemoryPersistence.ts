@@ -3,12 +3,16 @@ import {
   addShown,
   agentRows,
   agentsOf,
+  type ConversationExtras,
   ConversationTable,
   callKey,
+  heldMessages,
+  heldRecordOf,
   keepShown,
   obtainAgentRows,
   SEP,
   type StoredRequest,
+  setHeldMessages,
   shownOf,
 } from './ConversationTable.js';
 import {
@@ -148,12 +152,13 @@ export class MemoryPersistence<S = unknown> implements PersistenceAdapter<S> {
     const tenant = this.#tenant(scope);
     R.checkContext(context);
     const conv = this.#t.find(tenant, context.conversationId);
-    const saved = conv === undefined ? undefined : agentRows(conv, context.agentId)?.state;
-    return saved === undefined
+    const rows = conv === undefined ? undefined : agentRows(conv, context.agentId);
+    const saved = conv === undefined || rows === undefined ? undefined : heldRecordOf(conv, rows);
+    return saved === undefined || rows === undefined
       ? undefined
       : {
           ...migrateEnvelope(readRecord(saved), `the saved state of ${context.agentId}`),
-          revision: saved.revision,
+          revision: rows.revision,
         };
   }
 
@@ -189,11 +194,13 @@ export class MemoryPersistence<S = unknown> implements PersistenceAdapter<S> {
     const at = batch.at ?? this.#clock.now();
     // Phase 1: encode and check everything against what is saved; nothing changes yet.
     const existing = this.#t.find(tenant, context.conversationId);
-    const saved = existing === undefined ? undefined : agentRows(existing, context.agentId)?.state;
-    const revision = saved?.revision;
+    const saved = existing === undefined ? undefined : agentRows(existing, context.agentId);
+    const revision = saved?.held === undefined ? undefined : saved.revision;
     // The messages it held already are taken as they are (see HeldState): a turn holds what it added.
     const envelope: NewHeldRecord | undefined =
-      batch.envelope === undefined ? undefined : holdRecord(batch.envelope, 'envelope', saved);
+      batch.envelope === undefined
+        ? undefined
+        : holdRecord(batch.envelope, 'envelope', saved === undefined ? undefined : heldMessages(saved));
     const messages: HeldMessage[] = (batch.messages ?? []).map((m) => holdShown(m, 'message', envelope));
     const runs = (batch.runs ?? []).map((run) => ({ run, json: flat(R.encodeWithState(run, `run ${run.runId}`)) }));
     const opened = (batch.openedRequests ?? []).map((r) => ({
@@ -223,7 +230,7 @@ export class MemoryPersistence<S = unknown> implements PersistenceAdapter<S> {
     }
     for (const { run } of runs) {
       const owner = this.#t.runIndex.get(`${tenant}${SEP}${run.runId}`);
-      const stored = owner?.runs?.get(run.runId);
+      const stored = owner?.more?.runs?.get(run.runId);
       if (owner !== undefined && owner.id !== context.conversationId) {
         throw new InvalidArgumentError(
           `run ${run.runId} belongs to conversation ${owner.id}, not ${context.conversationId}`,
@@ -239,7 +246,7 @@ export class MemoryPersistence<S = unknown> implements PersistenceAdapter<S> {
       seen.add(r.requestId);
     }
     for (const key of batch.committedToolCalls ?? []) {
-      const call = existing?.toolCalls?.get(key.runId)?.get(callKey(key));
+      const call = existing?.more?.toolCalls?.get(key.runId)?.get(callKey(key));
       if (call === undefined) throw R.notStarted(key);
     }
     // Phase 2: apply (synchronous, so no other call interleaves).
@@ -251,28 +258,29 @@ export class MemoryPersistence<S = unknown> implements PersistenceAdapter<S> {
       const revised = (revision ?? batch.basedOn ?? 0) + 1;
       const rows = obtainAgentRows(conv, context.agentId);
       keepShown(rows, envelope.kept);
-      rows.state = { shell: envelope.shell, messages: envelope.messages, revision: revised };
-      // (checkBatch: the envelope's agent and conversation are the context's.) A held shell is its own summary.
-      const e = batch.envelope;
-      conv.summary =
-        typeof envelope.shell === 'object'
-          ? envelope.shell
-          : {
-              conversationId: context.conversationId,
-              agentId: context.agentId,
-              agentName: e.agentName,
-              status: e.status,
-              savedAt: e.savedAt,
-            };
+      // Held in the rows' fields (checkBatch: the envelope's agent and conversation are the
+      // context's): a held shell's state and fields, or the JSON and the fields a listing shows.
+      const shell = envelope.shell;
+      const e = typeof shell === 'string' ? batch.envelope : shell;
+      rows.held = typeof shell === 'string' ? shell : shell.state;
+      setHeldMessages(rows, envelope.messages);
+      rows.revision = revised;
+      rows.version = typeof shell === 'string' ? undefined : shell.version;
+      rows.childCounter = typeof shell === 'string' ? undefined : shell.childCounter;
+      rows.agentName = e.agentName;
+      rows.status = e.status;
+      rows.savedAt = e.savedAt;
+      conv.savedBy(rows);
     }
     if (messages.length > 0) addShown(obtainAgentRows(conv, context.agentId), messages);
     for (const { run, json } of runs) {
-      conv.runs ??= new Map();
-      conv.runs.set(run.runId, { json, status: run.status, attempt: run.attempt, updatedAt: run.updatedAt });
+      const more = conv.extras();
+      more.runs ??= new Map();
+      more.runs.set(run.runId, { json, status: run.status, attempt: run.attempt, updatedAt: run.updatedAt });
       this.#t.runIndex.set(`${tenant}${SEP}${run.runId}`, conv);
     }
     for (const key of batch.committedToolCalls ?? []) {
-      const calls = conv.toolCalls?.get(key.runId);
+      const calls = conv.more?.toolCalls?.get(key.runId);
       const call = calls?.get(callKey(key));
       if (calls !== undefined && call !== undefined && call.status === 'started') {
         calls.set(callKey(key), { ...call, status: 'committed', committedAt: at });
@@ -281,9 +289,10 @@ export class MemoryPersistence<S = unknown> implements PersistenceAdapter<S> {
     for (const { r, json } of opened) {
       const stored: StoredRequest = { conv, json, status: 'open', openedAt: r.openedAt, closedAt: undefined };
       this.#t.requests.set(`${tenant}${SEP}${r.requestId}`, stored);
-      conv.requests ??= new Set();
-      conv.requests.add(r.requestId);
-      conv.open++;
+      const more = conv.extras();
+      more.requests ??= new Set();
+      more.requests.add(r.requestId);
+      more.open++;
     }
     for (const requestId of batch.withdrawnRequests ?? []) {
       if (this.#t.requests.get(`${tenant}${SEP}${requestId}`)?.conv === conv)
@@ -304,7 +313,8 @@ export class MemoryPersistence<S = unknown> implements PersistenceAdapter<S> {
     stored.json = flat(JSON.stringify({ ...record, status, answer, closedAt: at }));
     stored.status = status;
     stored.closedAt = at;
-    stored.conv.open--;
+    // Open: its conversation has its extras since it was opened.
+    (stored.conv.more as ConversationExtras).open--;
     return stored;
   }
 
@@ -318,7 +328,7 @@ export class MemoryPersistence<S = unknown> implements PersistenceAdapter<S> {
     const interrupted = options?.interrupted === true;
     const conv = this.#t.find(tenant, context.conversationId);
     const out: RunRecord[] = [];
-    for (const run of conv?.runs?.values() ?? []) {
+    for (const run of conv?.more?.runs?.values() ?? []) {
       if (!isTerminalRunStatus(run.status) || (interrupted && run.status === 'interrupted'))
         out.push(JSON.parse(run.json));
     }
@@ -329,7 +339,7 @@ export class MemoryPersistence<S = unknown> implements PersistenceAdapter<S> {
     const tenant = this.#tenant(scope);
     R.checkId(runId, 'runId');
     const conv = this.#t.runIndex.get(`${tenant}${SEP}${runId}`);
-    const run = conv?.runs?.get(runId);
+    const run = conv?.more?.runs?.get(runId);
     return run === undefined ? undefined : (JSON.parse(run.json) as RunRecord);
   }
 
@@ -350,12 +360,12 @@ export class MemoryPersistence<S = unknown> implements PersistenceAdapter<S> {
       this.#unsavedEnds.delete(key);
       const conv = this.#t.runIndex.get(key);
       const runId = key.slice(key.indexOf(SEP) + 1);
-      const run = conv?.runs?.get(runId);
-      if (conv?.runs === undefined || run === undefined || run.status !== 'running' || run.attempt !== attempt)
-        continue;
+      const runsOf = conv?.more?.runs;
+      const run = runsOf?.get(runId);
+      if (runsOf === undefined || run === undefined || run.status !== 'running' || run.attempt !== attempt) continue;
       const record: RunRecord = { ...(JSON.parse(run.json) as RunRecord), status: 'interrupted', updatedAt: now };
       const json = flat(JSON.stringify(record));
-      conv.runs.set(runId, { json, status: 'interrupted', attempt, updatedAt: now });
+      runsOf.set(runId, { json, status: 'interrupted', attempt, updatedAt: now });
       marked.push(JSON.parse(json) as RunRecord);
     }
     return marked;
@@ -380,18 +390,19 @@ export class MemoryPersistence<S = unknown> implements PersistenceAdapter<S> {
         );
       }
       // A run saved at a later attempt was taken over: this attempt's side effects must not start.
-      const saved = existing?.runs?.get(call.runId)?.attempt;
+      const saved = existing?.more?.runs?.get(call.runId)?.attempt;
       if (saved !== undefined && saved > call.attempt) throw R.fenced(call.runId, call.attempt, saved);
-      if (existing?.toolCalls?.get(call.runId)?.get(callKey(call))?.status === 'committed')
+      if (existing?.more?.toolCalls?.get(call.runId)?.get(callKey(call))?.status === 'committed')
         throw R.alreadyCommitted(call);
     }
     const conv = existing ?? this.#t.obtain(tenant, context.conversationId);
     for (const call of calls) {
-      conv.toolCalls ??= new Map();
-      let byRun = conv.toolCalls.get(call.runId);
+      const more = conv.extras();
+      more.toolCalls ??= new Map();
+      let byRun = more.toolCalls.get(call.runId);
       if (byRun === undefined) {
         byRun = new Map();
-        conv.toolCalls.set(call.runId, byRun);
+        more.toolCalls.set(call.runId, byRun);
       }
       byRun.set(callKey(call), {
         runId: call.runId,
@@ -410,7 +421,7 @@ export class MemoryPersistence<S = unknown> implements PersistenceAdapter<S> {
   async loadToolCalls(scope: unknown, runId: string): Promise<readonly ToolCallRecord[]> {
     const tenant = this.#tenant(scope);
     R.checkId(runId, 'runId');
-    const calls = this.#t.callIndex.get(`${tenant}${SEP}${runId}`)?.toolCalls?.get(runId);
+    const calls = this.#t.callIndex.get(`${tenant}${SEP}${runId}`)?.more?.toolCalls?.get(runId);
     const out: ToolCallRecord[] = [];
     for (const call of calls?.values() ?? []) if (call.status === 'started') out.push({ ...call });
     return out.sort(
@@ -489,14 +500,13 @@ export class MemoryPersistence<S = unknown> implements PersistenceAdapter<S> {
     const { limit, after } = R.page(options);
     const from = after === undefined ? undefined : R.parseCursor(after);
     const all: ConversationSummary[] = [];
-    for (const conv of this.#t.conversations.values()) {
+    for (const conv of this.#t.of(tenant)) {
       const s = conv.summary;
-      if (conv.tenant !== tenant || s === undefined) continue;
+      if (s === undefined) continue;
       const updatedAt = s.savedAt as number;
-      if (from !== undefined && (updatedAt > from.at || (updatedAt === from.at && s.conversationId <= from.key)))
-        continue;
+      if (from !== undefined && (updatedAt > from.at || (updatedAt === from.at && conv.id <= from.key))) continue;
       all.push({
-        conversationId: s.conversationId,
+        conversationId: conv.id,
         agentId: s.agentId as ConversationSummary['agentId'],
         agentName: s.agentName as string,
         status: s.status as ConversationSummary['status'],
@@ -524,25 +534,26 @@ export class MemoryPersistence<S = unknown> implements PersistenceAdapter<S> {
   async deleteConversation(scope: unknown, context: PersistenceContext): Promise<boolean> {
     const tenant = this.#tenant(scope);
     R.checkContext(context);
-    const conv = this.#t.conversations.get(`${tenant}${SEP}${context.conversationId}`);
+    const conv = this.#t.peek(tenant, context.conversationId);
     if (conv === undefined) return false;
     // A message of it runs (its writer is this process): its next save would write it back.
-    for (const [runId, run] of conv.runs ?? []) {
+    for (const [runId, run] of conv.more?.runs ?? []) {
       if (run.status === 'running' && this.#unsavedEnds.get(`${tenant}${SEP}${runId}`) !== run.attempt) {
         throw R.busyConversation(context.conversationId, runId, 'here');
       }
     }
     this.#t.drop(conv);
-    this.#deletedConversations.add(conv.key);
+    const key = `${tenant}${SEP}${conv.id}`;
+    this.#deletedConversations.add(key);
     if (this.#deletedConversations.size > this.#t.max) {
       this.#deletedConversations.delete(this.#deletedConversations.values().next().value as string);
     }
-    for (const { agentId, state } of agentsOf(conv)) {
-      if (state === undefined) continue;
-      this.#deleted.add(`${conv.key}${SEP}${agentId}`);
+    for (const { agentId, held } of agentsOf(conv)) {
+      if (held === undefined) continue;
+      this.#deleted.add(`${key}${SEP}${agentId}`);
       if (this.#deleted.size > this.#t.max) this.#deleted.delete(this.#deleted.values().next().value as string);
     }
-    for (const runId of conv.runs?.keys() ?? []) this.#unsavedEnds.delete(`${tenant}${SEP}${runId}`);
+    for (const runId of conv.more?.runs?.keys() ?? []) this.#unsavedEnds.delete(`${tenant}${SEP}${runId}`);
     return true;
   }
 
@@ -557,21 +568,22 @@ export class MemoryPersistence<S = unknown> implements PersistenceAdapter<S> {
     if (options.now !== undefined) R.checkTime(options.now, 'prune({ now })');
     const cutoff = (options.now ?? this.#clock.now()) - ms;
     const result = { runs: 0, toolCalls: 0, requests: 0 };
-    for (const conv of this.#t.conversations.values()) {
-      if (tenant !== undefined && conv.tenant !== tenant) continue;
-      for (const [runId, run] of conv.runs ?? []) {
+    for (const conv of tenant === undefined ? this.#t.all() : this.#t.of(tenant)) {
+      const more = conv.more;
+      if (more === undefined) continue;
+      for (const [runId, run] of more.runs ?? []) {
         if (!isTerminalRunStatus(run.status) || run.updatedAt >= cutoff) continue;
-        conv.runs?.delete(runId);
+        more.runs?.delete(runId);
         this.#t.runIndex.delete(`${conv.tenant}${SEP}${runId}`);
         result.runs++;
-        const calls = conv.toolCalls?.get(runId);
+        const calls = more.toolCalls?.get(runId);
         if (calls !== undefined) {
           result.toolCalls += calls.size;
-          conv.toolCalls?.delete(runId);
+          more.toolCalls?.delete(runId);
           this.#t.callIndex.delete(`${conv.tenant}${SEP}${runId}`);
         }
       }
-      for (const calls of conv.toolCalls?.values() ?? []) {
+      for (const calls of more.toolCalls?.values() ?? []) {
         for (const [key, call] of calls) {
           if (call.status === 'committed' && (call.committedAt ?? 0) < cutoff) {
             calls.delete(key);
@@ -579,11 +591,11 @@ export class MemoryPersistence<S = unknown> implements PersistenceAdapter<S> {
           }
         }
       }
-      for (const requestId of conv.requests ?? []) {
+      for (const requestId of more.requests ?? []) {
         const stored = this.#t.requests.get(`${conv.tenant}${SEP}${requestId}`);
         if (stored !== undefined && stored.status !== 'open' && (stored.closedAt ?? 0) < cutoff) {
           this.#t.requests.delete(`${conv.tenant}${SEP}${requestId}`);
-          conv.requests?.delete(requestId);
+          more.requests?.delete(requestId);
           result.requests++;
         }
       }
@@ -594,7 +606,7 @@ export class MemoryPersistence<S = unknown> implements PersistenceAdapter<S> {
   async release(scope: unknown, context: PersistenceContext): Promise<boolean> {
     const tenant = this.#tenant(scope);
     R.checkContext(context);
-    const conv = this.#t.conversations.get(`${tenant}${SEP}${context.conversationId}`);
+    const conv = this.#t.peek(tenant, context.conversationId);
     if (conv === undefined || conv.open > 0) return false;
     this.#t.drop(conv);
     return true;
@@ -638,6 +650,6 @@ export class MemoryPersistence<S = unknown> implements PersistenceAdapter<S> {
 
   /** How many conversations are kept (a bound: see `maxConversations`). */
   get size(): number {
-    return this.#t.conversations.size;
+    return this.#t.size;
   }
 }
