@@ -4,7 +4,7 @@ import { defineAgent, isTroupeError } from '@troupe/core';
 import { ScriptedModel } from '@troupe/core/testing';
 import { createSupervisor, MemoryPersistence } from '@troupe/supervisor';
 import { runPersistenceContract } from '@troupe/supervisor/testing';
-import { ctx, envelope, request, scopeOf } from './records.js';
+import { ctx, envelope, request, scopeOf, tenantKey } from './records.js';
 
 runPersistenceContract('MemoryPersistence', async (options) => ({
   store: new MemoryPersistence(options),
@@ -22,6 +22,29 @@ describe('MemoryPersistence: bounded', () => {
     assert.equal(store.size, 3);
     assert.equal(await store.loadState(scope, ctx('b')), undefined);
     for (const id of ['a', 'c', 'd']) assert.equal((await store.loadState(scope, ctx(id)))?.conversationId, id);
+  });
+
+  it('keeps one order of recency across tenants: the same conversation id in two tenants is two conversations, each with its place', async () => {
+    const store = new MemoryPersistence({ maxConversations: 3, tenantKey });
+    const [t1, t2] = [scopeOf('t1'), scopeOf('t2')];
+    await store.persistState(t1, envelope(ctx('a')), ctx('a'));
+    await store.persistState(t2, envelope(ctx('a')), ctx('a'));
+    await store.persistState(t1, envelope(ctx('b')), ctx('b'));
+    await store.loadState(t1, ctx('a')); // t1's a is now the most recently used; t2's a the least
+    await store.persistState(t2, envelope(ctx('c')), ctx('c'));
+    assert.equal(store.size, 3);
+    assert.equal(await store.loadState(t2, ctx('a')), undefined, "t2's a was the least recently used");
+    assert.equal((await store.loadState(t1, ctx('a')))?.conversationId, 'a');
+    assert.deepEqual(
+      (await store.listConversations(t2)).items.map((c) => c.conversationId),
+      ['c'],
+    );
+    assert.deepEqual((await store.listConversations(t1)).items.map((c) => c.conversationId).sort(), ['a', 'b']);
+    // Dropping the last of a tenant's conversations, then saving one again, finds it again.
+    assert.equal(await store.deleteConversation(t2, ctx('c')), true);
+    assert.deepEqual((await store.listConversations(t2)).items, []);
+    await store.persistState(t2, envelope(ctx('c')), ctx('c'));
+    assert.equal((await store.loadState(t2, ctx('c')))?.conversationId, 'c');
   });
 
   it('never drops a conversation that waits on a person', async () => {
