@@ -1,19 +1,7 @@
-import {
-  type AgentId,
-  BackpressureError,
-  CancelledError,
-  type CancelReason,
-  ClosedError,
-  InvalidArgumentError,
-  type ModelDelta,
-  NO_USAGE,
-  type Request,
-  TroupeError,
-} from '@troupe/core';
-import { describeValue } from '@troupe/core/internal';
-import type { AgentReply, AgentStatus } from '../AgentHandle.js';
+import type { CancelReason, ModelDelta } from '@troupe/core';
+import { NO_USAGE } from '@troupe/core';
+import type { AgentReply } from '../AgentHandle.js';
 import type { InterruptedMessage } from './Conversation.js';
-import { checkSignal } from './checkSignal.js';
 import type { RunNode } from './RunNode.js';
 
 /** A message waiting for (or running in) a parent agent. */
@@ -127,16 +115,6 @@ export class Mailbox {
   }
 
   /**
-   * The messages waiting behind one that suspended on `request`: those that may not wait on a
-   * person are refused (ERR_AGENT_SUSPENDED, naming the question); how many wait and how many were.
-   */
-  refuseBehind(agentId: AgentId, request: Request): { readonly queued: number; readonly refused: number } {
-    const { queued, refused } = this.waiting();
-    if (refused > 0) this.rejectUnqueued(() => suspendedError(agentId, request));
-    return { queued, refused };
-  }
-
-  /**
    * Every waiting message that may not wait on a person (sent without `{ whileSuspended: 'queue' }`)
    * is rejected with the error `make` builds (made only when one is); how many were.
    */
@@ -164,83 +142,4 @@ export class Mailbox {
       job.reject(error);
     }
   }
-}
-
-/**
- * The error of a message refused because its agent waits on `request` (sent
- * without `{ whileSuspended: 'queue' }`): which question, and what to do.
- */
-export function suspendedError(agentId: AgentId, request: Request): TroupeError {
-  const prompt = request.prompt.length > 80 ? `${request.prompt.slice(0, 79)}…` : request.prompt;
-  return new TroupeError(
-    `agent ${agentId} is waiting on question ${request.id} (${JSON.stringify(prompt)}): answer it with supervisor.answer(${JSON.stringify(request.id)}, answer), or withdraw it with cancel(), then send; or send with { whileSuspended: 'queue' } to have the message wait until it is answered`,
-    { code: 'ERR_AGENT_SUSPENDED' },
-  );
-}
-
-/** Why agent `agentId` (in `status`, with `mailbox` of `capacity` messages, none made yet: undefined) refuses a message before it is queued, if it does. */
-export function refusal(
-  agentId: AgentId,
-  status: AgentStatus,
-  mailbox: Mailbox | undefined,
-  capacity: number,
-  message: unknown,
-  signal: AbortSignal | undefined,
-  whileSuspended: unknown,
-  waitingOn: Request | undefined,
-): Error | undefined {
-  if (status === 'stopped') {
-    return new TroupeError(`agent ${agentId} is stopped: start a new agent`, { code: 'ERR_AGENT_STOPPED' });
-  }
-  if (typeof message !== 'string') {
-    return new InvalidArgumentError(`send(message): message must be a string, got ${describeValue(message)}`);
-  }
-  if (status === 'interrupted') {
-    return new TroupeError(
-      `agent ${agentId} has a message a restart interrupted: call resume() to finish it before sending another`,
-      { code: 'ERR_INTERRUPTED' },
-    );
-  }
-  try {
-    checkSignal(signal, 'send(message, { signal })');
-  } catch (error) {
-    return error as Error;
-  }
-  if (whileSuspended !== undefined && whileSuspended !== 'refuse' && whileSuspended !== 'queue') {
-    return new InvalidArgumentError(
-      `send(message, { whileSuspended }): pass 'refuse' (the default) or 'queue', got ${describeValue(whileSuspended)}`,
-    );
-  }
-  if (signal?.aborted) return new CancelledError('user', 'the message was aborted before it was sent');
-  if (waitingOn !== undefined && whileSuspended !== 'queue') return suspendedError(agentId, waitingOn);
-  if (mailbox?.full ?? capacity <= 0) {
-    return new BackpressureError(
-      `the mailbox of agent ${agentId} is full (${capacity} messages waiting): wait for replies or raise mailboxSize`,
-      capacity,
-    );
-  }
-  return undefined;
-}
-
-/** Why agent `agentId` (in `status`) refuses to resume its interrupted `message`, if it does. */
-export function resumeRefusal(
-  agentId: AgentId,
-  status: AgentStatus,
-  message: InterruptedMessage | undefined,
-  closed: boolean,
-  signal: AbortSignal | undefined,
-): Error | undefined {
-  if (message === undefined || status !== 'interrupted') {
-    return new TroupeError(`agent ${agentId} has no interrupted message to resume (it is ${status})`, {
-      code: 'ERR_INVALID_ARGUMENT',
-    });
-  }
-  if (closed) return new ClosedError('the supervisor is closed: create a new one');
-  try {
-    checkSignal(signal, 'resume({ signal })');
-  } catch (error) {
-    return error as Error;
-  }
-  if (signal?.aborted) return new CancelledError('user', 'the resume was aborted before it started');
-  return undefined;
 }

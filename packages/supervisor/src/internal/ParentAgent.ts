@@ -3,8 +3,6 @@ import {
   type Agent,
   type AgentId,
   type CancelReason,
-  type Clock,
-  ClosedError,
   isTroupeError,
   type LoopState,
   type ModelDelta,
@@ -16,7 +14,6 @@ import {
   type Usage,
 } from '@troupe/core';
 import { abandonPendingTurn } from '@troupe/core/internal';
-import type { EventEmitter } from 'eventemitter3';
 import type {
   AgentHandle,
   AgentReply,
@@ -26,11 +23,9 @@ import type {
   StreamChunk,
   StreamOptions,
 } from '../AgentHandle.js';
-import type { Durability } from '../persistence/Durability.js';
 import type { RunStatus } from '../persistence/Persistence.js';
 import { admitRestart, type RestartPolicy } from '../RestartPolicy.js';
-import type { RestoredRequest, RestoredRun, RootSpec, RunTree } from '../RunTree.js';
-import type { SupervisorEvents } from '../SupervisorEvents.js';
+import type { RestoredRequest, RestoredRun, RootSpec } from '../RunTree.js';
 import type { IdleLinks } from './AgentRegistry.js';
 import { AgentStream, type StreamSource } from './AgentStream.js';
 import {
@@ -42,22 +37,23 @@ import {
   withMessageUsage,
 } from './Conversation.js';
 import { compactIdleState } from './compactIdleState.js';
-import { type Job, Mailbox, newJob, refusal, resumeRefusal } from './Mailbox.js';
-import { emitMessageOutcome, emitWaiting, endedReply, type MessageRef } from './messageEvents.js';
+import { type Job, Mailbox, newJob } from './Mailbox.js';
+import {
+  type AdmissionDeps,
+  type Admitting,
+  checkCopy,
+  reportQueued,
+  resumeRefusal,
+  sendRefusal,
+  waitBehind,
+} from './MessageAdmission.js';
+import { emitMessageOutcome, endedReply, type MessageRef } from './messageEvents.js';
 import type { RootOwner, RunNode } from './RunNode.js';
 import { totalOf } from './RunNode.js';
 
 /** What a parent agent borrows from its supervisor. */
-export interface ParentAgentDeps {
-  readonly tree: RunTree;
-  readonly clock: Clock;
-  readonly events: EventEmitter<SupervisorEvents>;
-  /** What is saved, and where (none: nothing is). */
-  readonly durability: Durability | undefined;
+export interface ParentAgentDeps extends AdmissionDeps {
   readonly restart: RestartPolicy;
-  readonly mailboxSize: number;
-  /** True once the supervisor refuses new work. */
-  closed(): boolean;
   /** The agent has nothing running, queued or waiting (the supervisor may stop holding it). */
   idle(agent: ParentAgent): void;
   /** The agent got work (the supervisor holds it while it has some). */
@@ -78,7 +74,7 @@ const REPLIES = new WeakMap<RunNode, AgentReply>();
  * tree, and this actor keeps the conversation between messages: its state,
  * its restarts, what it saved.
  */
-export class ParentAgent implements AgentHandle, RootOwner, StreamSource, IdleLinks {
+export class ParentAgent implements AgentHandle, Admitting, RootOwner, StreamSource, IdleLinks {
   readonly #agent: Agent;
   readonly #scope: Scope;
   readonly #toolContext: Readonly<Record<string, unknown>>;
@@ -144,12 +140,6 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource, IdleLi
 
   get conversationId(): string {
     return this.#c.conversationId;
-  }
-
-  /** The mailbox, made when a message first waits in it. */
-  #box(): Mailbox {
-    this.#mailbox ??= new Mailbox(this.#deps.mailboxSize);
-    return this.#mailbox;
   }
 
   get status(): AgentStatus {
@@ -240,53 +230,20 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource, IdleLi
     onDeltas: ((node: RunNode, deltas: readonly ModelDelta[]) => void) | undefined,
   ): Promise<AgentReply> {
     const { signal, whileSuspended } = options;
-    const waitingOn = this.pendingRequest?.request;
+    const refused = sendRefusal(this, this.#mailbox, this.#deps, message, signal, whileSuspended);
+    if (refused !== undefined) return Promise.reject(refused);
     const queue = whileSuspended === 'queue';
-    // With a store other processes share, whether the question is still open is the store's to say
-    // (#checkCopy, as the message is queued): refused then, or ERR_STORE_FENCED for a stale copy.
-    const durable = this.#deps.durability?.durable === true;
-    // Refused before it is queued: a closed supervisor, a stopped agent, a full mailbox, bad input,
-    // a question waiting (unless it may queue).
-    const refused = this.#deps.closed()
-      ? new ClosedError('the supervisor is closed: create a new one')
-      : refusal(
-          this.id,
-          this.#status,
-          this.#mailbox,
-          this.#deps.mailboxSize,
-          message,
-          signal,
-          whileSuspended,
-          durable ? undefined : waitingOn,
-        );
-    if (refused !== undefined) {
-      if (isTroupeError(refused, 'ERR_AGENT_SUSPENDED') && waitingOn !== undefined) {
-        this.#emitWaiting(waitingOn.id, false, this.#mailbox?.size ?? 0);
-      }
-      return Promise.reject(refused);
-    }
     return new Promise<AgentReply>((resolve, reject) => {
       this.#enqueue(newJob(message, signal, onDeltas, undefined, resolve, reject, queue), false);
-      if (waitingOn !== undefined && queue) this.#emitWaiting(waitingOn.id, true, this.#mailbox?.size ?? 0);
+      if (queue) reportQueued(this, this.#mailbox, this.#deps);
     });
-  }
-
-  #emitWaiting(requestId: string, queued: boolean, waiting: number): void {
-    emitWaiting(this.#deps.events, this.#deps.clock.now(), this.id, requestId, queued, waiting);
-  }
-
-  // The message suspended on `request` with messages behind it: those sent without
-  // `{ whileSuspended: 'queue' }` are refused (none waits on a person unless asked to); each is reported.
-  #waitBehind(request: Request): void {
-    const { queued, refused } = this.#mailbox?.refuseBehind(this.id, request) ?? { queued: 0, refused: 0 };
-    for (let i = 0; i < refused; i++) this.#emitWaiting(request.id, false, queued);
-    if (queued > 0) this.#emitWaiting(request.id, true, queued);
   }
 
   // Queue a job (a resume goes first); one that waits starts in the async context of its call.
   // Aborting its signal drops it from the mailbox, or cancels it once it runs.
   #enqueue(job: Job, first: boolean): void {
-    const mailbox = this.#box();
+    this.#mailbox ??= new Mailbox(this.#deps.mailboxSize);
+    const mailbox = this.#mailbox;
     mailbox.watch(
       job,
       (dropped) => {
@@ -302,34 +259,15 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource, IdleLi
       mailbox.push(job);
     }
     this.#deps.busy(this);
-    if (!first && this.#status === 'suspended' && this.#root !== undefined) this.#checkCopy(this.#root);
+    const root = this.#root;
+    if (!first && this.#status === 'suspended' && root !== undefined) {
+      checkCopy(this, root, this.#c, this.#deps, {
+        held: () => this.#root === root && this.#status === 'suspended',
+        mailbox: () => this.#mailbox,
+        letGo: (why) => this.#letGo(root, why),
+      });
+    }
     this.#pump();
-  }
-
-  // A message queued behind a suspension waits for its answer; with a store other processes share,
-  // the answer may be taken there, and what this copy queues would wait for ever. Looked up as a
-  // message is queued: a stale copy refuses what waits, with why, and is let go; a current one
-  // refuses what did not ask to wait on its question (ERR_AGENT_SUSPENDED).
-  #checkCopy(root: RunNode): void {
-    const current = (): void => {
-      const open = this.#root === root && this.#status === 'suspended' ? this.pendingRequest?.request : undefined;
-      if (open !== undefined) this.#waitBehind(open);
-    };
-    this.#c.whenBehind(
-      root,
-      this.#deps.tree.requests.openIdsOf(this.id),
-      (why) => {
-        if (this.#root !== root || this.#status !== 'suspended') return;
-        const stale = `this copy of conversation ${this.conversationId} is behind what is saved (${why})`;
-        const error = new TroupeError(
-          `agent ${this.id}: ${stale}: the message was not sent; startAgent it again to load what is saved, then send`,
-          { code: 'ERR_STORE_FENCED' },
-        );
-        this.#mailbox?.rejectAll(() => error);
-        this.#letGo(root, `${stale}; startAgent it again to load what is saved`);
-      },
-      current,
-    );
   }
 
   /** {@inheritDoc AgentHandle.stream} */
@@ -450,8 +388,7 @@ export class ParentAgent implements AgentHandle, RootOwner, StreamSource, IdleLi
         return this.#fencedOut(failed, usage, total);
       }
       // Messages that were waiting behind this one now wait on a person: refused, unless they asked to queue.
-      const waitingOn = this.pendingRequest?.request;
-      if (waitingOn !== undefined) this.#waitBehind(waitingOn);
+      waitBehind(this, this.#mailbox, this.#deps);
       // A suspended agent counts as idle (a close() drains without waiting on a person).
       this.#wakeIdleWaiters();
       // (No open question: a run that only waits on its children names none.)

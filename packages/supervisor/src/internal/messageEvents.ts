@@ -1,4 +1,4 @@
-import type { AgentId, CancelReason, Usage } from '@troupe/core';
+import type { CancelReason, Usage } from '@troupe/core';
 import type { EventEmitter } from 'eventemitter3';
 import type { AgentReply } from '../AgentHandle.js';
 import type { SupervisorEvents } from '../SupervisorEvents.js';
@@ -67,16 +67,4 @@ export function endedReply(
   return end.output === undefined
     ? { status: 'done', text: end.text, turns, usage, totalUsage }
     : { status: 'done', text: end.text, output: end.output, turns, usage, totalUsage };
-}
-
-/** Messages wait on a person's answer to `requestId` (`agent.message.waiting`): queued, or refused. */
-export function emitWaiting(
-  events: EventEmitter<SupervisorEvents>,
-  at: number,
-  agentId: AgentId,
-  requestId: string,
-  queued: boolean,
-  waiting: number,
-): void {
-  events.emit('agent.message.waiting', { agentId, requestId, queued, waiting, at });
 }
