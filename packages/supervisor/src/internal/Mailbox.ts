@@ -1,3 +1,4 @@
+import { AsyncResource } from 'node:async_hooks';
 import type { CancelReason, ModelDelta } from '@troupe/core';
 import { NO_USAGE } from '@troupe/core';
 import type { AgentReply } from '../AgentHandle.js';
@@ -40,11 +41,19 @@ function cancelled(reason: CancelReason): AgentReply {
   return { status: 'cancelled', reason, usage: NO_USAGE, totalUsage: NO_USAGE };
 }
 
+/** What a mailbox tells its agent when the signal of one of its messages aborts. */
+export interface MailboxOwner {
+  /** A resume aborted while it waited: its message is interrupted again. */
+  restoreInterrupted(message: InterruptedMessage): void;
+  /** The signal of `job` aborted after it was taken out to run. */
+  aborted(job: Job): void;
+}
+
 /**
  * A parent agent's bounded mailbox: the messages waiting to run, oldest
  * first (a resume goes first). Aborting a waiting message's signal takes it
- * out and answers it `cancelled`; aborting a running one is the agent's to
- * act on (`onRunning`).
+ * out and answers it `cancelled`; aborting a running one is its owner's to
+ * act on ({@link MailboxOwner.aborted}).
  */
 export class Mailbox {
   readonly #jobs: Job[] = [];
@@ -63,13 +72,33 @@ export class Mailbox {
     return this.#jobs.length >= this.capacity;
   }
 
-  push(job: Job): void {
-    this.#jobs.push(job);
-  }
-
-  /** Queue `job` ahead of every waiting one (a resume of an interrupted message). */
-  pushFirst(job: Job): void {
-    this.#jobs.unshift(job);
+  /**
+   * Queue `job` for `owner`: a resume (`first`) ahead of every waiting message, a message after
+   * them. A message that waits (behind others, or for its `busy` owner) starts in the async context
+   * of its send. Aborting its signal drops it from the mailbox (answered cancelled; a resume is
+   * given back to the owner as interrupted), or, once it was taken out to run, tells the owner.
+   */
+  queue(job: Job, first: boolean, owner: MailboxOwner, busy: boolean): void {
+    const signal = job.signal;
+    if (signal !== undefined) {
+      // The owner is held by the job's abort listener, not by the mailbox (72 B: no private method either).
+      const onAbort = (): void => {
+        const index = this.#jobs.indexOf(job);
+        if (index >= 0) {
+          this.#jobs.splice(index, 1);
+          job.detach?.();
+          if (job.resume !== undefined) owner.restoreInterrupted(job.resume);
+          job.resolve(cancelled('user'));
+        } else owner.aborted(job);
+      };
+      signal.addEventListener('abort', onAbort, { once: true });
+      job.detach = () => signal.removeEventListener('abort', onAbort);
+    }
+    if (first) this.#jobs.unshift(job);
+    else {
+      if (busy || this.#jobs.length > 0) job.context = AsyncResource.bind((start) => start());
+      this.#jobs.push(job);
+    }
   }
 
   shift(): Job | undefined {
@@ -77,26 +106,6 @@ export class Mailbox {
     // Emptied by shift, the array keeps its slots (152 B) for as long as the agent idles: let them go.
     if (job === undefined) this.#jobs.length = 0;
     return job;
-  }
-
-  /**
-   * Aborting `job`'s signal drops it from the mailbox (answered cancelled, `onDropped` told), or,
-   * once it was taken out to run, calls `onRunning`.
-   */
-  watch(job: Job, onDropped: (job: Job) => void, onRunning: (job: Job) => void): void {
-    const signal = job.signal;
-    if (signal === undefined) return;
-    const onAbort = (): void => {
-      const index = this.#jobs.indexOf(job);
-      if (index >= 0) {
-        this.#jobs.splice(index, 1);
-        job.detach?.();
-        onDropped(job);
-        job.resolve(cancelled('user'));
-      } else onRunning(job);
-    };
-    signal.addEventListener('abort', onAbort, { once: true });
-    job.detach = () => signal.removeEventListener('abort', onAbort);
   }
 
   /** Every waiting message is answered `cancelled` (shutdown). */

@@ -1,4 +1,3 @@
-import { AsyncResource } from 'node:async_hooks';
 import {
   type Agent,
   type AgentId,
@@ -37,7 +36,7 @@ import {
   withMessageUsage,
 } from './Conversation.js';
 import { compactIdleState } from './compactIdleState.js';
-import { type Job, Mailbox, newJob } from './Mailbox.js';
+import { type Job, Mailbox, type MailboxOwner, newJob } from './Mailbox.js';
 import {
   type AdmissionDeps,
   type Admitting,
@@ -74,7 +73,7 @@ const REPLIES = new WeakMap<RunNode, AgentReply>();
  * tree, and this actor keeps the conversation between messages: its state,
  * its restarts, what it saved.
  */
-export class ParentAgent implements AgentHandle, Admitting, RootOwner, StreamSource, IdleLinks {
+export class ParentAgent implements AgentHandle, Admitting, IdleLinks, MailboxOwner, RootOwner, StreamSource {
   readonly #agent: Agent;
   readonly #scope: Scope;
   readonly #toolContext: Readonly<Record<string, unknown>>;
@@ -239,25 +238,10 @@ export class ParentAgent implements AgentHandle, Admitting, RootOwner, StreamSou
     });
   }
 
-  // Queue a job (a resume goes first); one that waits starts in the async context of its call.
-  // Aborting its signal drops it from the mailbox, or cancels it once it runs.
+  // Queue a job (a resume goes first: see Mailbox.queue), and run it if the agent is idle.
   #enqueue(job: Job, first: boolean): void {
     this.#mailbox ??= new Mailbox(this.#deps.mailboxSize);
-    const mailbox = this.#mailbox;
-    mailbox.watch(
-      job,
-      (dropped) => {
-        if (dropped.resume !== undefined) this.restoreInterrupted(dropped.resume);
-      },
-      (running) => {
-        if (this.#current === running && this.#root !== undefined) this.#deps.tree.cancel(this.#root, 'user');
-      },
-    );
-    if (first) mailbox.pushFirst(job);
-    else {
-      if (this.#status !== 'idle' || mailbox.size > 0) job.context = AsyncResource.bind((start) => start());
-      mailbox.push(job);
-    }
+    this.#mailbox.queue(job, first, this, this.#status !== 'idle');
     this.#deps.busy(this);
     const root = this.#root;
     if (!first && this.#status === 'suspended' && root !== undefined) {
@@ -268,6 +252,11 @@ export class ParentAgent implements AgentHandle, Admitting, RootOwner, StreamSou
       });
     }
     this.#pump();
+  }
+
+  /** The signal of `job` aborted once it left the mailbox: its message is cancelled if it is the one running. */
+  aborted(job: Job): void {
+    if (this.#current === job && this.#root !== undefined) this.#deps.tree.cancel(this.#root, 'user');
   }
 
   /** {@inheritDoc AgentHandle.stream} */
