@@ -9,7 +9,6 @@ import {
   type Request,
   type Scope,
   subtractUsage,
-  TroupeError,
   type Usage,
 } from '@troupe/core';
 import { abandonPendingTurn } from '@troupe/core/internal';
@@ -41,6 +40,7 @@ import {
   type AdmissionDeps,
   type Admitting,
   checkCopy,
+  refuseStopped,
   reportQueued,
   resumeRefusal,
   sendRefusal,
@@ -514,10 +514,7 @@ export class ParentAgent implements AgentHandle, Admitting, IdleLinks, MailboxOw
   #stopNow(reason: string): void {
     if (this.#status === 'stopped') return;
     this.#status = 'stopped';
-    // Made only when a queued message gets it (4–6 µs with its stack, measured): most stops have none.
-    this.#mailbox?.rejectAll(
-      () => new TroupeError(`agent ${this.id} is stopped: ${reason}`, { code: 'ERR_AGENT_STOPPED' }),
-    );
+    refuseStopped(this, this.#mailbox, reason);
     this.#deps.events.emit('agent.stopped', { agentId: this.id, reason, at: this.#deps.clock.now() });
     this.#wakeIdleWaiters();
   }
