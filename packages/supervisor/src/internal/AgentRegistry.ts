@@ -16,7 +16,7 @@ export class AgentRegistry {
   readonly #agents = new Map<string, ParentAgent>();
   /**
    * Idle agents held, least recently used first (a subset of #agents; kept only when they may be let
-   * go): a list through the agents' own {@link IdleLinks}, not a Set (an entry per idle agent in a
+   * go): a list through the agents' own `idleOlder` and `idleNewer` fields, not a Set (an entry per idle agent in a
    * hash table that a move to its end leaves a hole in: 30–65 B an agent, where two fields are 16).
    */
   #oldestIdle: ParentAgent | undefined;
@@ -142,15 +142,4 @@ export class AgentRegistry {
     agent.idleOlder = agent.idleNewer = undefined;
     this.#idleCount--;
   }
-}
-
-/**
- * Where an {@link AgentRegistry} keeps an agent in its order of idle agents: fields of the agent,
- * written by the registry only (both undefined while it is not in that order).
- */
-export interface IdleLinks {
-  /** The idle agent used less recently, if any. */
-  idleOlder: ParentAgent | undefined;
-  /** The idle agent used more recently, if any. */
-  idleNewer: ParentAgent | undefined;
 }

@@ -24,7 +24,6 @@ import type {
 import type { RunStatus } from '../persistence/Persistence.js';
 import { admitRestart, type RestartPolicy } from '../RestartPolicy.js';
 import type { RestoredRequest, RestoredRun, RootSpec } from '../RunTree.js';
-import type { IdleLinks } from './AgentRegistry.js';
 import { AgentStream, type StreamSource } from './AgentStream.js';
 import {
   Conversation,
@@ -73,7 +72,7 @@ const REPLIES = new WeakMap<RunNode, AgentReply>();
  * tree, and this actor keeps the conversation between messages: its state,
  * its restarts, what it saved.
  */
-export class ParentAgent implements AgentHandle, Admitting, IdleLinks, MailboxOwner, RootOwner, StreamSource {
+export class ParentAgent implements AgentHandle, Admitting, MailboxOwner, RootOwner, StreamSource {
   readonly #agent: Agent;
   readonly #scope: Scope;
   readonly #toolContext: Readonly<Record<string, unknown>>;
@@ -91,7 +90,10 @@ export class ParentAgent implements AgentHandle, Admitting, IdleLinks, MailboxOw
   #root: RunNode | undefined;
   /** Who waits for it to be idle (made on the first wait: most agents never have one). */
   #idleWaiters: (() => void)[] | undefined;
-  /** Its place in its supervisor's order of idle agents (written by the AgentRegistry only). */
+  /**
+   * Its place in its supervisor's order of idle agents: the idle agent used less recently, and the
+   * one used more recently (written by the AgentRegistry only; both undefined while not in it).
+   */
   idleOlder: ParentAgent | undefined = undefined;
   idleNewer: ParentAgent | undefined = undefined;
 
