@@ -135,14 +135,6 @@ export class BullmqTransport implements RunTransport {
   #queueConnection: Redis | undefined;
   /** When the hosts' leases were last scanned (their slots; at most once a second). */
   #scannedAt = 0;
-  /**
-   * When this API host's Redis connection last came back (0: it never dropped). A Redis that
-   * restarted empty lost every host's lease with it: until each live host has renewed its own
-   * (at once when it reconnects, else within its renew period), a lease missing is no sign of death.
-   */
-  #redisBackAt = 0;
-  /** The longest renew period the hosts' leases declared at the last scan (`startWorkerHost`'s default until one is read). */
-  #hostRenewMs = Math.floor(5_000 / 3);
   #events: QueueEvents | undefined;
   /** The connection QueueEvents was given (BullMQ closes only the ones it makes). */
   #eventsConnection: Redis | undefined;
@@ -265,11 +257,6 @@ export class BullmqTransport implements RunTransport {
       await this.#cmd.set(this.#names.ownerLease(o.ownerId), this.#leaseValue(), 'PX', o.ownerLeaseMs);
       this.#queueConnection = redisClient(o.connection, `troupe-owner-${o.ownerId}-queue`);
       this.#queueConnection.on('error', () => {});
-      let connected = false;
-      this.#queueConnection.on('ready', () => {
-        if (connected) this.#redisBackAt = this.#now();
-        connected = true;
-      });
       this.#queue = new Queue(o.queue, { connection: this.#queueConnection, prefix: o.prefix });
       this.#queue.on('error', () => {});
       this.#eventsConnection = redisClient(o.connection, `troupe-owner-${o.ownerId}-events`);
@@ -850,11 +837,8 @@ export class BullmqTransport implements RunTransport {
       if (byHost.size > 0) {
         const hosts = [...byHost.keys()];
         const alive = await Promise.all(hosts.map((h) => cmd.exists(this.#names.hostLease(h))));
-        // Read after the replies: a reconnect that preceded them has been seen.
-        const afterRestart =
-          this.#redisBackAt > 0 && this.#now() - this.#redisBackAt < this.#hostRenewMs + o.leaseCheckMs;
         hosts.forEach((h, i) => {
-          if (alive[i] !== 0 || afterRestart) return;
+          if (alive[i] !== 0) return;
           for (const a of byHost.get(h) ?? []) this.#lose(a, `the lease of worker host ${h} lapsed`);
         });
       }
@@ -885,17 +869,12 @@ export class BullmqTransport implements RunTransport {
     } while (cursor !== '0' && keys.length < 10_000);
     const values = keys.length === 0 ? [] : await cmd.mget(...keys);
     const hosts = new Map<string, HostSeen>();
-    let renewMs = 0;
     keys.forEach((key, i) => {
-      const [build, slots, declared] = (values[i] ?? '').split(' ');
+      const [build, slots] = (values[i] ?? '').split(' ');
       const n = Number(slots);
       if (build !== undefined && Number.isSafeInteger(n)) hosts.set(this.#names.hostOfLease(key), { build, slots: n });
-      const renew = Number(declared);
-      if (Number.isSafeInteger(renew) && renew > renewMs) renewMs = Math.min(renew, 60_000);
     });
     this.#hosts = hosts;
-    // None read (Redis restarted empty, no host renewed yet): the last periods read still hold.
-    if (renewMs > 0) this.#hostRenewMs = renewMs;
   }
 
   // ---- ends

@@ -225,9 +225,7 @@ export class WorkerHost extends EventEmitter<WorkerHostEvents> {
       this.#sub.on('ready', () => void this.#afterReconnect());
       await this.#sub.subscribe(this.#names.toHost(o.hostId));
       await this.#renewLease();
-      this.#leaseTimer = setInterval(() => void this.#renewLease(), this.#renewMs());
-      // A Redis that restarted empty lost this lease: renewed as soon as this host is back.
-      this.#cmd.on('ready', () => void this.#renewLease());
+      this.#leaseTimer = setInterval(() => void this.#renewLease(), Math.max(10, Math.floor(o.leaseMs / 3)));
       this.#retryTimer = setInterval(() => this.#retry(), o.relayRetryMs);
       this.#leaseTimer.unref();
       this.#retryTimer.unref();
@@ -573,10 +571,6 @@ export class WorkerHost extends EventEmitter<WorkerHostEvents> {
     for (const running of this.#running.values()) running.relay.resend(now, this.options.relayRetryMs);
   }
 
-  #renewMs(): number {
-    return Math.max(10, Math.floor(this.options.leaseMs / 3));
-  }
-
   // Renew this host's lease; stop the attempts of owners whose leases lapsed, or name another
   // incarnation (the API host restarted under the same id): nobody awaits them.
   async #renewLease(): Promise<void> {
@@ -584,8 +578,7 @@ export class WorkerHost extends EventEmitter<WorkerHostEvents> {
     if (cmd === undefined) return;
     const o = this.options;
     try {
-      // Its build, its slots, and how often it renews (an owner waits that long after a Redis restart).
-      await cmd.set(this.#names.hostLease(o.hostId), `${o.build} ${o.concurrency} ${this.#renewMs()}`, 'PX', o.leaseMs);
+      await cmd.set(this.#names.hostLease(o.hostId), `${o.build} ${o.concurrency}`, 'PX', o.leaseMs);
       if (this.#running.size === 0) return;
       const owners = [...new Set([...this.#running.values()].map((r) => r.owner))];
       const leases = await cmd.mget(...owners.map((owner) => this.#names.ownerLease(owner)));

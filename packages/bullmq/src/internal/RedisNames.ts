@@ -13,7 +13,7 @@ export class RedisNames {
   cancelFlag(jobId: string): string {
     return `${this.#base}cancel:${jobId}`;
   }
-  /** A worker host's lease (its value: `<build> <slots> <renew ms>`), with a TTL it renews. */
+  /** A worker host's lease (its value: `<build> <slots>`), with a TTL it renews. */
   hostLease(hostId: string): string {
     return `${this.#base}host:${hostId}`;
   }
