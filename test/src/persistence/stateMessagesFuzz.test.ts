@@ -37,6 +37,7 @@ function withMessages(c: PersistenceContext, messages: readonly Message[], saved
 
 describe('schema 6 review: state messages under random turns', () => {
   // Six seeds in the deep tier (TROUPE_TEST_DEPTH=deep), one in pnpm test.
+  const STEPS = 400;
   const checkEvery = byDepth({ quick: 5, deep: 1 });
   for (const seed of byDepth({ quick: [1], deep: [1, 2, 3, 4, 5, 6] })) {
     it(`seed ${seed}: every load is exactly the last saved list`, async () => {
@@ -62,7 +63,7 @@ describe('schema 6 review: state messages under random turns', () => {
         return sealMessage({ role: rand() < 0.5 ? 'user' : 'assistant', content: `m${n}:`.padEnd(size, 'x') });
       };
       const keyOf = (c: PersistenceContext) => `${c.conversationId}/${c.agentId}`;
-      for (let step = 0; step < 400; step++) {
+      for (let step = 0; step < STEPS; step++) {
         const si = Math.floor(rand() * 2);
         const store = stores[si] as Store;
         const c = pick(contexts);
@@ -125,7 +126,7 @@ describe('schema 6 review: state messages under random turns', () => {
         // Check every state from a fresh reader: after every step in the deep tier; in pnpm test after
         // every delete and restart and every fifth step (a reader is a new store: its own connection
         // and checkpointer thread, about 0.1 s here).
-        if (step % checkEvery !== 0 && desc !== 'delete' && desc !== 'restart' && step !== 399) continue;
+        if (step % checkEvery !== 0 && desc !== 'delete' && desc !== 'restart' && step !== STEPS - 1) continue;
         const reader = sqlitePersistence({ file: path, tenantKey });
         try {
           for (const cc of contexts) {
