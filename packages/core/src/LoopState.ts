@@ -6,12 +6,14 @@ import {
   type Operation,
   type SessionEvent,
 } from './ContextUpdate.js';
+import { returnedExecution } from './executeTool.js';
 import type { AgentId } from './Id.js';
+import { toCallResult } from './internal/CallResult.js';
 import { errorContent } from './internal/errorContent.js';
 import type { LoopEventSink } from './LoopEvents.js';
 import type { AssistantMessage, Message, ModelToolCall, Todo, ToolMessage } from './Model.js';
 import type { Request } from './Request.js';
-import { type TaskResult, taskAnswer } from './TaskTool.js';
+import { type TaskResult, taskToolResult } from './TaskTool.js';
 import { asError } from './ToolResult.js';
 import { CancelledError, type CancelReason } from './TroupeError.js';
 import { addUsage, NO_USAGE, type Usage } from './Usage.js';
@@ -209,33 +211,21 @@ export function resolveDelegatedCall(state: LoopState, toolCallId: string, resul
  * question when it suspended again.
  */
 export function resolvedCall(open: PendingCall, result: TaskResult): PendingCall {
+  if (result.status === 'suspended') return { ...open, request: result.request, delegated: true };
+  // Read as the live call's result is: the task tool's one mapping, then a tool result's checks.
   const call = open.call;
-  switch (result.status) {
-    case 'done':
-      return {
-        call,
-        result: { role: 'tool', toolCallId: call.id, name: call.name, content: taskAnswer(result), isError: false },
-        operations: result.updates,
-        childEvents: result.events.length > 0 ? result.events : undefined,
-        usage: result.usage,
-      };
-    case 'error':
-      return {
-        call,
-        result: {
-          role: 'tool',
-          toolCallId: call.id,
-          name: call.name,
-          content: errorContent(result.error),
-          isError: true,
-        },
-        childEvents: result.events.length > 0 ? result.events : undefined,
-        usage: result.usage,
-      };
-    case 'suspended':
-      return { ...open, request: result.request, delegated: true };
-  }
+  const r = toCallResult(call, returnedExecution(taskToolResult(result), 1, NOTHING_DROPPED));
+  return {
+    call,
+    result: r.message,
+    operations: r.operations,
+    childEvents: result.events.length > 0 ? result.events : undefined,
+    usage: result.usage,
+  };
 }
+
+// A child's updates were checked where they were made: none is dropped here.
+const NOTHING_DROPPED = (): void => {};
 
 /**
  * Give up a suspended turn (its request was withdrawn): every call without a

@@ -189,21 +189,9 @@ class TaskTool implements Tool<TaskParameters, unknown> {
         return ToolResult.error(`task call ${ctx.toolCallId} cannot take an answer: its child answers for itself`);
       }
       const outcome = await spawner.runTask(new TaskCall(agent, instructions, ctx));
-      switch (outcome.status) {
-        case 'done':
-          deliver(ctx.toolCallId, outcome.events, outcome.usage);
-          return ToolResult.ok(
-            taskAnswer(outcome),
-            outcome.updates === undefined || outcome.updates.length === 0
-              ? undefined
-              : ContextUpdate.from(outcome.updates),
-          );
-        case 'suspended':
-          return ToolResult.pending(outcome.request);
-        case 'error':
-          deliver(ctx.toolCallId, outcome.events, outcome.usage);
-          return ToolResult.error(outcome.error);
-      }
+      // A suspended child's events and usage come with its result, once it has one.
+      if (outcome.status !== 'suspended') deliver(ctx.toolCallId, outcome.events, outcome.usage);
+      return taskToolResult(outcome);
     };
     Object.freeze(this);
   }
@@ -218,6 +206,27 @@ class TaskTool implements Tool<TaskParameters, unknown> {
 
   get spec(): ToolSpec {
     return this.#shape.spec;
+  }
+}
+
+/**
+ * A child's result as its parent's `task` call's tool result: the answer (with
+ * the child's metadata operations when the parent merges them), the child's
+ * error, or the child's question. The one mapping of a {@link TaskResult}: a
+ * live call returns it, and a call resumed after its child suspended reads it
+ * the way any tool's result is read (`resolvedCall`).
+ */
+export function taskToolResult(result: TaskResult): ToolResult<unknown> {
+  switch (result.status) {
+    case 'done':
+      return ToolResult.ok(
+        taskAnswer(result),
+        result.updates === undefined || result.updates.length === 0 ? undefined : ContextUpdate.from(result.updates),
+      );
+    case 'suspended':
+      return ToolResult.pending(result.request);
+    case 'error':
+      return ToolResult.error(result.error);
   }
 }
 

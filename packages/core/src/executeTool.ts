@@ -271,28 +271,30 @@ export async function executeTool(
       });
     }
   };
+  // A failed call, told to the `tool.execute.exception` listeners.
+  const reported = (failed: FailedExecution, willRetry = false): ToolExecution => {
+    if (events !== undefined && events.listenerCount('tool.execute.exception') > 0) {
+      events.emit('tool.execute.exception', {
+        toolName,
+        toolCallId,
+        agentId,
+        attempt: Math.max(failed.attempts, 1),
+        at: clock.now(),
+        kind: failed.kind,
+        willRetry,
+        reason: failed.error,
+        stack: failed.error.stack,
+      });
+    }
+    return failed;
+  };
   const fail = (
     error: Error,
     kind: ToolFailureKind,
     attempts: number,
     update?: ContextUpdate,
     willRetry = false,
-  ): ToolExecution => {
-    if (events !== undefined && events.listenerCount('tool.execute.exception') > 0) {
-      events.emit('tool.execute.exception', {
-        toolName,
-        toolCallId,
-        agentId,
-        attempt: Math.max(attempts, 1),
-        at: clock.now(),
-        kind,
-        willRetry,
-        reason: error,
-        stack: error.stack,
-      });
-    }
-    return { status: 'error', error, kind, update, attempts };
-  };
+  ): ToolExecution => reported({ status: 'error', error, kind, update, attempts }, willRetry);
 
   const runToken = options.cancellation.token;
   if (runToken.isCancelled()) {
@@ -431,41 +433,58 @@ export async function executeTool(
     }
     const value = (settled as { readonly value: unknown }).value;
     if (ToolResult.is(value)) {
-      switch (value.status) {
-        case 'ok': {
-          const checked = checkUpdate(value.update, dropped);
-          if (checked.error !== undefined) return stop(fail(checked.error, 'returned', attempt));
-          return stop({ status: 'ok', value: value.value, update: checked.update, attempts: attempt });
-        }
-        case 'error': {
-          const checked = checkUpdate(value.update, dropped);
-          if (checked.error !== undefined) return stop(fail(checked.error, 'returned', attempt));
-          return stop(fail(asError(value.error), 'returned', attempt, checked.update));
-        }
-        case 'pending': {
-          // Checked again: a result with the ToolResult mark can be built by hand (the mark is a
-          // registered symbol), skipping ToolResult.pending's check. A run suspended on a request
-          // the host cannot show or save would wait for ever (on a worker, its result is refused).
-          const request = checkRequest(value.request, 'the tool returned a pending result whose request is malformed');
-          if (request instanceof Error) return stop(fail(request, 'returned', attempt));
-          return stop({ status: 'pending', request, approval: false, attempts: attempt });
-        }
-        default:
-          return stop(
-            fail(
-              new TroupeError(
-                'the tool returned a ToolResult of unknown status: build it with ToolResult.ok/error/pending',
-                {
-                  code: 'ERR_TOOL_FAILED',
-                },
-              ),
-              'returned',
-              attempt,
-            ),
-          );
-      }
+      const execution = returnedExecution(value, attempt, dropped);
+      return stop(execution.status === 'error' ? reported(execution) : execution);
     }
     return stop({ status: 'ok', value, update: undefined, attempts: attempt });
+  }
+}
+
+type FailedExecution = Extract<ToolExecution, { readonly status: 'error' }>;
+
+/**
+ * What a tool's returned {@link ToolResult} comes to, its update checked
+ * (operations on keys Troupe owns dropped, told to `dropped`). Pure: a `task`
+ * call resumed with its child's result (`resolvedCall`) is read the way a
+ * live call's is.
+ */
+export function returnedExecution(
+  value: ToolResult<unknown>,
+  attempt: number,
+  dropped: (op: Operation, reason: string) => void,
+): ToolExecution {
+  const failed = (error: Error, update?: ContextUpdate): FailedExecution => ({
+    status: 'error',
+    error,
+    kind: 'returned',
+    update,
+    attempts: attempt,
+  });
+  switch (value.status) {
+    case 'ok': {
+      const checked = checkUpdate(value.update, dropped);
+      if (checked.error !== undefined) return failed(checked.error);
+      return { status: 'ok', value: value.value, update: checked.update, attempts: attempt };
+    }
+    case 'error': {
+      const checked = checkUpdate(value.update, dropped);
+      if (checked.error !== undefined) return failed(checked.error);
+      return failed(asError(value.error), checked.update);
+    }
+    case 'pending': {
+      // Checked again: a result with the ToolResult mark can be built by hand (the mark is a
+      // registered symbol), skipping ToolResult.pending's check. A run suspended on a request
+      // the host cannot show or save would wait for ever (on a worker, its result is refused).
+      const request = checkRequest(value.request, 'the tool returned a pending result whose request is malformed');
+      if (request instanceof Error) return failed(request);
+      return { status: 'pending', request, approval: false, attempts: attempt };
+    }
+    default:
+      return failed(
+        new TroupeError('the tool returned a ToolResult of unknown status: build it with ToolResult.ok/error/pending', {
+          code: 'ERR_TOOL_FAILED',
+        }),
+      );
   }
 }
 
