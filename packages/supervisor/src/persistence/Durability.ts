@@ -8,7 +8,14 @@ import {
   type Usage,
 } from '@troupe/core';
 import type { CheckpointCall } from '@troupe/core/internal';
-import { hostRequest, type RequestEntry, type RunNode, type SavedConversation, totalOf } from '../internal/RunNode.js';
+import {
+  type FinalEnd,
+  hostRequest,
+  type RequestEntry,
+  type RunNode,
+  type SavedConversation,
+  totalOf,
+} from '../internal/RunNode.js';
 import type {
   AnswerResult,
   PersistenceAdapter,
@@ -395,23 +402,16 @@ export class Durability {
   }
 }
 
+/**
+ * The outcome a record keeps: the run's end but for the lists that grow with
+ * the run (its events and updates: the state holds them), its error as name,
+ * message and code.
+ */
 function outcomeJson(node: RunNode): unknown {
-  const end = node.end;
+  const end = node.end as (FinalEnd & { readonly events?: unknown; readonly updates?: unknown }) | undefined;
   if (end === undefined) return undefined;
-  switch (end.status) {
-    case 'done':
-      return end.output === undefined
-        ? { status: 'done', text: end.text, turns: end.turns }
-        : { status: 'done', text: end.text, output: end.output, turns: end.turns };
-    case 'failed':
-    case 'crashed':
-      return {
-        status: end.status,
-        error: { name: end.error.name, message: end.error.message, code: (end.error as { code?: unknown }).code },
-      };
-    case 'cancelled':
-      return { status: 'cancelled', reason: end.reason, forced: end.forced };
-    case 'incomplete':
-      return { status: 'incomplete', turns: end.turns };
-  }
+  const { events: _events, updates: _updates, ...kept } = end;
+  if (!('error' in kept)) return kept;
+  const error = kept.error;
+  return { ...kept, error: { name: error.name, message: error.message, code: (error as { code?: unknown }).code } };
 }
