@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { startWorkerHost, type WorkerHost } from '@troupe/bullmq';
-import { JOB_VERSION } from '@troupe/bullmq/internal';
+import { JOB_VERSION, WIRE_VERSION } from '@troupe/bullmq/internal';
 import { createId } from '@troupe/core';
 import { type RedisServer, startRedis } from '../servers/redis.js';
 import { helper, nothingRuns, PeerOwner } from './peer.js';
@@ -83,7 +83,7 @@ describe('startWorkerHost', () => {
       const { jobId, data } = s.job();
       await s.owner.add(jobId, data);
       const claim = await s.owner.next('claim');
-      assert.deepEqual(claim, ['claim', 1, jobId, data.nonce, s.host.hostId, 'b1']);
+      assert.deepEqual(claim, ['claim', WIRE_VERSION, jobId, data.nonce, s.host.hostId, 'b1']);
       // Denied: the job ends failed with the denial, and nothing ran.
       await s.owner.publish(s.host.hostId, [
         'deny',

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { BullmqTransport, bullmqTransport } from '@troupe/bullmq';
-import { encodeEnd } from '@troupe/bullmq/internal';
+import { encodeEnd, WIRE_VERSION } from '@troupe/bullmq/internal';
 import { isTroupeError } from '@troupe/core';
 import { HostFeature } from '@troupe/core/internal';
 import { type RedisServer, startRedis } from '../servers/redis.js';
@@ -184,7 +184,7 @@ describe('bullmqTransport: claims', () => {
       const nonce = await t.peer.nonce(jobId);
       await t.peer.send(t.owner, [
         'refuse',
-        1,
+        WIRE_VERSION,
         jobId,
         nonce,
         t.peer.hostId,

@@ -21,7 +21,7 @@ import { decodeError, ErrorShape, findUnwalkable, isCapability } from '@troupe/c
  * - `['ack', jobId, rseq, ok, value]`: a relayed message was served (`value`: its reply).
  * - `['cancel', jobId, reason]` / `['kill', jobId, reason]`.
  */
-export const WIRE_VERSION = 1;
+export const WIRE_VERSION = 2;
 
 /** What a relayed message of an attempt is. */
 export type RelayKind =

@@ -3,7 +3,7 @@
  * own tests and benchmarks (they play one end of the protocol against the
  * other over a real Redis). Not a stable API.
  */
-export { encodeEnd } from './EndWire.js';
+export { decodeEnd, encodeEnd } from './EndWire.js';
 export { JOB_VERSION, JobData, jobIdOf } from './JobData.js';
 export { RedisNames } from './RedisNames.js';
 export { RelayClient } from './RelayClient.js';
