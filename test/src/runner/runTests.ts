@@ -6,9 +6,9 @@
 //    sockets more than they compute), the long runs (files that call byDepth)
 //    first.
 // 2. Alone, one after the other: the files whose source says `// runs alone:`
-//    with the reason (a file that rebuilds the packages every other file
-//    imports, one that holds figures to what bare threads get in the same
-//    run). A new file runs in the first pass unless it says so.
+//    with the reason (a file that would change what every other file
+//    imports, or hold figures no neighbour may disturb). None does today; a
+//    new file runs in the first pass unless it says so.
 //
 // Only files whose source exists run: a compiled test left in test/dist by a
 // file since moved or deleted does not. Arguments narrow the run to files
