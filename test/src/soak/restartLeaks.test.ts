@@ -20,7 +20,8 @@ after(() => rmSync(directory, { recursive: true, force: true }));
 const open = (store = true): Supervisor =>
   createSupervisor({
     agents: [boss, sub],
-    pool: { threads: 2 },
+    // One thread: the subagent of a lifetime runs on it (a leak per thread would show per lifetime all the same).
+    pool: { threads: 1 },
     persistence: store ? sqlitePersistence({ directory }) : null,
   });
 

@@ -397,7 +397,7 @@ describe('Supervisor.spawn: crash containment', () => {
     });
   });
 
-  const crashes = byDepth({ quick: 30, deep: 100 });
+  const crashes = byDepth({ quick: 15, deep: 100 });
   it(`${crashes} crashes in a row leave the pool serving normally`, async () => {
     const supervisor = createSupervisor({ pool: { threads: 2 }, persistence: null });
     try {

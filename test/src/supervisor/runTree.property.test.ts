@@ -24,9 +24,10 @@
 // A failure prints its seed, path and counterexample. Reproduce it with
 // TROUPE_PROPERTY_SEED=<seed> TROUPE_PROPERTY_PATH=<path>, or play the
 // counterexample alone with TROUPE_PROPERTY_CASE='<counterexample JSON>'.
-// TROUPE_PROPERTY_RUNS sets the number of runs (default 25, and 100 with
+// TROUPE_PROPERTY_RUNS sets the number of runs (default 12, and 100 with
 // TROUPE_TEST_DEPTH=deep: 100 measured 38 s on the two shared cores at load 5,
-// 75 s at load 13 — most of it booting each scenario's four worker threads);
+// 75 s at load 13 — most of it booting each scenario's four worker threads, at
+// about 0.19 s of CPU each);
 // TROUPE_PROPERTY_STRICT=1 also plays trees deeper than the pool (see STRICT).
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
@@ -39,7 +40,7 @@ import { byDepth } from '../fixtures/testDepth.js';
 import { checkRunTree, TERMINAL_EVENTS } from './checkRunTree.js';
 import { EventLog, type Logged } from './EventLog.js';
 
-const RUNS = Number(process.env.TROUPE_PROPERTY_RUNS ?? byDepth({ quick: 25, deep: 100 }));
+const RUNS = Number(process.env.TROUPE_PROPERTY_RUNS ?? byDepth({ quick: 12, deep: 100 }));
 const SEED = process.env.TROUPE_PROPERTY_SEED === undefined ? undefined : Number(process.env.TROUPE_PROPERTY_SEED);
 const PATH = process.env.TROUPE_PROPERTY_PATH;
 /**
