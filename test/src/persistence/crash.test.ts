@@ -8,8 +8,8 @@ import Database from 'better-sqlite3';
 import { byDepth } from '../fixtures/testDepth.js';
 import { crashRounds } from './crashRounds.js';
 
-// 50 rounds in the deep tier (TROUPE_TEST_DEPTH=deep), 12 in pnpm test.
-const ROUNDS = Number(process.env.TROUPE_CRASH_ROUNDS ?? byDepth({ quick: 12, deep: 50 }));
+// 50 rounds in the deep tier (TROUPE_TEST_DEPTH=deep), 8 in pnpm test.
+const ROUNDS = Number(process.env.TROUPE_CRASH_ROUNDS ?? byDepth({ quick: 8, deep: 50 }));
 const tenantKey = (s: unknown) => (s as { org: string }).org;
 
 describe('restore after a crash (SIGKILL)', () => {

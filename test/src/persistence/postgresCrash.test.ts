@@ -8,7 +8,7 @@ import { crashRounds } from './crashRounds.js';
 import { freshSchema, server } from './postgresStores.js';
 
 // As many as SQLite's crash fuzz in pnpm test; 50 in the deep tier (TROUPE_TEST_DEPTH=deep).
-const ROUNDS = Number(process.env.TROUPE_CRASH_ROUNDS ?? byDepth({ quick: 12, deep: 50 }));
+const ROUNDS = Number(process.env.TROUPE_CRASH_ROUNDS ?? byDepth({ quick: 8, deep: 50 }));
 const tenantKey = (s: unknown) => (s as { org: string }).org;
 
 describe('PostgreSQL: restore after a crash (SIGKILL) of an API host', () => {
