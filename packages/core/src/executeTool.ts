@@ -272,21 +272,21 @@ export async function executeTool(
     }
   };
   // A failed call, told to the `tool.execute.exception` listeners.
-  const reported = (failed: FailedExecution, willRetry = false): ToolExecution => {
+  const reported = (execution: FailedExecution, willRetry = false): ToolExecution => {
     if (events !== undefined && events.listenerCount('tool.execute.exception') > 0) {
       events.emit('tool.execute.exception', {
         toolName,
         toolCallId,
         agentId,
-        attempt: Math.max(failed.attempts, 1),
+        attempt: Math.max(execution.attempts, 1),
         at: clock.now(),
-        kind: failed.kind,
+        kind: execution.kind,
         willRetry,
-        reason: failed.error,
-        stack: failed.error.stack,
+        reason: execution.error,
+        stack: execution.error.stack,
       });
     }
-    return failed;
+    return execution;
   };
   const fail = (
     error: Error,
@@ -453,30 +453,23 @@ export function returnedExecution(
   attempt: number,
   dropped: (op: Operation, reason: string) => void,
 ): ToolExecution {
-  const failed = (error: Error, update?: ContextUpdate): FailedExecution => ({
-    status: 'error',
-    error,
-    kind: 'returned',
-    update,
-    attempts: attempt,
-  });
   switch (value.status) {
     case 'ok': {
       const checked = checkUpdate(value.update, dropped);
-      if (checked.error !== undefined) return failed(checked.error);
+      if (checked.error !== undefined) return failed(checked.error, attempt);
       return { status: 'ok', value: value.value, update: checked.update, attempts: attempt };
     }
     case 'error': {
       const checked = checkUpdate(value.update, dropped);
-      if (checked.error !== undefined) return failed(checked.error);
-      return failed(asError(value.error), checked.update);
+      if (checked.error !== undefined) return failed(checked.error, attempt);
+      return failed(asError(value.error), attempt, checked.update);
     }
     case 'pending': {
       // Checked again: a result with the ToolResult mark can be built by hand (the mark is a
       // registered symbol), skipping ToolResult.pending's check. A run suspended on a request
       // the host cannot show or save would wait for ever (on a worker, its result is refused).
       const request = checkRequest(value.request, 'the tool returned a pending result whose request is malformed');
-      if (request instanceof Error) return failed(request);
+      if (request instanceof Error) return failed(request, attempt);
       return { status: 'pending', request, approval: false, attempts: attempt };
     }
     default:
@@ -484,8 +477,14 @@ export function returnedExecution(
         new TroupeError('the tool returned a ToolResult of unknown status: build it with ToolResult.ok/error/pending', {
           code: 'ERR_TOOL_FAILED',
         }),
+        attempt,
       );
   }
+}
+
+/** A returned result that fails the call. */
+function failed(error: Error, attempts: number, update?: ContextUpdate): FailedExecution {
+  return { status: 'error', error, kind: 'returned', update, attempts };
 }
 
 // Timeout and cancellation both abort the call (its token) and end it at
