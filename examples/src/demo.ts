@@ -177,7 +177,7 @@ async function main(): Promise<number> {
     );
     // `--trace`: every scene in a span of its own, the supervisor's spans under it, the tree printed at the end.
     const mode = tracingMode();
-    const tracing = mode === 'off' ? undefined : startTracing(supervisor, mode);
+    const tracing = mode === undefined ? undefined : startTracing(supervisor, mode);
     const scene = (name: string, work: () => Promise<void>): Promise<void> =>
       guard.run(name, () => (tracing === undefined ? work() : tracing.scene(name, work)));
     await scene('scene 1: fan-out', () => fanOut(stage));

@@ -1,7 +1,7 @@
 // The demo's traces (`pnpm demo --trace`, or TROUPE_DEMO_TRACE=1): the
 // supervisor's spans printed as a tree at the end; with
-// OTEL_EXPORTER_OTLP_ENDPOINT set, exported over OTLP/HTTP instead
-// (Jaeger, Tempo, an OpenTelemetry Collector...).
+// OTEL_EXPORTER_OTLP_ENDPOINT set, exported over OTLP/HTTP (Jaeger, Tempo, an
+// OpenTelemetry Collector...), and printed as well when --trace asks for it.
 import { context, trace } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
@@ -15,20 +15,28 @@ import {
 import { instrument, TroupeAttr } from '@troupe/otel';
 import type { Supervisor } from '@troupe/supervisor';
 
-/** What the demo asked for: nothing, a printed tree, or OTLP export. */
-export function tracingMode(): 'off' | 'print' | 'otlp' {
-  if ((process.env.OTEL_EXPORTER_OTLP_ENDPOINT ?? '') !== '') return 'otlp';
-  return process.argv.includes('--trace') || process.env.TROUPE_DEMO_TRACE === '1' ? 'print' : 'off';
+/** What the demo asked for: its spans printed as a tree, exported over OTLP, or both. */
+export interface TracingMode {
+  readonly print: boolean;
+  readonly export: boolean;
 }
 
-/** Trace `supervisor`; `finish()` prints the tree (or flushes the exporter) and stops. */
-export function startTracing(supervisor: Supervisor, mode: 'print' | 'otlp') {
+/** The tracing asked for, or undefined for none. */
+export function tracingMode(): TracingMode | undefined {
+  const exported = (process.env.OTEL_EXPORTER_OTLP_ENDPOINT ?? '') !== '';
+  const print = process.argv.includes('--trace') || process.env.TROUPE_DEMO_TRACE === '1';
+  return print || exported ? { print, export: exported } : undefined;
+}
+
+/** Trace `supervisor`; `finish()` flushes the exporter and prints the tree (as asked), and stops. */
+export function startTracing(supervisor: Supervisor, mode: TracingMode) {
   context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
-  const memory = new InMemorySpanExporter();
-  const otlp = mode === 'otlp' ? new OTLPTraceExporter() : undefined;
-  const provider = new BasicTracerProvider({
-    spanProcessors: [otlp === undefined ? new SimpleSpanProcessor(memory) : new BatchSpanProcessor(otlp)],
-  });
+  const memory = mode.print ? new InMemorySpanExporter() : undefined;
+  const otlp = mode.export ? new OTLPTraceExporter() : undefined;
+  const spanProcessors: (SimpleSpanProcessor | BatchSpanProcessor)[] = [];
+  if (memory !== undefined) spanProcessors.push(new SimpleSpanProcessor(memory));
+  if (otlp !== undefined) spanProcessors.push(new BatchSpanProcessor(otlp));
+  const provider = new BasicTracerProvider({ spanProcessors });
   const tracer = provider.getTracer('troupe-demo');
   const tracing = instrument(supervisor, { tracer });
   return {
@@ -47,7 +55,8 @@ export function startTracing(supervisor: Supervisor, mode: 'print' | 'otlp') {
       await provider.forceFlush();
       if (otlp !== undefined) {
         out(`\n${tracing.stats().spans} spans exported to ${process.env.OTEL_EXPORTER_OTLP_ENDPOINT}`);
-      } else {
+      }
+      if (memory !== undefined) {
         out('\nTrace (one tree per scene; ms from the scene start):');
         for (const line of renderTrace(memory.getFinishedSpans())) out(`   ${line}`);
       }
