@@ -231,7 +231,7 @@ export function taskToolResult(result: TaskResult): ToolResult<unknown> {
 }
 
 /** What a parent's model is given for a child's answer: its structured output when it has one, else its text. */
-export function taskAnswer(done: Extract<TaskResult, { readonly status: 'done' }>): unknown {
+function taskAnswer(done: Extract<TaskResult, { readonly status: 'done' }>): unknown {
   return done.output !== undefined ? done.output : done.result;
 }
 

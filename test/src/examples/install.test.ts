@@ -196,7 +196,10 @@ function packagesCopy(dir: string): string {
         const [top, ...rest] = relative(from, source).split(sep);
         if (top === 'node_modules' || top === '.turbo') return false;
         return (
-          top !== 'dist' || rest.length === 0 || statSync(source).isDirectory() || cleanBuild(from, rest.join('/'))
+          top !== 'dist' ||
+          rest.length === 0 ||
+          statSync(source).isDirectory() ||
+          cleanBuild(from, `dist/${rest.join('/')}`)
         );
       },
     });
@@ -206,14 +209,19 @@ function packagesCopy(dir: string): string {
 }
 
 /**
- * Whether a clean build of the package at `dir` (`tsc -b` on an emptied dist, its prepack) leaves
- * `built` (a path under its dist): code, declarations and their maps of a source that exists
- * (src/x.ts → dist/x.js, x.js.map, x.d.ts, x.d.ts.map; .cts → .cjs, .d.cts), not the build info.
+ * The source a built file comes from (relative to its package: dist/x.js, x.js.map, x.d.ts and
+ * x.d.ts.map come from src/x.ts; .cjs and .d.cts from .cts; .mjs from .mts); undefined for any
+ * other file (the build info).
  */
+function sourceOfBuilt(built: string): string | undefined {
+  const m = /^dist\/(.+?)\.(?:d\.)?([cm]?)[jt]s(?:\.map)?$/.exec(built);
+  return m === null ? undefined : `src/${m[1]}.${m[2]}ts`;
+}
+
+/** Whether a clean build of the package at `dir` (`tsc -b` on an emptied dist, its prepack) leaves `built`. */
 function cleanBuild(dir: string, built: string): boolean {
-  const stem = built.replace(/\.(d\.)?[cm]?[jt]s(\.map)?$/, '');
-  if (stem === built) return false;
-  return ['.ts', '.cts', '.mts'].some((ext) => existsSync(join(dir, 'src', `${stem}${ext}`)));
+  const source = sourceOfBuilt(built);
+  return source !== undefined && existsSync(join(dir, source));
 }
 
 /** Every package's prepack: a build from its sources alone (what the copy packed here holds). */
@@ -379,7 +387,6 @@ describe('every package, packed and installed in a project outside the workspace
   });
 
   it('packs the built code and its sources (the maps resolve), and no build info, tests or benchmarks', () => {
-    const sourceOf: Record<string, string> = { js: 'ts', cjs: 'cts', mjs: 'mts' };
     for (const { manifest, files, unpacked } of packed) {
       for (const file of files) {
         assert.doesNotMatch(file, /\.tsbuildinfo$/, `${manifest.name}: ${file}`);
@@ -391,11 +398,12 @@ describe('every package, packed and installed in a project outside the workspace
           /(^|\/)(tests?|__tests__|bench|fixtures)\/|\.(test|spec|bench)\.[cm]?[jt]s/,
           `${manifest.name}: ${file}`,
         );
-        const built = /^dist\/(.+?)\.(?:d\.)?([cm]?js|[cm]?ts)(?:\.map)?$/.exec(file);
         if (file.startsWith('dist/')) {
-          const ext = built?.[2] ?? '';
-          const source = `src/${built?.[1]}.${sourceOf[ext] ?? ext}`;
-          assert.ok(files.has(source), `${manifest.name}: ${file} is built from ${source}, which is not packed`);
+          const source = sourceOfBuilt(file);
+          assert.ok(
+            source !== undefined && files.has(source),
+            `${manifest.name}: ${file} is built from ${source ?? 'no source'}, which is not packed`,
+          );
         }
         if (file.endsWith('.map')) {
           const map = readJson<{ sources: string[] }>(join(unpacked, file));

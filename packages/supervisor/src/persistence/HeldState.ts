@@ -136,13 +136,12 @@ export function holdRecord(value: unknown, what: string, heldBefore?: readonly H
   const list = splittable(value);
   if (list === undefined) return { shell: flat(R.encodeWithState(value, what)), messages: undefined, kept: 0 };
   try {
-    const held = heldBefore;
     const messages: HeldMessage[] = new Array(list.length);
     let kept = 0;
-    if (held !== undefined) {
+    if (heldBefore !== undefined) {
       // Held before and the very same object now: a sealed message, unchanged.
-      for (const n = Math.min(held.length, list.length); kept < n && held[kept] === list[kept]; kept++) {
-        messages[kept] = held[kept] as HeldMessage;
+      for (const n = Math.min(heldBefore.length, list.length); kept < n && heldBefore[kept] === list[kept]; kept++) {
+        messages[kept] = heldBefore[kept] as HeldMessage;
       }
     }
     let same = kept;
